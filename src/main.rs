@@ -1,0 +1,28 @@
+//! `svc`: single-binary industrial data platform. Entry point: parses the command line and
+//! dispatches to the server or a client subcommand.
+
+mod cli;
+mod duration;
+mod ids;
+mod model;
+mod query;
+mod schema;
+mod server;
+mod store;
+mod time;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match cli.command {
+        cli::Command::Serve(args) => match server::run(*args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("svc serve: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}

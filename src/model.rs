@@ -1,0 +1,186 @@
+//! Wire types shared by the server and the clients: every JSON shape of the REST API that is
+//! not a free-form record lives here, so both sides agree by construction.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoginRequest {
+    pub username: String,
+    pub password: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoginResponse {
+    pub success: bool,
+    pub tkn: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Success {
+    pub success: bool,
+}
+
+impl Success {
+    pub const fn yes() -> Success {
+        Success { success: true }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PermissionResponse {
+    pub actions: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CountResponse {
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewApiKeyRequest {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewApiKey {
+    pub success: bool,
+    pub id: String,
+    pub name: String,
+    /// The full secret; returned only once, at creation.
+    pub key: String,
+    pub prefix: String,
+    pub created_dt: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiKeyInfo {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub created_dt: String,
+    pub last_used_dt: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Domain {
+    pub id: String,
+    pub name: String,
+    pub created_dt: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewDomainRequest {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct User {
+    pub id: String,
+    pub username: String,
+    pub admin: bool,
+    pub created_dt: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewUserRequest {
+    pub username: String,
+    pub password: String,
+    #[serde(default)]
+    pub admin: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub feature: String,
+    pub action: String,
+    pub scope: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Group {
+    pub id: String,
+    pub name: String,
+    pub domain: String,
+    pub grants: Vec<Grant>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewGroupRequest {
+    pub name: String,
+    #[serde(default)]
+    pub grants: Vec<Grant>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FeatureActions {
+    pub name: String,
+    #[serde(default)]
+    pub actions: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PermissionImport {
+    #[serde(default)]
+    pub features: Vec<FeatureActions>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ValidateTokenRequest {
+    pub token: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ValidateTokenResponse {
+    pub valid: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileRequest {
+    #[serde(rename = "fileName")]
+    pub file_name: String,
+    #[serde(rename = "collectionName")]
+    pub collection_name: String,
+    #[serde(rename = "fieldName")]
+    pub field_name: String,
+    #[serde(rename = "recordID")]
+    pub record_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub device_name: String,
+    pub uns: Uns,
+    pub storage: StorageInfo,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Uns {
+    #[serde(rename = "basePath")]
+    pub base_path: String,
+    pub bind: Binds,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Binds {
+    pub mqtt: Bind,
+    pub mqtts: Bind,
+    pub ws: Bind,
+    pub wss: Bind,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Bind {
+    pub host: String,
+    pub port: u16,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StorageInfo {
+    pub engine: String,
+    pub path: String,
+    pub size_bytes: u64,
+}

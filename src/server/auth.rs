@@ -1,0 +1,133 @@
+//! Authentication routes (mounted under `/auth` and `/svc/auth`): login, the caller's API keys,
+//! the permission report, `me`, and token validation.
+
+use super::caller::{Caller, Identity};
+use super::credentials::{dummy_hash, new_api_key, verify_password};
+use super::error::{ApiError, ApiResult};
+use super::json::JsonBody;
+use super::AppState;
+use crate::model::{
+    ApiKeyInfo, LoginRequest, LoginResponse, NewApiKey, NewApiKeyRequest, PermissionResponse,
+    Success, User, ValidateTokenRequest, ValidateTokenResponse,
+};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/login", post(login))
+        .route("/keys", post(create_key).get(list_keys))
+        .route("/keys/{id}", delete(revoke_key))
+        .route(
+            "/permission/action/feature/{feature}/scope/{scope}",
+            get(permission),
+        )
+        .route("/me", get(me))
+        .route("/jwt/validate", post(validate_token))
+}
+
+const BAD_LOGIN: &str = "invalid username or password";
+
+async fn login(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<LoginRequest>,
+) -> ApiResult<Json<LoginResponse>> {
+    let username = request.username.clone();
+    let found = state.store.run(move |s| s.user_with_password(&username)).await?;
+    // Unknown users still pay for one hash check, so timing does not reveal which names exist.
+    let (user, hash) = match found {
+        Some((user, hash)) => (Some(user), hash),
+        None => (None, dummy_hash().to_string()),
+    };
+    let password = request.password;
+    let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .unwrap_or(false);
+    match user {
+        Some(user) if matches => {
+            let tkn = state
+                .jwt
+                .issue(&user)
+                .map_err(|_| ApiError::internal("cannot sign the token"))?;
+            Ok(Json(LoginResponse { success: true, tkn }))
+        }
+        _ => Err(ApiError::unauthorized(BAD_LOGIN)),
+    }
+}
+
+async fn create_key(
+    State(state): State<AppState>,
+    Identity(user): Identity,
+    JsonBody(request): JsonBody<NewApiKeyRequest>,
+) -> ApiResult<(StatusCode, Json<NewApiKey>)> {
+    let name = request.name.trim().to_string();
+    if name.is_empty() || name.len() > 200 {
+        return Err(ApiError::bad_request("`name` must be 1 to 200 characters"));
+    }
+    let (key, prefix, hash) = new_api_key();
+    let info = state
+        .store
+        .run(move |s| s.create_api_key(&user.key, &name, &prefix, &hash))
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(NewApiKey {
+            success: true,
+            id: info.id,
+            name: info.name,
+            key,
+            prefix: info.prefix,
+            created_dt: info.created_dt,
+        }),
+    ))
+}
+
+async fn list_keys(
+    State(state): State<AppState>,
+    Identity(user): Identity,
+) -> ApiResult<Json<Vec<ApiKeyInfo>>> {
+    Ok(Json(state.store.run(move |s| s.list_api_keys(&user.key)).await?))
+}
+
+async fn revoke_key(
+    State(state): State<AppState>,
+    Identity(user): Identity,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Success>> {
+    let removed = state
+        .store
+        .run(move |s| s.delete_api_key(&user.key, &id))
+        .await?;
+    state.auth_cache.clear();
+    if removed {
+        Ok(Json(Success::yes()))
+    } else {
+        Err(ApiError::not_found("you have no API key with this id"))
+    }
+}
+
+async fn permission(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((feature, scope)): Path<(String, String)>,
+) -> ApiResult<Json<PermissionResponse>> {
+    let actions = caller.actions(&state, &feature, &scope).await?;
+    Ok(Json(PermissionResponse { actions }))
+}
+
+async fn me(Identity(user): Identity) -> Json<User> {
+    Json(user.to_model())
+}
+
+async fn validate_token(
+    State(state): State<AppState>,
+    _caller: Identity,
+    JsonBody(request): JsonBody<ValidateTokenRequest>,
+) -> Json<ValidateTokenResponse> {
+    let valid = super::caller::user_of_token(&state, &request.token)
+        .await
+        .is_ok();
+    Json(ValidateTokenResponse { valid })
+}

@@ -1,0 +1,296 @@
+//! Who is calling and in which domain: credential checking (JWT, API key, both-headers rule),
+//! the `Domain` header, and permission checks, with an in-memory cache of identity data that
+//! every identity write clears.
+
+use super::credentials::{hash_api_key, API_KEY_PREFIX};
+use super::error::{ApiError, ApiResult};
+use super::AppState;
+use crate::ids::{parse_domain_header, ADMIN_DOMAIN};
+use crate::store::{AuthUser, GrantSet};
+use crate::time::now_rfc3339;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+pub const API_KEY_HEADER: &str = "x-svc-api-key";
+/// How often a key's `last_used_dt` is written at most.
+const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Built-in actions every domain knows.
+pub const READ: &str = "read";
+pub const READ_WRITE: &str = "read-write";
+
+/// Identity data read on every request, cached; any identity write calls [`AuthCache::clear`].
+#[derive(Default)]
+pub struct AuthCache {
+    users: RwLock<HashMap<String, Arc<AuthUser>>>,
+    /// API key hash → (key id, owner user key). Only known keys are cached.
+    keys: RwLock<HashMap<String, (String, String)>>,
+    grants: RwLock<HashMap<(String, String), Arc<GrantSet>>>,
+    domains: RwLock<HashSet<String>>,
+    touched: Mutex<HashMap<String, Instant>>,
+}
+
+impl AuthCache {
+    pub fn clear(&self) {
+        if let Ok(mut m) = self.users.write() {
+            m.clear();
+        }
+        if let Ok(mut m) = self.keys.write() {
+            m.clear();
+        }
+        if let Ok(mut m) = self.grants.write() {
+            m.clear();
+        }
+        if let Ok(mut m) = self.domains.write() {
+            m.clear();
+        }
+    }
+}
+
+fn cached<K: std::hash::Hash + Eq, V: Clone>(map: &RwLock<HashMap<K, V>>, key: &K) -> Option<V> {
+    map.read().ok().and_then(|m| m.get(key).cloned())
+}
+
+fn remember<K: std::hash::Hash + Eq, V>(map: &RwLock<HashMap<K, V>>, key: K, value: V) {
+    if let Ok(mut m) = map.write() {
+        m.insert(key, value);
+    }
+}
+
+/// An authenticated user (routes that need no domain).
+pub struct Identity(pub Arc<AuthUser>);
+
+/// An authenticated user acting in a domain (every data-plane route).
+pub struct Caller {
+    pub user: Arc<AuthUser>,
+    pub domain: String,
+}
+
+impl FromRequestParts<AppState> for Identity {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Identity> {
+        authenticate(state, &parts.headers).await.map(Identity)
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Caller> {
+        let domain = domain_of(&parts.headers)?;
+        let user = authenticate(state, &parts.headers).await?;
+        if !domain_exists(state, &domain).await? {
+            return Err(ApiError::bad_request(format!("unknown domain `domains:{domain}`")));
+        }
+        Ok(Caller { user, domain })
+    }
+}
+
+/// The active domain: the `Domain` header, or `svc_admin` without one.
+pub fn domain_of(headers: &HeaderMap) -> ApiResult<String> {
+    match headers.get("domain") {
+        None => Ok(ADMIN_DOMAIN.to_string()),
+        Some(value) => {
+            let text = value
+                .to_str()
+                .map_err(|_| ApiError::bad_request("invalid Domain header: not ASCII text"))?;
+            parse_domain_header(text)
+                .map(str::to_string)
+                .map_err(ApiError::bad_request)
+        }
+    }
+}
+
+async fn domain_exists(state: &AppState, domain: &str) -> ApiResult<bool> {
+    let cache = &state.auth_cache.domains;
+    if cache.read().is_ok_and(|d| d.contains(domain)) {
+        return Ok(true);
+    }
+    let domains = state.store.run(|s| s.list_domains()).await?;
+    let exists = domains.iter().any(|d| d.name == domain);
+    if let Ok(mut set) = cache.write() {
+        set.extend(domains.into_iter().map(|d| d.name));
+    }
+    Ok(exists)
+}
+
+/// Checks the credential headers; when both are sent both must be valid and the JWT's user acts.
+pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> ApiResult<Arc<AuthUser>> {
+    let bearer = match headers.get(header::AUTHORIZATION) {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?,
+        ),
+    };
+    let api_key = match headers.get(API_KEY_HEADER) {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .map_err(|_| ApiError::unauthorized("invalid API key"))?
+                .trim(),
+        ),
+    };
+    let key_user = match api_key {
+        Some(key) => Some(user_of_api_key(state, key).await?),
+        None => None,
+    };
+    match (bearer, key_user) {
+        (Some(token), _) => user_of_token(state, token).await,
+        (None, Some(user)) => Ok(user),
+        (None, None) => Err(ApiError::unauthorized(
+            "a credential is required: send Authorization: Bearer <token> or X-Svc-Api-Key",
+        )),
+    }
+}
+
+pub async fn user_of_token(state: &AppState, token: &str) -> ApiResult<Arc<AuthUser>> {
+    let invalid = || ApiError::unauthorized("invalid or expired token; log in again");
+    let claims = state.jwt.verify(token).ok_or_else(invalid)?;
+    let key = claims
+        .sub
+        .strip_prefix(&format!("{ADMIN_DOMAIN}.users:"))
+        .ok_or_else(invalid)?
+        .to_string();
+    user_by_key(state, key).await?.ok_or_else(invalid)
+}
+
+async fn user_of_api_key(state: &AppState, key: &str) -> ApiResult<Arc<AuthUser>> {
+    let invalid = || ApiError::unauthorized("invalid API key");
+    if !key.starts_with(API_KEY_PREFIX) {
+        return Err(invalid());
+    }
+    let hash = hash_api_key(key);
+    let owner = match cached(&state.auth_cache.keys, &hash) {
+        Some(owner) => owner,
+        None => {
+            let lookup = hash.clone();
+            let owner = state
+                .store
+                .run(move |s| s.api_key_owner(&lookup))
+                .await?
+                .ok_or_else(invalid)?;
+            remember(&state.auth_cache.keys, hash, owner.clone());
+            owner
+        }
+    };
+    let (key_id, user_key) = owner;
+    touch_key(state, key_id);
+    user_by_key(state, user_key).await?.ok_or_else(invalid)
+}
+
+/// Records a key's use, at most once per [`TOUCH_INTERVAL`], off the request path.
+fn touch_key(state: &AppState, key_id: String) {
+    let due = state.auth_cache.touched.lock().is_ok_and(|mut touched| {
+        let now = Instant::now();
+        match touched.get(&key_id) {
+            Some(last) if now.duration_since(*last) < TOUCH_INTERVAL => false,
+            _ => {
+                touched.insert(key_id.clone(), now);
+                true
+            }
+        }
+    });
+    if due {
+        let store = state.store.clone();
+        tokio::spawn(async move {
+            let when = now_rfc3339();
+            if let Err(e) = store.run(move |s| s.touch_api_key(&key_id, &when)).await {
+                tracing::warn!(error = %e, "could not record API key use");
+            }
+        });
+    }
+}
+
+async fn user_by_key(state: &AppState, key: String) -> ApiResult<Option<Arc<AuthUser>>> {
+    if let Some(user) = cached(&state.auth_cache.users, &key) {
+        return Ok(Some(user));
+    }
+    let lookup = key.clone();
+    let Some(user) = state.store.run(move |s| s.user_by_key(&lookup)).await? else {
+        return Ok(None);
+    };
+    let user = Arc::new(user);
+    remember(&state.auth_cache.users, key, user.clone());
+    Ok(Some(user))
+}
+
+/// What a request needs to be allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+impl Caller {
+    /// The actions this caller holds for a feature and scope in its domain.
+    pub async fn actions(&self, state: &AppState, feature: &str, scope: &str) -> ApiResult<Vec<String>> {
+        if self.user.admin {
+            let (domain, feature_name) = (self.domain.clone(), feature.to_string());
+            let mut actions = vec![READ.to_string(), READ_WRITE.to_string()];
+            actions.extend(
+                state
+                    .store
+                    .run(move |s| s.custom_actions(&domain, &feature_name))
+                    .await?,
+            );
+            actions.sort();
+            actions.dedup();
+            return Ok(actions);
+        }
+        Ok(self.grants(state).await?.actions(feature, scope))
+    }
+
+    async fn grants(&self, state: &AppState) -> ApiResult<Arc<GrantSet>> {
+        let cache_key = (self.user.key.clone(), self.domain.clone());
+        if let Some(grants) = cached(&state.auth_cache.grants, &cache_key) {
+            return Ok(grants);
+        }
+        let (user, domain) = cache_key.clone();
+        let grants = Arc::new(state.store.run(move |s| s.grants_of(&user, &domain)).await?);
+        remember(&state.auth_cache.grants, cache_key, grants.clone());
+        Ok(grants)
+    }
+
+    /// Fails with 401 unless the caller may read (or write) `feature` at `scope`.
+    pub async fn require(&self, state: &AppState, feature: &str, scope: &str, access: Access) -> ApiResult<()> {
+        if self.user.admin {
+            return Ok(());
+        }
+        let actions = self.grants(state).await?.actions(feature, scope);
+        let allowed = match access {
+            Access::Read => actions.iter().any(|a| a == READ || a == READ_WRITE),
+            Access::Write => actions.iter().any(|a| a == READ_WRITE),
+        };
+        if allowed {
+            Ok(())
+        } else {
+            let verb = if access == Access::Read { "read" } else { "write" };
+            Err(ApiError::unauthorized(format!(
+                "not allowed to {verb} {feature} `{scope}` in domain `{}`",
+                self.domain
+            )))
+        }
+    }
+}
+
+impl Identity {
+    pub fn require_admin(&self) -> ApiResult<()> {
+        if self.0.admin {
+            Ok(())
+        } else {
+            Err(ApiError::unauthorized("this route needs an administrator"))
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! Device info (`GET /svc/`, `GET /svc/info`): device name, broker listeners, storage, version.
+
+use super::caller::Identity;
+use super::AppState;
+use crate::model::{Bind, Binds, DeviceInfo, StorageInfo, Uns};
+use axum::extract::State;
+use axum::Json;
+
+pub async fn device_info(State(state): State<AppState>, _who: Identity) -> Json<DeviceInfo> {
+    let settings = &state.settings;
+    let host = settings.bind.to_string();
+    let listener = |name: &str, configured: u16, enabled: bool| Bind {
+        host: host.clone(),
+        port: state.bound.get(name).map_or(configured, |a| a.port()),
+        enabled,
+    };
+    let tls = settings.tls.is_some();
+    let store = state.store.clone();
+    let size_bytes = tokio::task::spawn_blocking(move || store.size_bytes())
+        .await
+        .unwrap_or(0);
+    Json(DeviceInfo {
+        device_name: settings.device_name.clone(),
+        uns: Uns {
+            base_path: String::new(),
+            bind: Binds {
+                mqtt: listener("mqtt", settings.mqtt_port, true),
+                mqtts: listener("mqtts", settings.mqtts_port, tls),
+                ws: listener("ws", settings.ws_port, true),
+                wss: listener("wss", settings.wss_port, tls),
+            },
+        },
+        storage: StorageInfo {
+            engine: "sqlite".into(),
+            path: state.store.path().display().to_string(),
+            size_bytes,
+        },
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    })
+}

@@ -1,0 +1,70 @@
+//! Request-wide behaviour: the `App-CorrelationID` header on every response, one structured log
+//! line per request carrying it, and plain-text bodies for errors the framework produces itself
+//! (unknown routes, wrong methods, oversize bodies, panics).
+
+use super::error::{default_sentence, text_response, TEXT_PLAIN};
+use axum::extract::Request;
+use axum::http::{header, HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::Response;
+use std::time::Instant;
+
+pub const CORRELATION_HEADER: HeaderName = HeaderName::from_static("app-correlationid");
+
+/// The request's correlation id, available to handlers as an extension.
+#[derive(Debug, Clone)]
+pub struct CorrelationId(pub String);
+
+/// Reuses a sane incoming id (printable ASCII, at most 128 bytes) or makes a new UUID.
+fn correlation_id(request: &Request) -> String {
+    request
+        .headers()
+        .get(&CORRELATION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_string)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+pub async fn correlate(mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = correlation_id(&request);
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    request.extensions_mut().insert(CorrelationId(id.clone()));
+    let response = next.run(request).await;
+    let mut response = ensure_text_error(response);
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(CORRELATION_HEADER, value);
+    }
+    tracing::info!(
+        correlation_id = %id,
+        method = %method,
+        path = %path,
+        status = response.status().as_u16(),
+        ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
+        "request"
+    );
+    response
+}
+
+/// Replaces a framework-made error body (empty, JSON, or other types) with a plain sentence.
+fn ensure_text_error(response: Response) -> Response {
+    let status = response.status();
+    if status.is_success() || status.is_redirection() || status.is_informational() {
+        return response;
+    }
+    let is_text = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == TEXT_PLAIN.as_bytes());
+    if is_text {
+        return response;
+    }
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let mut replaced = text_response(status, default_sentence(status));
+    if let Some(allow) = allow {
+        replaced.headers_mut().insert(header::ALLOW, allow);
+    }
+    replaced
+}

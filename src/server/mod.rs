@@ -1,0 +1,164 @@
+//! `svc serve`: opens the store, bootstraps the first administrator, binds every listener,
+//! announces them on the `ready` line, and serves until SIGINT/SIGTERM.
+
+mod admin;
+mod auth;
+mod caller;
+mod credentials;
+mod error;
+mod files;
+mod info;
+mod json;
+mod middleware;
+mod records;
+pub mod settings;
+
+use crate::store::Store;
+use anyhow::{Context, Result};
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use caller::AuthCache;
+use credentials::Jwt;
+use settings::{ServeArgs, Settings};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// Everything a handler may need, cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub settings: Arc<Settings>,
+    pub jwt: Arc<Jwt>,
+    pub auth_cache: Arc<AuthCache>,
+    pub bound: Arc<BTreeMap<&'static str, SocketAddr>>,
+}
+
+pub fn run(args: ServeArgs) -> Result<()> {
+    init_logging();
+    let settings = Settings::resolve(args)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(serve(settings))
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("SVC_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+async fn serve(settings: Settings) -> Result<()> {
+    std::fs::create_dir_all(&settings.data_dir)
+        .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
+    let store = Store::open(&settings.data_dir.join("svc.db")).context("cannot open the database")?;
+    bootstrap_admin(&store, &settings)?;
+    let secret = match &settings.jwt_secret {
+        Some(secret) => secret.as_bytes().to_vec(),
+        None => credentials::load_or_create_secret(&settings.data_dir)?,
+    };
+    let jwt = Arc::new(Jwt::new(&secret, settings.token_ttl));
+
+    let http = TcpListener::bind((settings.bind, settings.http_port))
+        .await
+        .with_context(|| format!("cannot listen on {}:{}", settings.bind, settings.http_port))?;
+    let mut bound = BTreeMap::new();
+    bound.insert("http", http.local_addr()?);
+
+    let state = AppState {
+        store: store.clone(),
+        settings: Arc::new(settings),
+        jwt,
+        auth_cache: Arc::default(),
+        bound: Arc::new(bound),
+    };
+    let app = router(state.clone());
+    announce_ready(&state.bound);
+
+    axum::serve(http, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("HTTP server failed")?;
+    tracing::info!("shutting down");
+    store.close().context("cannot close the database cleanly")?;
+    Ok(())
+}
+
+/// Creates `admin` on an empty database; a generated password is printed once, to stderr.
+fn bootstrap_admin(store: &Store, settings: &Settings) -> Result<()> {
+    if store.user_count()? > 0 {
+        return Ok(());
+    }
+    let (password, generated) = match &settings.admin_password {
+        Some(p) if !p.is_empty() => (p.clone(), false),
+        _ => (credentials::random_secret(20), true),
+    };
+    let hash = credentials::hash_password(&password)?;
+    store.create_user("admin", &hash, true)?;
+    if generated {
+        eprintln!("svc: created user `admin` with password {password} (shown only this once)");
+    }
+    Ok(())
+}
+
+fn announce_ready(bound: &BTreeMap<&'static str, SocketAddr>) {
+    let addrs: BTreeMap<&str, String> = bound.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    let json = serde_json::to_string(&addrs).unwrap_or_default();
+    println!("ready {json}");
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}
+
+fn router(state: AppState) -> Router {
+    let max_body = state.settings.max_body;
+    let auth_routes = auth::routes().merge(admin::routes());
+    Router::new()
+        .nest("/auth", auth_routes.clone())
+        .nest("/svc/auth", auth_routes)
+        .route("/svc/", get(info::device_info))
+        .route("/svc", get(info::device_info))
+        .route("/svc/info", get(info::device_info))
+        .merge(files::routes())
+        .merge(records::routes())
+        .fallback(|| async { error::ApiError::not_found("no such route") })
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed on this route")
+        })
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(max_body))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
+            use axum::response::IntoResponse;
+            error::ApiError::internal("internal server error").into_response()
+        }))
+        .layer(axum::middleware::from_fn(middleware::correlate))
+        .with_state(state)
+}

@@ -1,0 +1,332 @@
+//! Generic record routes under `/svc`: create, get, update (merge), delete, list and count on
+//! tables addressed by name in the caller's domain. The `collections` table is where schemas
+//! are defined.
+
+use super::caller::{Access, Caller};
+use super::error::{ApiError, ApiResult};
+use super::files::{read_record_body, remove_files, store_uploads, RecordBody};
+use super::AppState;
+use crate::ids::{is_record_key, new_key, RecordId, TableRef};
+use crate::model::{CountResponse, Success};
+use crate::query::{self, ListQuery};
+use crate::schema::{Collection, RESERVED_TABLES};
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+const FEATURE: &str = "collections";
+const COLLECTIONS: &str = "collections";
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/svc/{table}/all", get(list))
+        .route("/svc/{table}/count", get(count))
+        .route(
+            "/svc/{target}",
+            get(get_one).post(create).put(update).delete(remove),
+        )
+}
+
+/// The table a request addresses in the caller's domain; system tables are refused.
+fn table_of(caller: &Caller, table: &str) -> ApiResult<TableRef> {
+    let table = TableRef::new(&caller.domain, table).map_err(ApiError::bad_request)?;
+    if RESERVED_TABLES.contains(&table.table.as_str()) {
+        return Err(ApiError::bad_request(format!(
+            "`{}` is a system table and has its own routes",
+            table.table
+        )));
+    }
+    Ok(table)
+}
+
+/// A RecordID from the path that must belong to the caller's domain; another domain's id is
+/// reported absent, never forbidden, so its existence does not leak.
+fn record_of(caller: &Caller, id: &str) -> ApiResult<RecordId> {
+    let id = RecordId::parse(id).map_err(ApiError::bad_request)?;
+    if id.table.domain != caller.domain {
+        return Err(not_found(&id));
+    }
+    table_of(caller, &id.table.table)?;
+    Ok(id)
+}
+
+fn not_found(id: &RecordId) -> ApiError {
+    ApiError::not_found(format!("no record `{id}`"))
+}
+
+fn parse_query(raw: Option<String>) -> ApiResult<ListQuery> {
+    let raw = raw.unwrap_or_default();
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(raw.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    query::parse(&pairs).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(table): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Vec<Value>>> {
+    let table = table_of(&caller, &table)?;
+    caller.require(&state, FEATURE, &table.table, Access::Read).await?;
+    let query = parse_query(raw)?;
+    let lookup = (table.clone(), query.clone());
+    let mut records = state
+        .store
+        .run(move |s| s.list_records(&lookup.0, &lookup.1))
+        .await?;
+    if !query.expand.is_empty() {
+        expand(&state, &caller, &mut records, &query.expand).await?;
+    }
+    if let Some(fields) = &query.fields {
+        for record in &mut records {
+            project(record, fields);
+        }
+    }
+    Ok(Json(records))
+}
+
+async fn count(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(table): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<CountResponse>> {
+    let table = table_of(&caller, &table)?;
+    caller.require(&state, FEATURE, &table.table, Access::Read).await?;
+    let query = parse_query(raw)?;
+    let count = state
+        .store
+        .run(move |s| s.count_records(&table, &query.filters, &query.or_filters))
+        .await?;
+    Ok(Json(CountResponse { count }))
+}
+
+async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let id = record_of(&caller, &id)?;
+    caller.require(&state, FEATURE, &id.table.table, Access::Read).await?;
+    let (table, key) = (id.table.clone(), id.key.clone());
+    state
+        .store
+        .run(move |s| s.get_record(&table, &key))
+        .await?
+        .map(Json)
+        .ok_or_else(|| not_found(&id))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(table): Path<String>,
+    request: Request,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let table = table_of(&caller, &table)?;
+    caller.require(&state, FEATURE, &table.table, Access::Write).await?;
+    let RecordBody { mut fields, uploads } = read_record_body(&state, request).await?;
+    if table.table == COLLECTIONS {
+        return create_collection(&state, &caller, fields).await;
+    }
+    let key = requested_key(&table, fields.remove("id"))?;
+    let schema = collection_of(&state, &table).await?;
+    store_uploads(&state, &table, &key, uploads, &mut fields).await?;
+    if let Some(schema) = &schema {
+        schema.check_record(&fields).map_err(ApiError::bad_request)?;
+    }
+    let record = state
+        .store
+        .run(move |s| s.insert_record(&table, &key, &fields))
+        .await?;
+    Ok((StatusCode::CREATED, Json(record)))
+}
+
+async fn create_collection(
+    state: &AppState,
+    caller: &Caller,
+    fields: Map<String, Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let collection: Collection = serde_json::from_value(Value::Object(fields))
+        .map_err(|e| ApiError::bad_request(format!("invalid collection: {e}")))?;
+    collection.validate().map_err(ApiError::bad_request)?;
+    let domain = caller.domain.clone();
+    let record = state
+        .store
+        .run(move |s| s.create_collection(&domain, &collection))
+        .await?;
+    Ok((StatusCode::CREATED, Json(record)))
+}
+
+/// The key for a new record: the body's `id` (a bare key, or a RecordID of this table) or a
+/// fresh random one.
+fn requested_key(table: &TableRef, id: Option<Value>) -> ApiResult<String> {
+    let Some(id) = id else {
+        return Ok(new_key());
+    };
+    let text = id
+        .as_str()
+        .ok_or_else(|| ApiError::bad_request("`id` must be a string"))?;
+    if is_record_key(text) {
+        return Ok(text.to_string());
+    }
+    match RecordId::parse(text) {
+        Ok(parsed) if parsed.table == *table => Ok(parsed.key),
+        Ok(_) => Err(ApiError::bad_request(format!(
+            "`id` `{text}` belongs to another table"
+        ))),
+        Err(_) => Err(ApiError::bad_request(format!(
+            "invalid `id` `{text}`: use [A-Za-z0-9_-]{{1,128}} or a full record id of this table"
+        ))),
+    }
+}
+
+async fn collection_of(state: &AppState, table: &TableRef) -> ApiResult<Option<Collection>> {
+    let table = table.clone();
+    Ok(state.store.run(move |s| s.collection(&table)).await?)
+}
+
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    request: Request,
+) -> ApiResult<Json<Value>> {
+    let id = record_of(&caller, &id)?;
+    caller.require(&state, FEATURE, &id.table.table, Access::Write).await?;
+    if id.table.table == COLLECTIONS {
+        return Err(ApiError::bad_request(
+            "a collection cannot be changed in place; delete it and create it again",
+        ));
+    }
+    let RecordBody { mut fields, uploads } = read_record_body(&state, request).await?;
+    if let Some(body_id) = fields.remove("id") {
+        if body_id.as_str() != Some(id.to_string().as_str()) && body_id.as_str() != Some(&id.key) {
+            return Err(ApiError::bad_request("`id` in the body does not match the path"));
+        }
+    }
+    let schema = collection_of(&state, &id.table).await?;
+    store_uploads(&state, &id.table, &id.key, uploads, &mut fields).await?;
+    let (table, key) = (id.table.clone(), id.key.clone());
+    state
+        .store
+        .run(move |s| {
+            s.update_record(&table, &key, &fields, |merged| match &schema {
+                Some(schema) => schema.check_record(merged),
+                None => Ok(()),
+            })
+        })
+        .await?
+        .map(Json)
+        .ok_or_else(|| not_found(&id))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Success>> {
+    let id = record_of(&caller, &id)?;
+    caller.require(&state, FEATURE, &id.table.table, Access::Write).await?;
+    let (table, key) = (id.table.clone(), id.key.clone());
+    let removed = if table.table == COLLECTIONS {
+        let domain = caller.domain.clone();
+        state.store.run(move |s| s.delete_collection(&domain, &key)).await?
+    } else {
+        state.store.run(move |s| s.delete_record(&table, &key)).await?
+    };
+    if !removed {
+        return Err(not_found(&id));
+    }
+    remove_files(&state, &id.table, &id.key).await;
+    Ok(Json(Success::yes()))
+}
+
+/// Keeps `id` and the listed fields.
+fn project(record: &mut Value, fields: &[String]) {
+    if let Value::Object(map) = record {
+        map.retain(|k, _| k == "id" || fields.iter().any(|f| f == k));
+    }
+}
+
+/// Replaces RecordID-valued fields (or arrays of them) with the referenced records of the
+/// caller's domain that the caller may read; other values stay as they are.
+async fn expand(
+    state: &AppState,
+    caller: &Caller,
+    records: &mut [Value],
+    fields: &[String],
+) -> ApiResult<()> {
+    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    for record in records.iter() {
+        for field in fields {
+            for id in referenced_ids(record.get(field)) {
+                wanted.insert(id);
+            }
+        }
+    }
+    let mut readable = Vec::new();
+    let mut allowed_tables: BTreeSet<String> = BTreeSet::new();
+    for id in wanted {
+        let Ok(parsed) = RecordId::parse(&id) else { continue };
+        if parsed.table.domain != caller.domain {
+            continue;
+        }
+        let table = parsed.table.table.clone();
+        if !allowed_tables.contains(&table) {
+            if caller.require(state, FEATURE, &table, Access::Read).await.is_err() {
+                continue;
+            }
+            allowed_tables.insert(table);
+        }
+        readable.push(parsed);
+    }
+    let found = state
+        .store
+        .run(move |s| {
+            let mut found = Map::new();
+            for id in readable {
+                if let Some(record) = s.get_record(&id.table, &id.key)? {
+                    found.insert(id.to_string(), record);
+                }
+            }
+            Ok(found)
+        })
+        .await?;
+    for record in records.iter_mut() {
+        for field in fields {
+            if let Some(value) = record.get_mut(field) {
+                replace_refs(value, &found);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn referenced_ids(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn replace_refs(value: &mut Value, found: &Map<String, Value>) {
+    match value {
+        Value::String(s) => {
+            if let Some(record) = found.get(s.as_str()) {
+                *value = record.clone();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| replace_refs(v, found)),
+        _ => {}
+    }
+}

@@ -1,0 +1,208 @@
+//! Settings of `svc serve`: every setting is a flag, an `SVC_<NAME>` environment variable and a
+//! key of the optional TOML file given by `--config`. Precedence: flag, environment, file, default.
+
+use crate::duration::parse_duration;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Deserialize;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Default, Clone, Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeArgs {
+    /// TOML file with any of the settings below (keys as the flag names, with `_`).
+    #[arg(long, env = "SVC_CONFIG")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Directory holding svc.db, uploaded files and the JWT secret [default: ./svc-data]
+    #[arg(long, env = "SVC_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// REST port; also serves MQTT over WebSocket at /mqtt; 0 picks a free port [default: 6188]
+    #[arg(long, env = "SVC_HTTP_PORT")]
+    pub http_port: Option<u16>,
+    /// MQTT over TCP port; 0 picks a free port [default: 1883]
+    #[arg(long, env = "SVC_MQTT_PORT")]
+    pub mqtt_port: Option<u16>,
+    /// MQTT over WebSocket port; 0 picks a free port [default: 8083]
+    #[arg(long, env = "SVC_WS_PORT")]
+    pub ws_port: Option<u16>,
+    /// Listen address of every listener [default: 127.0.0.1]
+    #[arg(long, env = "SVC_BIND")]
+    pub bind: Option<IpAddr>,
+    /// Name reported by GET /svc/ [default: the host name]
+    #[arg(long, env = "SVC_DEVICE_NAME")]
+    pub device_name: Option<String>,
+    /// Password of the `admin` user created on first start [default: generated and printed once]
+    #[arg(long, env = "SVC_ADMIN_PASSWORD", hide_env_values = true)]
+    pub admin_password: Option<String>,
+    /// JWT lifetime, e.g. 12h, 30m [default: 12h]
+    #[arg(long, env = "SVC_TOKEN_TTL")]
+    pub token_ttl: Option<String>,
+    /// Accept MQTT connections without credentials [default: false]
+    #[arg(long, env = "SVC_MQTT_ALLOW_ANONYMOUS")]
+    pub mqtt_allow_anonymous: Option<bool>,
+    /// TLS certificate (PEM) for mqtts and wss
+    #[arg(long, env = "SVC_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM) for mqtts and wss
+    #[arg(long, env = "SVC_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Port of the MQTT-over-TLS listener when TLS is configured [default: 8883]
+    #[arg(long, env = "SVC_MQTTS_PORT")]
+    pub mqtts_port: Option<u16>,
+    /// Port of the WebSocket-over-TLS listener when TLS is configured [default: 443]
+    #[arg(long, env = "SVC_WSS_PORT")]
+    pub wss_port: Option<u16>,
+    /// Largest accepted request body in bytes [default: 10485760]
+    #[arg(long, env = "SVC_MAX_BODY")]
+    pub max_body: Option<usize>,
+    /// HS256 secret for JWTs [default: generated into <data_dir>/jwt.secret]
+    #[arg(long, env = "SVC_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+}
+
+/// Resolved settings, every default applied.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub http_port: u16,
+    pub mqtt_port: u16,
+    pub ws_port: u16,
+    pub bind: IpAddr,
+    pub device_name: String,
+    pub admin_password: Option<String>,
+    pub token_ttl: Duration,
+    pub mqtt_allow_anonymous: bool,
+    pub tls: Option<TlsFiles>,
+    pub mqtts_port: u16,
+    pub wss_port: u16,
+    pub max_body: usize,
+    pub jwt_secret: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl Settings {
+    pub fn resolve(args: ServeArgs) -> Result<Settings> {
+        let file = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read config file {}", path.display()))?;
+                toml::from_str::<ServeArgs>(&text)
+                    .with_context(|| format!("invalid config file {}", path.display()))?
+            }
+            None => ServeArgs::default(),
+        };
+        let pick = |flag: Option<String>, file: Option<String>| flag.or(file);
+        let token_ttl_text = pick(args.token_ttl, file.token_ttl).unwrap_or_else(|| "12h".into());
+        let token_ttl = parse_duration(&token_ttl_text)
+            .map_err(|e| anyhow::anyhow!("invalid token_ttl: {e}"))?;
+        if token_ttl.is_zero() {
+            bail!("invalid token_ttl: it must be longer than zero");
+        }
+        let tls = match (
+            args.tls_cert.or(file.tls_cert),
+            args.tls_key.or(file.tls_key),
+        ) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            _ => bail!("tls_cert and tls_key must be given together"),
+        };
+        let max_body = args.max_body.or(file.max_body).unwrap_or(10 * 1024 * 1024);
+        if max_body == 0 {
+            bail!("invalid max_body: it must be at least 1 byte");
+        }
+        Ok(Settings {
+            data_dir: args
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(|| PathBuf::from("./svc-data")),
+            http_port: args.http_port.or(file.http_port).unwrap_or(6188),
+            mqtt_port: args.mqtt_port.or(file.mqtt_port).unwrap_or(1883),
+            ws_port: args.ws_port.or(file.ws_port).unwrap_or(8083),
+            bind: args
+                .bind
+                .or(file.bind)
+                .unwrap_or(IpAddr::from([127, 0, 0, 1])),
+            device_name: pick(args.device_name, file.device_name)
+                .unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned()),
+            admin_password: pick(args.admin_password, file.admin_password),
+            token_ttl,
+            mqtt_allow_anonymous: args
+                .mqtt_allow_anonymous
+                .or(file.mqtt_allow_anonymous)
+                .unwrap_or(false),
+            tls,
+            mqtts_port: args.mqtts_port.or(file.mqtts_port).unwrap_or(8883),
+            wss_port: args.wss_port.or(file.wss_port).unwrap_or(443),
+            max_body,
+            jwt_secret: pick(args.jwt_secret, file.jwt_secret),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_need_no_arguments() {
+        let s = Settings::resolve(ServeArgs::default()).unwrap();
+        assert_eq!(s.http_port, 6188);
+        assert_eq!(s.mqtt_port, 1883);
+        assert_eq!(s.ws_port, 8083);
+        assert_eq!(s.token_ttl, Duration::from_secs(12 * 3600));
+        assert_eq!(s.data_dir, PathBuf::from("./svc-data"));
+        assert!(!s.mqtt_allow_anonymous);
+        assert!(s.tls.is_none());
+    }
+
+    #[test]
+    fn flag_beats_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("svc.toml");
+        std::fs::write(&path, "http_port = 7000\nmqtt_port = 7001\ntoken_ttl = \"30m\"\n").unwrap();
+        let args = ServeArgs {
+            config: Some(path),
+            http_port: Some(8000),
+            ..ServeArgs::default()
+        };
+        let s = Settings::resolve(args).unwrap();
+        assert_eq!(s.http_port, 8000);
+        assert_eq!(s.mqtt_port, 7001);
+        assert_eq!(s.token_ttl, Duration::from_secs(1800));
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        let bad_ttl = ServeArgs {
+            token_ttl: Some("soon".into()),
+            ..ServeArgs::default()
+        };
+        assert!(Settings::resolve(bad_ttl).is_err());
+        let half_tls = ServeArgs {
+            tls_cert: Some("c.pem".into()),
+            ..ServeArgs::default()
+        };
+        assert!(Settings::resolve(half_tls).is_err());
+    }
+
+    #[test]
+    fn unknown_file_keys_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("svc.toml");
+        std::fs::write(&path, "http_prot = 7000\n").unwrap();
+        let args = ServeArgs {
+            config: Some(path),
+            ..ServeArgs::default()
+        };
+        let err = Settings::resolve(args).unwrap_err();
+        assert!(format!("{err:#}").contains("http_prot"));
+    }
+}

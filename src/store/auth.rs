@@ -1,0 +1,395 @@
+//! Identity tables of the built-in `svc_admin` domain: domains, users, groups with their grants,
+//! per-domain custom actions, and API keys (stored only as hashes).
+
+use super::{Store, StoreError, StoreResult};
+use crate::ids::{new_key, ADMIN_DOMAIN};
+use crate::model::{ApiKeyInfo, Domain, Grant, Group, User};
+use crate::time::now_rfc3339;
+use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS auth_domains (
+    name TEXT PRIMARY KEY NOT NULL, created_dt TEXT NOT NULL);
+INSERT OR IGNORE INTO auth_domains (name, created_dt)
+    VALUES ('svc_admin', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+CREATE TABLE IF NOT EXISTS auth_users (
+    key TEXT PRIMARY KEY NOT NULL, username TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL,
+    admin INTEGER NOT NULL, created_dt TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS auth_groups (
+    domain TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, grants TEXT NOT NULL,
+    created_dt TEXT NOT NULL, PRIMARY KEY (domain, key), UNIQUE (domain, name));
+CREATE TABLE IF NOT EXISTS auth_group_members (
+    domain TEXT NOT NULL, group_key TEXT NOT NULL, user_key TEXT NOT NULL,
+    PRIMARY KEY (domain, group_key, user_key));
+CREATE INDEX IF NOT EXISTS auth_group_members_user ON auth_group_members(user_key, domain);
+CREATE TABLE IF NOT EXISTS auth_actions (
+    domain TEXT NOT NULL, feature TEXT NOT NULL, action TEXT NOT NULL,
+    PRIMARY KEY (domain, feature, action));
+CREATE TABLE IF NOT EXISTS auth_scopes (
+    domain TEXT NOT NULL, scope TEXT NOT NULL, PRIMARY KEY (domain, scope));
+CREATE TABLE IF NOT EXISTS auth_api_keys (
+    key TEXT PRIMARY KEY NOT NULL, user_key TEXT NOT NULL, name TEXT NOT NULL,
+    prefix TEXT NOT NULL, secret_hash TEXT NOT NULL UNIQUE, created_dt TEXT NOT NULL,
+    last_used_dt TEXT);
+CREATE INDEX IF NOT EXISTS auth_api_keys_user ON auth_api_keys(user_key);
+";
+
+/// A user as the server needs it to authorize requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthUser {
+    pub key: String,
+    pub username: String,
+    pub admin: bool,
+    pub created_dt: String,
+}
+
+impl AuthUser {
+    /// The user's RecordID, the `sub` of its tokens.
+    pub fn id(&self) -> String {
+        user_id(&self.key)
+    }
+
+    pub fn to_model(&self) -> User {
+        User {
+            id: self.id(),
+            username: self.username.clone(),
+            admin: self.admin,
+            created_dt: self.created_dt.clone(),
+        }
+    }
+}
+
+pub fn user_id(key: &str) -> String {
+    format!("{ADMIN_DOMAIN}.users:{key}")
+}
+
+fn group_id(domain: &str, key: &str) -> String {
+    format!("{domain}.groups:{key}")
+}
+
+fn api_key_id(key: &str) -> String {
+    format!("{ADMIN_DOMAIN}.api_keys:{key}")
+}
+
+/// Every grant a user holds in one domain, through all of its groups there.
+#[derive(Debug, Clone, Default)]
+pub struct GrantSet(pub Vec<Grant>);
+
+impl GrantSet {
+    /// Actions granted for `feature` at `scope` (grants on scope `*` count everywhere);
+    /// `read-write` implies `read`. Sorted and deduplicated.
+    pub fn actions(&self, feature: &str, scope: &str) -> Vec<String> {
+        let mut actions: Vec<String> = self
+            .0
+            .iter()
+            .filter(|g| g.feature == feature && (g.scope == scope || g.scope == "*"))
+            .flat_map(|g| {
+                if g.action == "read-write" {
+                    vec!["read".to_string(), g.action.clone()]
+                } else {
+                    vec![g.action.clone()]
+                }
+            })
+            .collect();
+        actions.sort();
+        actions.dedup();
+        actions
+    }
+}
+
+fn user_from_row(row: &Row) -> rusqlite::Result<AuthUser> {
+    Ok(AuthUser {
+        key: row.get(0)?,
+        username: row.get(1)?,
+        admin: row.get(2)?,
+        created_dt: row.get(3)?,
+    })
+}
+
+const USER_COLUMNS: &str = "key, username, admin, created_dt";
+
+fn group_from_row(row: &Row) -> rusqlite::Result<Group> {
+    let domain: String = row.get(0)?;
+    let key: String = row.get(1)?;
+    let grants: String = row.get(3)?;
+    Ok(Group {
+        id: group_id(&domain, &key),
+        name: row.get(2)?,
+        domain: format!("domains:{domain}"),
+        grants: serde_json::from_str(&grants).unwrap_or_default(),
+    })
+}
+
+fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
+    let key: String = row.get(0)?;
+    Ok(ApiKeyInfo {
+        id: api_key_id(&key),
+        name: row.get(1)?,
+        prefix: row.get(2)?,
+        created_dt: row.get(3)?,
+        last_used_dt: row.get(4)?,
+    })
+}
+
+impl Store {
+    pub fn user_count(&self) -> StoreResult<u64> {
+        let n: i64 = self
+            .conn()?
+            .query_row("SELECT COUNT(*) FROM auth_users", [], |r| r.get(0))?;
+        Ok(n.max(0) as u64)
+    }
+
+    pub fn create_user(&self, username: &str, password_hash: &str, admin: bool) -> StoreResult<AuthUser> {
+        let user = AuthUser {
+            key: new_key(),
+            username: username.to_string(),
+            admin,
+            created_dt: now_rfc3339(),
+        };
+        self.conn()?
+            .execute(
+                "INSERT INTO auth_users (key, username, password_hash, admin, created_dt) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![user.key, user.username, password_hash, user.admin, user.created_dt],
+            )
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => {
+                    StoreError::Conflict(format!("user `{username}` already exists"))
+                }
+                other => other,
+            })?;
+        Ok(user)
+    }
+
+    pub fn user_by_key(&self, key: &str) -> StoreResult<Option<AuthUser>> {
+        Ok(self
+            .conn()?
+            .prepare_cached(&format!("SELECT {USER_COLUMNS} FROM auth_users WHERE key = ?1"))?
+            .query_row([key], user_from_row)
+            .optional()?)
+    }
+
+    /// The user and its password hash, for a login attempt.
+    pub fn user_with_password(&self, username: &str) -> StoreResult<Option<(AuthUser, String)>> {
+        Ok(self
+            .conn()?
+            .query_row(
+                &format!("SELECT {USER_COLUMNS}, password_hash FROM auth_users WHERE username = ?1"),
+                [username],
+                |row| Ok((user_from_row(row)?, row.get(4)?)),
+            )
+            .optional()?)
+    }
+
+    pub fn list_users(&self) -> StoreResult<Vec<AuthUser>> {
+        let conn = self.conn()?;
+        let mut stmt =
+            conn.prepare(&format!("SELECT {USER_COLUMNS} FROM auth_users ORDER BY username"))?;
+        let users = stmt.query_map([], user_from_row)?;
+        Ok(users.collect::<Result<_, _>>()?)
+    }
+
+    /// Deletes a user with its memberships and API keys.
+    pub fn delete_user(&self, key: &str) -> StoreResult<bool> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM auth_group_members WHERE user_key = ?1", [key])?;
+        tx.execute("DELETE FROM auth_api_keys WHERE user_key = ?1", [key])?;
+        let removed = tx.execute("DELETE FROM auth_users WHERE key = ?1", [key])? > 0;
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    pub fn create_domain(&self, name: &str) -> StoreResult<Domain> {
+        let created_dt = now_rfc3339();
+        self.conn()?
+            .execute(
+                "INSERT INTO auth_domains (name, created_dt) VALUES (?1, ?2)",
+                params![name, created_dt],
+            )
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => {
+                    StoreError::Conflict(format!("domain `{name}` already exists"))
+                }
+                other => other,
+            })?;
+        Ok(Domain {
+            id: format!("domains:{name}"),
+            name: name.to_string(),
+            created_dt,
+        })
+    }
+
+    pub fn list_domains(&self) -> StoreResult<Vec<Domain>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare("SELECT name, created_dt FROM auth_domains ORDER BY name")?;
+        let rows = stmt.query_map([], |row| {
+            let name: String = row.get(0)?;
+            Ok(Domain {
+                id: format!("domains:{name}"),
+                name,
+                created_dt: row.get(1)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn create_group(&self, domain: &str, name: &str, grants: &[Grant]) -> StoreResult<Group> {
+        let key = new_key();
+        self.conn()?
+            .execute(
+                "INSERT INTO auth_groups (domain, key, name, grants, created_dt) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![domain, key, name, serde_json::to_string(grants)?, now_rfc3339()],
+            )
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!(
+                    "group `{name}` already exists in domain `{domain}`"
+                )),
+                other => other,
+            })?;
+        Ok(Group {
+            id: group_id(domain, &key),
+            name: name.to_string(),
+            domain: format!("domains:{domain}"),
+            grants: grants.to_vec(),
+        })
+    }
+
+    pub fn list_groups(&self, domain: &str) -> StoreResult<Vec<Group>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(
+            "SELECT domain, key, name, grants FROM auth_groups WHERE domain = ?1 ORDER BY name",
+        )?;
+        let rows = stmt.query_map([domain], group_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Adds a user to a group of the domain; false when the group or the user does not exist.
+    pub fn add_group_member(&self, domain: &str, group_key: &str, user_key: &str) -> StoreResult<bool> {
+        let conn = self.conn()?;
+        let exists: bool = conn.query_row(
+            "SELECT EXISTS(SELECT 1 FROM auth_groups WHERE domain = ?1 AND key = ?2) \
+             AND EXISTS(SELECT 1 FROM auth_users WHERE key = ?3)",
+            params![domain, group_key, user_key],
+            |r| r.get(0),
+        )?;
+        if exists {
+            conn.execute(
+                "INSERT OR IGNORE INTO auth_group_members (domain, group_key, user_key) \
+                 VALUES (?1, ?2, ?3)",
+                params![domain, group_key, user_key],
+            )?;
+        }
+        Ok(exists)
+    }
+
+    /// Every grant a user holds in a domain.
+    pub fn grants_of(&self, user_key: &str, domain: &str) -> StoreResult<GrantSet> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT g.grants FROM auth_groups g JOIN auth_group_members m \
+             ON m.domain = g.domain AND m.group_key = g.key \
+             WHERE m.user_key = ?1 AND m.domain = ?2",
+        )?;
+        let mut grants = Vec::new();
+        for text in stmt.query_map(params![user_key, domain], |r| r.get::<_, String>(0))? {
+            grants.extend(serde_json::from_str::<Vec<Grant>>(&text?)?);
+        }
+        Ok(GrantSet(grants))
+    }
+
+    /// Adds custom actions per feature, and known scopes, to a domain.
+    pub fn add_permissions(
+        &self,
+        domain: &str,
+        actions: &[(String, String)],
+        scopes: &[String],
+    ) -> StoreResult<()> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for (feature, action) in actions {
+            tx.execute(
+                "INSERT OR IGNORE INTO auth_actions (domain, feature, action) VALUES (?1, ?2, ?3)",
+                params![domain, feature, action],
+            )?;
+        }
+        for scope in scopes {
+            tx.execute(
+                "INSERT OR IGNORE INTO auth_scopes (domain, scope) VALUES (?1, ?2)",
+                params![domain, scope],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The custom actions configured for a feature in a domain.
+    pub fn custom_actions(&self, domain: &str, feature: &str) -> StoreResult<Vec<String>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT action FROM auth_actions WHERE domain = ?1 AND feature = ?2 ORDER BY action",
+        )?;
+        let rows = stmt.query_map(params![domain, feature], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn create_api_key(
+        &self,
+        user_key: &str,
+        name: &str,
+        prefix: &str,
+        secret_hash: &str,
+    ) -> StoreResult<ApiKeyInfo> {
+        let key = new_key();
+        let created_dt = now_rfc3339();
+        self.conn()?.execute(
+            "INSERT INTO auth_api_keys (key, user_key, name, prefix, secret_hash, created_dt) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![key, user_key, name, prefix, secret_hash, created_dt],
+        )?;
+        Ok(ApiKeyInfo {
+            id: api_key_id(&key),
+            name: name.to_string(),
+            prefix: prefix.to_string(),
+            created_dt,
+            last_used_dt: None,
+        })
+    }
+
+    pub fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(
+            "SELECT key, name, prefix, created_dt, last_used_dt FROM auth_api_keys \
+             WHERE user_key = ?1 ORDER BY created_dt, key",
+        )?;
+        let rows = stmt.query_map([user_key], api_key_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Revokes one of the user's keys, given its id; false when the user has no such key.
+    pub fn delete_api_key(&self, user_key: &str, id: &str) -> StoreResult<bool> {
+        let key = id.strip_prefix(&api_key_id("")).unwrap_or(id);
+        Ok(self.conn()?.execute(
+            "DELETE FROM auth_api_keys WHERE key = ?1 AND user_key = ?2",
+            params![key, user_key],
+        )? > 0)
+    }
+
+    /// The (key id, owner user key) of the key with this secret hash.
+    pub fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<(String, String)>> {
+        Ok(self
+            .conn()?
+            .prepare_cached("SELECT key, user_key FROM auth_api_keys WHERE secret_hash = ?1")?
+            .query_row([secret_hash], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    }
+
+    pub fn touch_api_key(&self, key: &str, when: &str) -> StoreResult<()> {
+        self.conn()?.execute(
+            "UPDATE auth_api_keys SET last_used_dt = ?1 WHERE key = ?2",
+            params![when, key],
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,149 @@
+//! The only code that speaks SQL. `Store` is the storage interface of the platform with SQLite as
+//! its engine; nothing outside this module depends on SQLite. Methods are synchronous and meant to
+//! run on the blocking pool through [`Store::run`].
+
+mod auth;
+mod filter_sql;
+mod records;
+
+pub use auth::{AuthUser, GrantSet};
+
+use r2d2::PooledConnection;
+use r2d2_sqlite::SqliteConnectionManager;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+type Pool = r2d2::Pool<SqliteConnectionManager>;
+type Conn = PooledConnection<SqliteConnectionManager>;
+
+/// What went wrong in the store, in terms the API can turn into a status.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("storage failure: {0}")]
+    Internal(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> StoreError {
+        if let rusqlite::Error::SqliteFailure(code, _) = &err {
+            if code.code == rusqlite::ErrorCode::ConstraintViolation {
+                return StoreError::Conflict(conflict_sentence(&err.to_string()));
+            }
+        }
+        StoreError::Internal(err.to_string())
+    }
+}
+
+impl From<r2d2::Error> for StoreError {
+    fn from(err: r2d2::Error) -> StoreError {
+        StoreError::Internal(format!("no database connection: {err}"))
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(err: serde_json::Error) -> StoreError {
+        StoreError::Internal(format!("stored JSON is unreadable: {err}"))
+    }
+}
+
+/// Turns SQLite's constraint text into a sentence that names what collided.
+fn conflict_sentence(sqlite_text: &str) -> String {
+    if let Some(idx) = sqlite_text.find("index '") {
+        let rest = &sqlite_text[idx + 7..];
+        let name = rest.split('\'').next().unwrap_or_default();
+        if let Some((_, fields)) = name.split_once("__u__") {
+            return format!("a record with the same {} already exists", fields.replace("__", ", "));
+        }
+    }
+    if sqlite_text.contains(".key") {
+        return "a record with this id already exists".into();
+    }
+    "the record conflicts with an existing one".into()
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+    path: PathBuf,
+    /// Record tables known to exist, so writes skip `CREATE TABLE IF NOT EXISTS`.
+    known_tables: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database file and brings its system tables up to date.
+    pub fn open(path: &Path) -> StoreResult<Store> {
+        let manager = SqliteConnectionManager::file(path).with_init(|c| {
+            c.execute_batch(
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
+                 PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON;",
+            )
+        });
+        let pool = r2d2::Pool::builder()
+            .max_size(16)
+            .build(manager)
+            .map_err(|e| StoreError::Internal(format!("cannot open {}: {e}", path.display())))?;
+        let store = Store {
+            pool,
+            path: path.to_path_buf(),
+            known_tables: Arc::default(),
+        };
+        store.conn()?.execute_batch(auth::SCHEMA)?;
+        Ok(store)
+    }
+
+    fn conn(&self) -> StoreResult<Conn> {
+        Ok(self.pool.get()?)
+    }
+
+    /// Runs blocking store work on tokio's blocking pool.
+    pub async fn run<R, F>(&self, work: F) -> StoreResult<R>
+    where
+        F: FnOnce(&Store) -> StoreResult<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes on disk: the database file plus its write-ahead log.
+    pub fn size_bytes(&self) -> u64 {
+        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
+        [self.path.as_path(), wal.as_path()]
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// Checkpoints the write-ahead log so the database file is complete on its own.
+    pub fn close(&self) -> StoreResult<()> {
+        self.conn()?
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+        Ok(())
+    }
+}
+
+/// Quotes a validated identifier (it can hold no `"`) for SQL.
+fn quoted(name: &str) -> String {
+    debug_assert!(!name.contains('"'));
+    format!("\"{name}\"")
+}
+
+fn is_missing_table(err: &rusqlite::Error) -> bool {
+    err.to_string().starts_with("no such table")
+}
