@@ -24,9 +24,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         }
         let count = parse_count(&rest[..digits], text)?;
         rest = &rest[digits..];
-        let unit_len = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_alphabetic()).len();
-        let unit = symbol_unit(&rest[..unit_len])
-            .ok_or_else(|| format!("`{text}` needs a unit (ms, s, m, h, d, w) after each number"))?;
+        let unit_len = rest.len()
+            - rest
+                .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+                .len();
+        let unit = symbol_unit(&rest[..unit_len]).ok_or_else(|| {
+            format!("`{text}` needs a unit (ms, s, m, h, d, w) after each number")
+        })?;
         rest = &rest[unit_len..];
         total = total
             .checked_add(scale(count, unit, text)?)
@@ -112,7 +116,18 @@ mod tests {
 
     #[test]
     fn rejects_garbage() {
-        for bad in ["", "h", "10", "10x", "1h30", "-5m", "5_parsec", "m5", "1.5h", "99999999999999999999w"] {
+        for bad in [
+            "",
+            "h",
+            "10",
+            "10x",
+            "1h30",
+            "-5m",
+            "5_parsec",
+            "m5",
+            "1.5h",
+            "99999999999999999999w",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad} should be rejected");
         }
     }

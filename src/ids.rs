@@ -156,7 +156,14 @@ mod tests {
         assert_eq!(id.table.table, "products");
         assert_eq!(id.key, "k3j9");
         assert_eq!(id.to_string(), "acme.products:k3j9");
-        for bad in ["acme.products", "acme:k", "acme.pro ducts:k", "acme.p:", "acme.p:a:b", "ACME.p:k"] {
+        for bad in [
+            "acme.products",
+            "acme:k",
+            "acme.pro ducts:k",
+            "acme.p:",
+            "acme.p:a:b",
+            "ACME.p:k",
+        ] {
             assert!(RecordId::parse(bad).is_err(), "{bad}");
         }
     }

@@ -115,17 +115,14 @@ fn check_type(name: &str, expected: FieldType, value: &Value) -> Result<(), Stri
         FieldType::Json => true,
         FieldType::Url => value.as_str().is_some_and(is_url),
         FieldType::File => is_one_or_many(value, |v| v.is_string()),
-        FieldType::Relation | FieldType::Record => {
-            is_one_or_many(value, |v| v.as_str().is_some_and(|s| RecordId::parse(s).is_ok()))
-        }
+        FieldType::Relation | FieldType::Record => is_one_or_many(value, |v| {
+            v.as_str().is_some_and(|s| RecordId::parse(s).is_ok())
+        }),
     };
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "field `{name}` must be {}",
-            describe(expected)
-        ))
+        Err(format!("field `{name}` must be {}", describe(expected)))
     }
 }
 
@@ -197,15 +194,23 @@ mod tests {
     #[test]
     fn names_the_bad_field() {
         let c = products();
-        let err = c.check_record(&obj(json!({"sku": "A1", "price": "cheap"}))).unwrap_err();
+        let err = c
+            .check_record(&obj(json!({"sku": "A1", "price": "cheap"})))
+            .unwrap_err();
         assert!(err.contains("`price`"), "{err}");
         let err = c.check_record(&obj(json!({"price": 1}))).unwrap_err();
         assert!(err.contains("`sku` is required"), "{err}");
-        let err = c.check_record(&obj(json!({"sku": "A", "launched": "soon"}))).unwrap_err();
+        let err = c
+            .check_record(&obj(json!({"sku": "A", "launched": "soon"})))
+            .unwrap_err();
         assert!(err.contains("`launched`"), "{err}");
-        let err = c.check_record(&obj(json!({"sku": "A", "site": "nope"}))).unwrap_err();
+        let err = c
+            .check_record(&obj(json!({"sku": "A", "site": "nope"})))
+            .unwrap_err();
         assert!(err.contains("`site`"), "{err}");
-        let err = c.check_record(&obj(json!({"sku": "A", "manual": "file.pdf"}))).unwrap_err();
+        let err = c
+            .check_record(&obj(json!({"sku": "A", "manual": "file.pdf"})))
+            .unwrap_err();
         assert!(err.contains("`manual`"), "{err}");
     }
 

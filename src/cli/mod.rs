@@ -4,7 +4,11 @@ use crate::server::settings::ServeArgs;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "svc", version, about = "Industrial data platform: REST API, MQTT broker and historian in one binary")]
+#[command(
+    name = "svc",
+    version,
+    about = "Industrial data platform: REST API, MQTT broker and historian in one binary"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

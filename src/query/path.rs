@@ -28,11 +28,6 @@ impl FieldPath {
         Ok(FieldPath(segments.into_iter().map(String::from).collect()))
     }
 
-    /// The validated segments, in order.
-    pub fn segments(&self) -> &[String] {
-        &self.0
-    }
-
     /// The segments joined with dots: `a.b.c`.
     pub fn as_dotted(&self) -> String {
         self.0.join(".")
@@ -74,16 +69,16 @@ mod tests {
     #[test]
     fn parses_single_and_dotted_paths() {
         let path = FieldPath::parse("a").unwrap();
-        assert_eq!(path.segments(), ["a"]);
+        assert_eq!(path.0, ["a"]);
         let path = FieldPath::parse("_meta.Sensor_1.value9").unwrap();
-        assert_eq!(path.segments(), ["_meta", "Sensor_1", "value9"]);
+        assert_eq!(path.0, ["_meta", "Sensor_1", "value9"]);
         assert_eq!(path.as_dotted(), "_meta.Sensor_1.value9");
     }
 
     #[test]
     fn accepts_eight_segments_and_rejects_nine() {
         let eight = "a.b.c.d.e.f.g.h";
-        assert_eq!(FieldPath::parse(eight).unwrap().segments().len(), 8);
+        assert_eq!(FieldPath::parse(eight).unwrap().0.len(), 8);
         let err = FieldPath::parse("a.b.c.d.e.f.g.h.i").unwrap_err();
         assert!(
             err.contains("`a.b.c.d.e.f.g.h.i`") && err.contains("8 segments"),

@@ -32,7 +32,10 @@ impl Caller {
     }
 }
 
-async fn list_domains(State(state): State<AppState>, who: Identity) -> ApiResult<Json<Vec<Domain>>> {
+async fn list_domains(
+    State(state): State<AppState>,
+    who: Identity,
+) -> ApiResult<Json<Vec<Domain>>> {
     who.require_admin()?;
     Ok(Json(state.store.run(|s| s.list_domains()).await?))
 }
@@ -68,10 +71,14 @@ async fn create_user(
     who.require_admin()?;
     let username = request.username.trim().to_string();
     if username.is_empty() || username.len() > 128 || username.chars().any(char::is_control) {
-        return Err(ApiError::bad_request("`username` must be 1 to 128 printable characters"));
+        return Err(ApiError::bad_request(
+            "`username` must be 1 to 128 printable characters",
+        ));
     }
     if request.password.len() < 8 {
-        return Err(ApiError::bad_request("`password` must be at least 8 characters"));
+        return Err(ApiError::bad_request(
+            "`password` must be at least 8 characters",
+        ));
     }
     let password = request.password;
     let hash = tokio::task::spawn_blocking(move || hash_password(&password))
@@ -102,7 +109,9 @@ fn key_in(id: &str, domain: &str, table: &str) -> ApiResult<String> {
     }
     let parsed = RecordId::parse(id).map_err(ApiError::bad_request)?;
     if parsed.table.domain != domain || parsed.table.table != table {
-        return Err(ApiError::not_found(format!("no {table} record `{id}` in domain `{domain}`")));
+        return Err(ApiError::not_found(format!(
+            "no {table} record `{id}` in domain `{domain}`"
+        )));
     }
     Ok(parsed.key)
 }
@@ -144,7 +153,9 @@ async fn delete_user(
 async fn list_groups(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Group>>> {
     caller.require_admin()?;
     let domain = caller.domain;
-    Ok(Json(state.store.run(move |s| s.list_groups(&domain)).await?))
+    Ok(Json(
+        state.store.run(move |s| s.list_groups(&domain)).await?,
+    ))
 }
 
 async fn create_group(
@@ -159,13 +170,18 @@ async fn create_group(
     }
     for grant in &request.grants {
         if grant.feature.is_empty() || grant.scope.is_empty() {
-            return Err(ApiError::bad_request("every grant needs a `feature` and a `scope`"));
+            return Err(ApiError::bad_request(
+                "every grant needs a `feature` and a `scope`",
+            ));
         }
         if grant.action == READ || grant.action == READ_WRITE {
             continue;
         }
         let (domain, feature) = (caller.domain.clone(), grant.feature.clone());
-        let custom = state.store.run(move |s| s.custom_actions(&domain, &feature)).await?;
+        let custom = state
+            .store
+            .run(move |s| s.custom_actions(&domain, &feature))
+            .await?;
         if !custom.contains(&grant.action) {
             return Err(ApiError::bad_request(format!(
                 "action `{}` is not configured for feature `{}` in domain `{}`",
@@ -217,7 +233,10 @@ async fn import_permissions(
     let mut actions = Vec::new();
     for feature in &request.features {
         if !valid(&feature.name) {
-            return Err(ApiError::bad_request(format!("invalid feature name `{}`", feature.name)));
+            return Err(ApiError::bad_request(format!(
+                "invalid feature name `{}`",
+                feature.name
+            )));
         }
         for action in &feature.actions {
             if !valid(action) {

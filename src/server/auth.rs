@@ -35,7 +35,10 @@ async fn login(
     JsonBody(request): JsonBody<LoginRequest>,
 ) -> ApiResult<Json<LoginResponse>> {
     let username = request.username.clone();
-    let found = state.store.run(move |s| s.user_with_password(&username)).await?;
+    let found = state
+        .store
+        .run(move |s| s.user_with_password(&username))
+        .await?;
     // Unknown users still pay for one hash check, so timing does not reveal which names exist.
     let (user, hash) = match found {
         Some((user, hash)) => (Some(user), hash),
@@ -88,7 +91,9 @@ async fn list_keys(
     State(state): State<AppState>,
     Identity(user): Identity,
 ) -> ApiResult<Json<Vec<ApiKeyInfo>>> {
-    Ok(Json(state.store.run(move |s| s.list_api_keys(&user.key)).await?))
+    Ok(Json(
+        state.store.run(move |s| s.list_api_keys(&user.key)).await?,
+    ))
 }
 
 async fn revoke_key(

@@ -85,7 +85,9 @@ impl FromRequestParts<AppState> for Caller {
         let domain = domain_of(&parts.headers)?;
         let user = authenticate(state, &parts.headers).await?;
         if !domain_exists(state, &domain).await? {
-            return Err(ApiError::bad_request(format!("unknown domain `domains:{domain}`")));
+            return Err(ApiError::bad_request(format!(
+                "unknown domain `domains:{domain}`"
+            )));
         }
         Ok(Caller { user, domain })
     }
@@ -130,7 +132,9 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> ApiResult<Ar
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .map(str::trim)
                 .filter(|t| !t.is_empty())
-                .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?,
+                .ok_or_else(|| {
+                    ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
+                })?,
         ),
     };
     let api_key = match headers.get(API_KEY_HEADER) {
@@ -235,7 +239,12 @@ pub enum Access {
 
 impl Caller {
     /// The actions this caller holds for a feature and scope in its domain.
-    pub async fn actions(&self, state: &AppState, feature: &str, scope: &str) -> ApiResult<Vec<String>> {
+    pub async fn actions(
+        &self,
+        state: &AppState,
+        feature: &str,
+        scope: &str,
+    ) -> ApiResult<Vec<String>> {
         if self.user.admin {
             let (domain, feature_name) = (self.domain.clone(), feature.to_string());
             let mut actions = vec![READ.to_string(), READ_WRITE.to_string()];
@@ -258,13 +267,24 @@ impl Caller {
             return Ok(grants);
         }
         let (user, domain) = cache_key.clone();
-        let grants = Arc::new(state.store.run(move |s| s.grants_of(&user, &domain)).await?);
+        let grants = Arc::new(
+            state
+                .store
+                .run(move |s| s.grants_of(&user, &domain))
+                .await?,
+        );
         remember(&state.auth_cache.grants, cache_key, grants.clone());
         Ok(grants)
     }
 
     /// Fails with 401 unless the caller may read (or write) `feature` at `scope`.
-    pub async fn require(&self, state: &AppState, feature: &str, scope: &str, access: Access) -> ApiResult<()> {
+    pub async fn require(
+        &self,
+        state: &AppState,
+        feature: &str,
+        scope: &str,
+        access: Access,
+    ) -> ApiResult<()> {
         if self.user.admin {
             return Ok(());
         }
@@ -276,7 +296,11 @@ impl Caller {
         if allowed {
             Ok(())
         } else {
-            let verb = if access == Access::Read { "read" } else { "write" };
+            let verb = if access == Access::Read {
+                "read"
+            } else {
+                "write"
+            };
             Err(ApiError::unauthorized(format!(
                 "not allowed to {verb} {feature} `{scope}` in domain `{}`",
                 self.domain

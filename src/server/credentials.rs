@@ -3,7 +3,9 @@
 
 use crate::store::AuthUser;
 use anyhow::{Context, Result};
-use argon2::password_hash::{rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{
+    rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
+};
 use argon2::Argon2;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use rand::distributions::{Alphanumeric, DistString};
@@ -116,7 +118,11 @@ pub fn load_or_create_secret(data_dir: &Path) -> Result<Vec<u8>> {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let secret = text.trim();
-        anyhow::ensure!(secret.len() >= 32, "{} holds a secret shorter than 32 characters", path.display());
+        anyhow::ensure!(
+            secret.len() >= 32,
+            "{} holds a secret shorter than 32 characters",
+            path.display()
+        );
         return Ok(secret.as_bytes().to_vec());
     }
     let secret = random_secret(64);
@@ -195,7 +201,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dir.path().join("jwt.secret")).unwrap().permissions().mode();
+            let mode = std::fs::metadata(dir.path().join("jwt.secret"))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
     }

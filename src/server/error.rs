@@ -38,10 +38,6 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, message)
     }
 
-    pub fn unprocessable(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
-    }
-
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
@@ -50,7 +46,6 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> ApiError {
         match err {
-            StoreError::NotFound(m) => ApiError::not_found(m),
             StoreError::Conflict(m) => ApiError::conflict(m),
             StoreError::Invalid(m) => ApiError::bad_request(m),
             StoreError::Internal(m) => {

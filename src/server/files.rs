@@ -88,7 +88,10 @@ pub async fn read_record_body(state: &AppState, request: Request) -> ApiResult<R
 
 fn multipart_error(err: axum::extract::multipart::MultipartError) -> ApiError {
     if err.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "request body is larger than the limit")
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body is larger than the limit",
+        )
     } else {
         ApiError::bad_request(format!("invalid multipart body: {}", err.body_text()))
     }
@@ -99,7 +102,13 @@ fn safe_file_name(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or_default();
     let cleaned: String = base
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let cleaned = cleaned.trim_start_matches('.').to_string();
     if cleaned.is_empty() {

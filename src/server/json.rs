@@ -39,15 +39,20 @@ pub async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<By
 
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.is_empty() {
-        return Err(ApiError::bad_request("the request body is empty; a JSON body is required"));
+        return Err(ApiError::bad_request(
+            "the request body is empty; a JSON body is required",
+        ));
     }
-    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
 }
 
 /// A JSON value that must be an object (record bodies).
 pub fn into_object(value: Value) -> Result<Map<String, Value>, ApiError> {
     match value {
         Value::Object(map) => Ok(map),
-        _ => Err(ApiError::bad_request("the request body must be a JSON object")),
+        _ => Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        )),
     }
 }

@@ -8,12 +8,9 @@ use axum::http::{header, HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::Response;
 use std::time::Instant;
+use tracing::Instrument;
 
 pub const CORRELATION_HEADER: HeaderName = HeaderName::from_static("app-correlationid");
-
-/// The request's correlation id, available to handlers as an extension.
-#[derive(Debug, Clone)]
-pub struct CorrelationId(pub String);
 
 /// Reuses a sane incoming id (printable ASCII, at most 128 bytes) or makes a new UUID.
 fn correlation_id(request: &Request) -> String {
@@ -26,13 +23,15 @@ fn correlation_id(request: &Request) -> String {
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
 
-pub async fn correlate(mut request: Request, next: Next) -> Response {
+/// Every log line written while the request is handled carries its correlation id (through the
+/// span), and one summary line is written at the end.
+pub async fn correlate(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = correlation_id(&request);
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    request.extensions_mut().insert(CorrelationId(id.clone()));
-    let response = next.run(request).await;
+    let span = tracing::info_span!("request", correlation_id = %id);
+    let response = next.run(request).instrument(span).await;
     let mut response = ensure_text_error(response);
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(CORRELATION_HEADER, value);

@@ -61,7 +61,8 @@ fn init_logging() {
 async fn serve(settings: Settings) -> Result<()> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
-    let store = Store::open(&settings.data_dir.join("svc.db")).context("cannot open the database")?;
+    let store =
+        Store::open(&settings.data_dir.join("svc.db")).context("cannot open the database")?;
     bootstrap_admin(&store, &settings)?;
     let secret = match &settings.jwt_secret {
         Some(secret) => secret.as_bytes().to_vec(),
@@ -151,7 +152,10 @@ fn router(state: AppState) -> Router {
         .merge(records::routes())
         .fallback(|| async { error::ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {
-            error::ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed on this route")
+            error::ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed on this route",
+            )
         })
         .layer(DefaultBodyLimit::max(max_body))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(max_body))

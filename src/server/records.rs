@@ -72,7 +72,9 @@ async fn list(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<Value>>> {
     let table = table_of(&caller, &table)?;
-    caller.require(&state, FEATURE, &table.table, Access::Read).await?;
+    caller
+        .require(&state, FEATURE, &table.table, Access::Read)
+        .await?;
     let query = parse_query(raw)?;
     let lookup = (table.clone(), query.clone());
     let mut records = state
@@ -97,7 +99,9 @@ async fn count(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<CountResponse>> {
     let table = table_of(&caller, &table)?;
-    caller.require(&state, FEATURE, &table.table, Access::Read).await?;
+    caller
+        .require(&state, FEATURE, &table.table, Access::Read)
+        .await?;
     let query = parse_query(raw)?;
     let count = state
         .store
@@ -112,7 +116,9 @@ async fn get_one(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let id = record_of(&caller, &id)?;
-    caller.require(&state, FEATURE, &id.table.table, Access::Read).await?;
+    caller
+        .require(&state, FEATURE, &id.table.table, Access::Read)
+        .await?;
     let (table, key) = (id.table.clone(), id.key.clone());
     state
         .store
@@ -129,8 +135,13 @@ async fn create(
     request: Request,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let table = table_of(&caller, &table)?;
-    caller.require(&state, FEATURE, &table.table, Access::Write).await?;
-    let RecordBody { mut fields, uploads } = read_record_body(&state, request).await?;
+    caller
+        .require(&state, FEATURE, &table.table, Access::Write)
+        .await?;
+    let RecordBody {
+        mut fields,
+        uploads,
+    } = read_record_body(&state, request).await?;
     if table.table == COLLECTIONS {
         return create_collection(&state, &caller, fields).await;
     }
@@ -138,7 +149,9 @@ async fn create(
     let schema = collection_of(&state, &table).await?;
     store_uploads(&state, &table, &key, uploads, &mut fields).await?;
     if let Some(schema) = &schema {
-        schema.check_record(&fields).map_err(ApiError::bad_request)?;
+        schema
+            .check_record(&fields)
+            .map_err(ApiError::bad_request)?;
     }
     let record = state
         .store
@@ -198,16 +211,23 @@ async fn update(
     request: Request,
 ) -> ApiResult<Json<Value>> {
     let id = record_of(&caller, &id)?;
-    caller.require(&state, FEATURE, &id.table.table, Access::Write).await?;
+    caller
+        .require(&state, FEATURE, &id.table.table, Access::Write)
+        .await?;
     if id.table.table == COLLECTIONS {
         return Err(ApiError::bad_request(
             "a collection cannot be changed in place; delete it and create it again",
         ));
     }
-    let RecordBody { mut fields, uploads } = read_record_body(&state, request).await?;
+    let RecordBody {
+        mut fields,
+        uploads,
+    } = read_record_body(&state, request).await?;
     if let Some(body_id) = fields.remove("id") {
         if body_id.as_str() != Some(id.to_string().as_str()) && body_id.as_str() != Some(&id.key) {
-            return Err(ApiError::bad_request("`id` in the body does not match the path"));
+            return Err(ApiError::bad_request(
+                "`id` in the body does not match the path",
+            ));
         }
     }
     let schema = collection_of(&state, &id.table).await?;
@@ -232,13 +252,21 @@ async fn remove(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Success>> {
     let id = record_of(&caller, &id)?;
-    caller.require(&state, FEATURE, &id.table.table, Access::Write).await?;
+    caller
+        .require(&state, FEATURE, &id.table.table, Access::Write)
+        .await?;
     let (table, key) = (id.table.clone(), id.key.clone());
     let removed = if table.table == COLLECTIONS {
         let domain = caller.domain.clone();
-        state.store.run(move |s| s.delete_collection(&domain, &key)).await?
+        state
+            .store
+            .run(move |s| s.delete_collection(&domain, &key))
+            .await?
     } else {
-        state.store.run(move |s| s.delete_record(&table, &key)).await?
+        state
+            .store
+            .run(move |s| s.delete_record(&table, &key))
+            .await?
     };
     if !removed {
         return Err(not_found(&id));
@@ -273,13 +301,19 @@ async fn expand(
     let mut readable = Vec::new();
     let mut allowed_tables: BTreeSet<String> = BTreeSet::new();
     for id in wanted {
-        let Ok(parsed) = RecordId::parse(&id) else { continue };
+        let Ok(parsed) = RecordId::parse(&id) else {
+            continue;
+        };
         if parsed.table.domain != caller.domain {
             continue;
         }
         let table = parsed.table.table.clone();
         if !allowed_tables.contains(&table) {
-            if caller.require(state, FEATURE, &table, Access::Read).await.is_err() {
+            if caller
+                .require(state, FEATURE, &table, Access::Read)
+                .await
+                .is_err()
+            {
                 continue;
             }
             allowed_tables.insert(table);

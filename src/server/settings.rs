@@ -74,6 +74,8 @@ pub struct Settings {
     pub device_name: String,
     pub admin_password: Option<String>,
     pub token_ttl: Duration,
+    // Read by the MQTT broker, which is embedded in a later step.
+    #[allow(dead_code)]
     pub mqtt_allow_anonymous: bool,
     pub tls: Option<TlsFiles>,
     pub mqtts_port: u16,
@@ -83,6 +85,8 @@ pub struct Settings {
 }
 
 #[derive(Debug, Clone)]
+// Read by the TLS listeners of the MQTT broker, which is embedded in a later step.
+#[allow(dead_code)]
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
@@ -167,7 +171,11 @@ mod tests {
     fn flag_beats_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("svc.toml");
-        std::fs::write(&path, "http_port = 7000\nmqtt_port = 7001\ntoken_ttl = \"30m\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "http_port = 7000\nmqtt_port = 7001\ntoken_ttl = \"30m\"\n",
+        )
+        .unwrap();
         let args = ServeArgs {
             config: Some(path),
             http_port: Some(8000),

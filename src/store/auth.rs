@@ -139,7 +139,12 @@ impl Store {
         Ok(n.max(0) as u64)
     }
 
-    pub fn create_user(&self, username: &str, password_hash: &str, admin: bool) -> StoreResult<AuthUser> {
+    pub fn create_user(
+        &self,
+        username: &str,
+        password_hash: &str,
+        admin: bool,
+    ) -> StoreResult<AuthUser> {
         let user = AuthUser {
             key: new_key(),
             username: username.to_string(),
@@ -150,7 +155,13 @@ impl Store {
             .execute(
                 "INSERT INTO auth_users (key, username, password_hash, admin, created_dt) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![user.key, user.username, password_hash, user.admin, user.created_dt],
+                params![
+                    user.key,
+                    user.username,
+                    password_hash,
+                    user.admin,
+                    user.created_dt
+                ],
             )
             .map_err(|e| match StoreError::from(e) {
                 StoreError::Conflict(_) => {
@@ -164,7 +175,9 @@ impl Store {
     pub fn user_by_key(&self, key: &str) -> StoreResult<Option<AuthUser>> {
         Ok(self
             .conn()?
-            .prepare_cached(&format!("SELECT {USER_COLUMNS} FROM auth_users WHERE key = ?1"))?
+            .prepare_cached(&format!(
+                "SELECT {USER_COLUMNS} FROM auth_users WHERE key = ?1"
+            ))?
             .query_row([key], user_from_row)
             .optional()?)
     }
@@ -174,7 +187,9 @@ impl Store {
         Ok(self
             .conn()?
             .query_row(
-                &format!("SELECT {USER_COLUMNS}, password_hash FROM auth_users WHERE username = ?1"),
+                &format!(
+                    "SELECT {USER_COLUMNS}, password_hash FROM auth_users WHERE username = ?1"
+                ),
                 [username],
                 |row| Ok((user_from_row(row)?, row.get(4)?)),
             )
@@ -183,8 +198,9 @@ impl Store {
 
     pub fn list_users(&self) -> StoreResult<Vec<AuthUser>> {
         let conn = self.conn()?;
-        let mut stmt =
-            conn.prepare(&format!("SELECT {USER_COLUMNS} FROM auth_users ORDER BY username"))?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {USER_COLUMNS} FROM auth_users ORDER BY username"
+        ))?;
         let users = stmt.query_map([], user_from_row)?;
         Ok(users.collect::<Result<_, _>>()?)
     }
@@ -240,7 +256,13 @@ impl Store {
             .execute(
                 "INSERT INTO auth_groups (domain, key, name, grants, created_dt) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![domain, key, name, serde_json::to_string(grants)?, now_rfc3339()],
+                params![
+                    domain,
+                    key,
+                    name,
+                    serde_json::to_string(grants)?,
+                    now_rfc3339()
+                ],
             )
             .map_err(|e| match StoreError::from(e) {
                 StoreError::Conflict(_) => StoreError::Conflict(format!(
@@ -266,7 +288,12 @@ impl Store {
     }
 
     /// Adds a user to a group of the domain; false when the group or the user does not exist.
-    pub fn add_group_member(&self, domain: &str, group_key: &str, user_key: &str) -> StoreResult<bool> {
+    pub fn add_group_member(
+        &self,
+        domain: &str,
+        group_key: &str,
+        user_key: &str,
+    ) -> StoreResult<bool> {
         let conn = self.conn()?;
         let exists: bool = conn.query_row(
             "SELECT EXISTS(SELECT 1 FROM auth_groups WHERE domain = ?1 AND key = ?2) \

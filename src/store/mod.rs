@@ -21,8 +21,6 @@ type Conn = PooledConnection<SqliteConnectionManager>;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
     Invalid(String),
@@ -61,7 +59,10 @@ fn conflict_sentence(sqlite_text: &str) -> String {
         let rest = &sqlite_text[idx + 7..];
         let name = rest.split('\'').next().unwrap_or_default();
         if let Some((_, fields)) = name.split_once("__u__") {
-            return format!("a record with the same {} already exists", fields.replace("__", ", "));
+            return format!(
+                "a record with the same {} already exists",
+                fields.replace("__", ", ")
+            );
         }
     }
     if sqlite_text.contains(".key") {
