@@ -148,3 +148,6 @@ fn quoted(name: &str) -> String {
 fn is_missing_table(err: &rusqlite::Error) -> bool {
     err.to_string().starts_with("no such table")
 }
+
+#[cfg(test)]
+mod tests;

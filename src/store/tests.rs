@@ -1,0 +1,248 @@
+//! Store tests on a temporary SQLite file: record round trips, filters translated to SQL,
+//! collections with their indexes, and that indexed filters really use the index.
+
+use super::*;
+use crate::ids::TableRef;
+use crate::query::{self, ListQuery};
+use crate::schema::Collection;
+use serde_json::{json, Map, Value};
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("t.db")).unwrap();
+    (dir, store)
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+fn q(pairs: &[(&str, &str)]) -> ListQuery {
+    let pairs: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    query::parse(&pairs).unwrap()
+}
+
+fn keys(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| {
+            r["id"]
+                .as_str()
+                .unwrap()
+                .rsplit(':')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+fn seeded() -> (tempfile::TempDir, Store, TableRef) {
+    let (dir, store) = store();
+    let t = TableRef::new("acme", "items").unwrap();
+    let rows = [
+        (
+            "a",
+            json!({"n": 1, "s": "alpha", "ok": true, "tags": ["x", "y"], "dims": {"w": 5}}),
+        ),
+        (
+            "b",
+            json!({"n": 2, "s": "beta", "ok": false, "tags": ["y"], "dims": {"w": 7}}),
+        ),
+        (
+            "c",
+            json!({"n": 3, "s": "gamma ray", "ok": 1, "when": "2026-01-02T00:00:00+02:00"}),
+        ),
+        (
+            "d",
+            json!({"s": null, "obj": {"k": 1, "a": [1, 2]}, "when": "2026-01-01T23:00:00Z"}),
+        ),
+    ];
+    for (key, doc) in rows {
+        store.insert_record(&t, key, &obj(doc)).unwrap();
+    }
+    (dir, store, t)
+}
+
+#[test]
+fn round_trip_and_merge() {
+    let (_d, store) = store();
+    let t = TableRef::new("acme", "items").unwrap();
+    let created = store
+        .insert_record(&t, "k1", &obj(json!({"a": 1, "b": "x"})))
+        .unwrap();
+    assert_eq!(created["id"], "acme.items:k1");
+    let updated = store
+        .update_record(&t, "k1", &obj(json!({"b": "y", "c": true})), |_| Ok(()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(updated["a"], 1);
+    assert_eq!(updated["b"], "y");
+    assert_eq!(updated["c"], true);
+    assert!(matches!(
+        store.insert_record(&t, "k1", &Map::new()),
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(store.delete_record(&t, "k1").unwrap());
+    assert!(store.get_record(&t, "k1").unwrap().is_none());
+    assert!(!store.delete_record(&t, "k1").unwrap());
+}
+
+#[test]
+fn refused_update_changes_nothing() {
+    let (_d, store) = store();
+    let t = TableRef::new("acme", "items").unwrap();
+    store
+        .insert_record(&t, "k1", &obj(json!({"a": 1})))
+        .unwrap();
+    let err = store
+        .update_record(&t, "k1", &obj(json!({"a": "no"})), |_| Err("bad a".into()))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Invalid(_)));
+    assert_eq!(store.get_record(&t, "k1").unwrap().unwrap()["a"], 1);
+}
+
+#[test]
+fn missing_tables_read_as_empty() {
+    let (_d, store) = store();
+    let t = TableRef::new("acme", "never").unwrap();
+    assert!(store.list_records(&t, &q(&[])).unwrap().is_empty());
+    assert_eq!(store.count_records(&t, &[], &[]).unwrap(), 0);
+    assert!(store.get_record(&t, "x").unwrap().is_none());
+}
+
+#[test]
+fn filters_by_type_and_operator() {
+    let (_d, store, t) = seeded();
+    let list = |pairs: &[(&str, &str)]| keys(&store.list_records(&t, &q(pairs)).unwrap());
+    assert_eq!(list(&[("filter[n][gt][number]", "1")]), ["b", "c"]);
+    assert_eq!(list(&[("filter[n][<=][number]", "2")]), ["a", "b"]);
+    assert_eq!(list(&[("filter[s][eq][string]", "beta")]), ["b"]);
+    assert_eq!(list(&[("filter[s][ne][string]", "beta")]), ["a", "c", "d"]);
+    assert_eq!(list(&[("filter[s][contains][string]", "ray")]), ["c"]);
+    assert_eq!(list(&[("filter[tags][contains][string]", "y")]), ["a", "b"]);
+    assert_eq!(list(&[("filter[ok][eq][boolean]", "true")]), ["a"]);
+    assert_eq!(list(&[("filter[ok][eq][boolean]", "false")]), ["b"]);
+    assert_eq!(list(&[("filter[s][eq][null]", "")]), ["d"]);
+    assert_eq!(list(&[("filter[s][ne][null]", "")]), ["a", "b", "c"]);
+    assert_eq!(list(&[("filter[dims.w][gte][number]", "6")]), ["b"]);
+    assert_eq!(
+        list(&[("filter[obj][eq][object]", r#"{"a":[1,2],"k":1}"#)]),
+        ["d"]
+    );
+    assert_eq!(list(&[("filter[n][in][number]", "1,3")]), ["a", "c"]);
+    assert_eq!(list(&[("filter[n][nin][number]", "[1,3]")]), ["b", "d"]);
+    // 2026-01-02T00:00+02:00 is before 2026-01-01T23:00Z.
+    assert_eq!(
+        list(&[("filter[when][lt][date]", "2026-01-01T22:30:00Z")]),
+        ["c"]
+    );
+    assert_eq!(list(&[("filter[id][eq][string]", "acme.items:b")]), ["b"]);
+    assert_eq!(
+        list(&[
+            ("filter[n][gte][number]", "2"),
+            ("filter_or[0][s][eq]", "alpha"),
+            ("filter_or[1][s][eq]", "beta")
+        ]),
+        ["b"]
+    );
+}
+
+#[test]
+fn sorts_pages_and_counts() {
+    let (_d, store, t) = seeded();
+    let list = |pairs: &[(&str, &str)]| keys(&store.list_records(&t, &q(pairs)).unwrap());
+    // A missing value sorts as null: first ascending, last descending.
+    assert_eq!(list(&[("sort", "[n][desc]")]), ["c", "b", "a", "d"]);
+    assert_eq!(list(&[("sort", "[n][asc]")]), ["d", "a", "b", "c"]);
+    assert_eq!(
+        list(&[("sort", "[n][desc]"), ("limit", "2"), ("offset", "1")]),
+        ["b", "a"]
+    );
+    let n = q(&[("filter[n][gt][number]", "1")]);
+    assert_eq!(
+        store.count_records(&t, &n.filters, &n.or_filters).unwrap(),
+        2
+    );
+}
+
+#[test]
+fn unique_index_conflicts_and_indexed_filters_use_the_index() {
+    let (_d, store) = store();
+    let products: Collection = serde_json::from_value(json!({
+        "name": "products",
+        "fields": [{"name": "sku", "type": "string"}, {"name": "line", "type": "string"}],
+        "indexDetails": [{"fields": ["sku"], "isUnique": true}, {"fields": ["line"]}]
+    }))
+    .unwrap();
+    store.create_collection("acme", &products).unwrap();
+    assert!(matches!(
+        store.create_collection("acme", &products),
+        Err(StoreError::Conflict(_))
+    ));
+    let t = TableRef::new("acme", "products").unwrap();
+    store
+        .insert_record(&t, "p1", &obj(json!({"sku": "A", "line": "l1"})))
+        .unwrap();
+    let err = store
+        .insert_record(&t, "p2", &obj(json!({"sku": "A", "line": "l2"})))
+        .unwrap_err();
+    match err {
+        StoreError::Conflict(m) => assert!(m.contains("sku"), "{m}"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert!(store.collection(&t).unwrap().is_some());
+
+    let where_ =
+        super::filter_sql::build_where(&t, &q(&[("filter[line][eq][string]", "l1")]).filters, &[]);
+    let conn = store.conn().unwrap();
+    let plan: Vec<String> = conn
+        .prepare(&format!(
+            "EXPLAIN QUERY PLAN SELECT key FROM \"acme.products\" WHERE {}",
+            where_.sql
+        ))
+        .unwrap()
+        .query_map(rusqlite::params_from_iter(where_.params), |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        plan.iter()
+            .any(|p| p.contains("USING INDEX") && p.contains("__i__line")),
+        "{plan:?}"
+    );
+
+    assert!(store.delete_collection("acme", "products").unwrap());
+    assert!(store.collection(&t).unwrap().is_none());
+    // The unique index went with the collection; the data stayed.
+    store
+        .insert_record(&t, "p2", &obj(json!({"sku": "A"})))
+        .unwrap();
+    assert_eq!(store.count_records(&t, &[], &[]).unwrap(), 2);
+}
+
+#[test]
+fn unique_index_on_conflicting_data_is_refused_whole() {
+    let (_d, store) = store();
+    let t = TableRef::new("acme", "dups").unwrap();
+    store
+        .insert_record(&t, "a", &obj(json!({"sku": "same"})))
+        .unwrap();
+    store
+        .insert_record(&t, "b", &obj(json!({"sku": "same"})))
+        .unwrap();
+    let dups: Collection = serde_json::from_value(json!({
+        "name": "dups", "indexDetails": [{"fields": ["sku"], "isUnique": true}]
+    }))
+    .unwrap();
+    assert!(matches!(
+        store.create_collection("acme", &dups),
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(store.collection(&t).unwrap().is_none());
+}
