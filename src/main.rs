@@ -10,6 +10,7 @@ mod schema;
 mod server;
 mod store;
 mod time;
+mod topic;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -59,7 +59,9 @@ impl Collection {
         if !is_identifier(&self.name) {
             return Err(format!("invalid collection name `{}`", self.name));
         }
-        if self.name == "collections" || RESERVED_TABLES.contains(&self.name.as_str()) {
+        if matches!(self.name.as_str(), "collections" | "tags")
+            || RESERVED_TABLES.contains(&self.name.as_str())
+        {
             return Err(format!("`{}` is a system table name", self.name));
         }
         let mut seen = std::collections::HashSet::new();

@@ -12,6 +12,7 @@ mod json;
 mod middleware;
 mod records;
 pub mod settings;
+mod tags;
 
 use crate::store::Store;
 use anyhow::{Context, Result};
@@ -35,6 +36,7 @@ pub struct AppState {
     pub jwt: Arc<Jwt>,
     pub auth_cache: Arc<AuthCache>,
     pub bound: Arc<BTreeMap<&'static str, SocketAddr>>,
+    pub tags: Arc<tags::TagRegistry>,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -82,6 +84,7 @@ async fn serve(settings: Settings) -> Result<()> {
         jwt,
         auth_cache: Arc::default(),
         bound: Arc::new(bound),
+        tags: Arc::new(tags::TagRegistry::load(&store).context("cannot load the tags")?),
     };
     let app = router(state.clone());
     announce_ready(&state.bound);
@@ -149,6 +152,7 @@ fn router(state: AppState) -> Router {
         .route("/svc", get(info::device_info))
         .route("/svc/info", get(info::device_info))
         .merge(files::routes())
+        .merge(tags::routes())
         .merge(records::routes())
         .fallback(|| async { error::ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {

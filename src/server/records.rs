@@ -5,11 +5,13 @@
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::files::{read_record_body, remove_files, store_uploads, RecordBody};
+use super::tags::{self, check_tag, ensure_tags_collection, with_tag_defaults};
 use super::AppState;
 use crate::ids::{is_record_key, new_key, RecordId, TableRef};
 use crate::model::{CountResponse, Success};
 use crate::query::{self, ListQuery};
 use crate::schema::{Collection, RESERVED_TABLES};
+use crate::store::TAGS;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::StatusCode;
 use axum::routing::get;
@@ -17,8 +19,28 @@ use axum::{Json, Router};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
-const FEATURE: &str = "collections";
 const COLLECTIONS: &str = "collections";
+
+/// The permission a table's records fall under: tags have their own feature.
+fn feature_scope(table: &TableRef) -> (&'static str, &str) {
+    if table.table == TAGS {
+        (tags::FEATURE, "*")
+    } else {
+        ("collections", &table.table)
+    }
+}
+
+impl Caller {
+    async fn require_table(
+        &self,
+        state: &AppState,
+        table: &TableRef,
+        access: Access,
+    ) -> ApiResult<()> {
+        let (feature, scope) = feature_scope(table);
+        self.require(state, feature, scope, access).await
+    }
+}
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -72,9 +94,7 @@ async fn list(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<Value>>> {
     let table = table_of(&caller, &table)?;
-    caller
-        .require(&state, FEATURE, &table.table, Access::Read)
-        .await?;
+    caller.require_table(&state, &table, Access::Read).await?;
     let query = parse_query(raw)?;
     let lookup = (table.clone(), query.clone());
     let mut records = state
@@ -99,9 +119,7 @@ async fn count(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<CountResponse>> {
     let table = table_of(&caller, &table)?;
-    caller
-        .require(&state, FEATURE, &table.table, Access::Read)
-        .await?;
+    caller.require_table(&state, &table, Access::Read).await?;
     let query = parse_query(raw)?;
     let count = state
         .store
@@ -117,7 +135,7 @@ async fn get_one(
 ) -> ApiResult<Json<Value>> {
     let id = record_of(&caller, &id)?;
     caller
-        .require(&state, FEATURE, &id.table.table, Access::Read)
+        .require_table(&state, &id.table, Access::Read)
         .await?;
     let (table, key) = (id.table.clone(), id.key.clone());
     state
@@ -135,9 +153,7 @@ async fn create(
     request: Request,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let table = table_of(&caller, &table)?;
-    caller
-        .require(&state, FEATURE, &table.table, Access::Write)
-        .await?;
+    caller.require_table(&state, &table, Access::Write).await?;
     let RecordBody {
         mut fields,
         uploads,
@@ -146,6 +162,15 @@ async fn create(
         return create_collection(&state, &caller, fields).await;
     }
     let key = requested_key(&table, fields.remove("id"))?;
+    if table.table == TAGS {
+        let domain = table.domain.clone();
+        state
+            .store
+            .run(move |s| ensure_tags_collection(s, &domain))
+            .await?;
+        with_tag_defaults(&mut fields);
+        check_tag(&fields).map_err(ApiError::bad_request)?;
+    }
     let schema = collection_of(&state, &table).await?;
     store_uploads(&state, &table, &key, uploads, &mut fields).await?;
     if let Some(schema) = &schema {
@@ -153,11 +178,21 @@ async fn create(
             .check_record(&fields)
             .map_err(ApiError::bad_request)?;
     }
+    let written = table.clone();
     let record = state
         .store
-        .run(move |s| s.insert_record(&table, &key, &fields))
+        .run(move |s| s.insert_record(&written, &key, &fields))
         .await?;
+    after_write(&state, &table).await?;
     Ok((StatusCode::CREATED, Json(record)))
+}
+
+/// Keeps derived state in step with a table's records.
+async fn after_write(state: &AppState, table: &TableRef) -> ApiResult<()> {
+    if table.table == TAGS {
+        state.tags.reload(&state.store, &table.domain).await?;
+    }
+    Ok(())
 }
 
 async fn create_collection(
@@ -212,7 +247,7 @@ async fn update(
 ) -> ApiResult<Json<Value>> {
     let id = record_of(&caller, &id)?;
     caller
-        .require(&state, FEATURE, &id.table.table, Access::Write)
+        .require_table(&state, &id.table, Access::Write)
         .await?;
     if id.table.table == COLLECTIONS {
         return Err(ApiError::bad_request(
@@ -233,17 +268,24 @@ async fn update(
     let schema = collection_of(&state, &id.table).await?;
     store_uploads(&state, &id.table, &id.key, uploads, &mut fields).await?;
     let (table, key) = (id.table.clone(), id.key.clone());
-    state
+    let is_tag = table.table == TAGS;
+    let updated = state
         .store
         .run(move |s| {
-            s.update_record(&table, &key, &fields, |merged| match &schema {
-                Some(schema) => schema.check_record(merged),
-                None => Ok(()),
+            s.update_record(&table, &key, &fields, |merged| {
+                if let Some(schema) = &schema {
+                    schema.check_record(merged)?;
+                }
+                if is_tag {
+                    check_tag(merged)?;
+                }
+                Ok(())
             })
         })
         .await?
-        .map(Json)
-        .ok_or_else(|| not_found(&id))
+        .ok_or_else(|| not_found(&id))?;
+    after_write(&state, &id.table).await?;
+    Ok(Json(updated))
 }
 
 async fn remove(
@@ -253,7 +295,7 @@ async fn remove(
 ) -> ApiResult<Json<Success>> {
     let id = record_of(&caller, &id)?;
     caller
-        .require(&state, FEATURE, &id.table.table, Access::Write)
+        .require_table(&state, &id.table, Access::Write)
         .await?;
     let (table, key) = (id.table.clone(), id.key.clone());
     let removed = if table.table == COLLECTIONS {
@@ -272,6 +314,7 @@ async fn remove(
         return Err(not_found(&id));
     }
     remove_files(&state, &id.table, &id.key).await;
+    after_write(&state, &id.table).await?;
     Ok(Json(Success::yes()))
 }
 
@@ -310,7 +353,7 @@ async fn expand(
         let table = parsed.table.table.clone();
         if !allowed_tables.contains(&table) {
             if caller
-                .require(state, FEATURE, &table, Access::Read)
+                .require_table(state, &parsed.table, Access::Read)
                 .await
                 .is_err()
             {

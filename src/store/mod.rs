@@ -5,8 +5,10 @@
 mod auth;
 mod filter_sql;
 mod records;
+mod tags;
 
 pub use auth::{AuthUser, GrantSet};
+pub use tags::TAGS;
 
 use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;
