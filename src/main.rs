@@ -3,6 +3,7 @@
 
 mod cli;
 mod duration;
+mod historian;
 mod ids;
 mod model;
 mod query;

@@ -4,10 +4,12 @@
 
 mod auth;
 mod filter_sql;
+mod historian;
 mod records;
 mod tags;
 
 pub use auth::{AuthUser, GrantSet};
+pub use historian::{HistoryPoint, HistoryWrite};
 pub use tags::TAGS;
 
 use r2d2::PooledConnection;
@@ -100,6 +102,7 @@ impl Store {
             known_tables: Arc::default(),
         };
         store.conn()?.execute_batch(auth::SCHEMA)?;
+        store.init_historian()?;
         Ok(store)
     }
 

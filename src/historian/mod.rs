@@ -1,0 +1,171 @@
+//! The historian's rules without transport: how a query window is read from a request, how an
+//! MQTT payload becomes a (timestamp, value) point, the aggregations, and the CSV export. The SQL
+//! lives in `store::historian`; HTTP and MQTT wiring live in the server and broker modules.
+
+// wired into the server by the broker step
+#![allow(dead_code)]
+
+mod export;
+mod payload;
+mod window;
+
+#[cfg(test)]
+mod store_tests;
+
+// wired into the server by the broker step
+#[allow(unused_imports)]
+pub use crate::store::{HistoryPoint, HistoryWrite};
+// wired into the server by the broker step
+#[allow(unused_imports)]
+pub use export::{export_csv_gz, resolve_export, write_csv_gz, ExportPlan, ExportRequest};
+// wired into the server by the broker step
+#[allow(unused_imports)]
+pub use payload::point_from_payload;
+// wired into the server by the broker step
+#[allow(unused_imports)]
+pub use window::{
+    resolve_last_limit, resolve_window, QueryRequest, Window, LAST_LIMIT_MAX, LIMIT_MAX,
+    MAX_BUCKETS,
+};
+
+use crate::store::{Store, StoreResult};
+use serde_json::{json, Value};
+use std::fmt;
+use std::str::FromStr;
+
+/// How values of one bucket are reduced to one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregation {
+    Mean,
+    Sum,
+    Min,
+    Max,
+    Median,
+    Count,
+    First,
+    Last,
+}
+
+impl Aggregation {
+    pub const ALL: [Aggregation; 8] = [
+        Aggregation::Mean,
+        Aggregation::Sum,
+        Aggregation::Min,
+        Aggregation::Max,
+        Aggregation::Median,
+        Aggregation::Count,
+        Aggregation::First,
+        Aggregation::Last,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Aggregation::Mean => "mean",
+            Aggregation::Sum => "sum",
+            Aggregation::Min => "min",
+            Aggregation::Max => "max",
+            Aggregation::Median => "median",
+            Aggregation::Count => "count",
+            Aggregation::First => "first",
+            Aggregation::Last => "last",
+        }
+    }
+}
+
+impl fmt::Display for Aggregation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Aggregation {
+    type Err = String;
+
+    /// Accepts the names in any letter case.
+    fn from_str(text: &str) -> Result<Aggregation, String> {
+        Aggregation::ALL
+            .into_iter()
+            .find(|a| a.as_str().eq_ignore_ascii_case(text.trim()))
+            .ok_or_else(|| {
+                format!(
+                    "`aggregation` `{text}` is not one of mean, sum, min, max, median, count, \
+                     first, last"
+                )
+            })
+    }
+}
+
+/// Runs a resolved query window: raw values oldest first, or one point per non-empty bucket
+/// (then `limit` caps the number of buckets returned).
+pub fn run_query(
+    store: &Store,
+    domain: &str,
+    topic: &str,
+    window: &Window,
+) -> StoreResult<Vec<HistoryPoint>> {
+    match window.bucket {
+        None => store.history_range(domain, topic, window.start_ms, window.end_ms, window.limit),
+        Some((bucket_ms, agg)) => {
+            let mut points = store.history_buckets(
+                domain,
+                topic,
+                window.start_ms,
+                window.end_ms,
+                bucket_ms,
+                agg,
+            )?;
+            if let Some(limit) = window.limit {
+                points.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            }
+            Ok(points)
+        }
+    }
+}
+
+/// Epoch milliseconds as the platform's RFC 3339 form (UTC, millisecond precision).
+pub fn format_ms(ts_ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ts_ms)
+        .map(crate::time::format_rfc3339)
+        .unwrap_or_else(|| ts_ms.to_string())
+}
+
+/// The wire shape of query answers: `[{"timestamp": "<RFC 3339>", "value": …}]`.
+pub fn points_json(points: &[HistoryPoint]) -> Value {
+    Value::Array(
+        points
+            .iter()
+            .map(|p| json!({"timestamp": format_ms(p.ts_ms), "value": p.value}))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregation_names_round_trip() {
+        for agg in Aggregation::ALL {
+            assert_eq!(agg.as_str().parse::<Aggregation>(), Ok(agg));
+            assert_eq!(agg.to_string(), agg.as_str());
+        }
+        assert_eq!("MEAN".parse::<Aggregation>(), Ok(Aggregation::Mean));
+        let err = "avg".parse::<Aggregation>().unwrap_err();
+        assert!(
+            err.starts_with("`aggregation` `avg` is not one of mean"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn points_json_uses_rfc3339_millis() {
+        let points = [HistoryPoint {
+            ts_ms: 1_767_225_600_123,
+            value: json!(21.5),
+        }];
+        assert_eq!(
+            points_json(&points),
+            json!([{"timestamp": "2026-01-01T00:00:00.123Z", "value": 21.5}])
+        );
+    }
+}

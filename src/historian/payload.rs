@@ -1,0 +1,133 @@
+//! From an MQTT payload to the historized point (SPEC 7): the payload is JSON when it parses as
+//! JSON, otherwise its text (lossy for invalid UTF-8) as a JSON string. The point's time is the
+//! payload object's `timestamp` member when that is an RFC 3339 string or a number of epoch
+//! milliseconds (years 1 to 9999), else the broker's receive time; the point's value is the
+//! object's `value` member when the payload is an object that has one, else the whole payload.
+
+use serde_json::Value;
+
+/// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in epoch milliseconds.
+const MIN_MS: i64 = -62_135_596_800_000;
+const MAX_MS: i64 = 253_402_300_799_999;
+
+/// The (epoch ms, value) to historize for a payload received at `received_ms`.
+pub fn point_from_payload(payload: &[u8], received_ms: i64) -> (i64, Value) {
+    let parsed = serde_json::from_slice::<Value>(payload)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()));
+    match parsed {
+        Value::Object(mut members) => {
+            let ts = members
+                .get("timestamp")
+                .and_then(timestamp_ms)
+                .unwrap_or(received_ms);
+            match members.remove("value") {
+                Some(value) => (ts, value),
+                None => (ts, Value::Object(members)),
+            }
+        }
+        other => (received_ms, other),
+    }
+}
+
+/// A `timestamp` member as epoch milliseconds, if it is one of the accepted forms.
+fn timestamp_ms(member: &Value) -> Option<i64> {
+    let ms = match member {
+        Value::String(text) => crate::time::parse_rfc3339(text)?.timestamp_millis(),
+        Value::Number(n) => match n.as_i64() {
+            Some(ms) => ms,
+            None => {
+                let x = n.as_f64()?.round();
+                if !(MIN_MS as f64..=MAX_MS as f64).contains(&x) {
+                    return None;
+                }
+                x as i64
+            }
+        },
+        _ => return None,
+    };
+    (MIN_MS..=MAX_MS).contains(&ms).then_some(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const RECEIVED: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+
+    fn point(payload: &[u8]) -> (i64, Value) {
+        point_from_payload(payload, RECEIVED)
+    }
+
+    #[test]
+    fn plain_json_values_use_receive_time() {
+        assert_eq!(point(b"21.5"), (RECEIVED, json!(21.5)));
+        assert_eq!(point(b" -3 "), (RECEIVED, json!(-3)));
+        assert_eq!(point(b"true"), (RECEIVED, json!(true)));
+        assert_eq!(point(b"\"running\""), (RECEIVED, json!("running")));
+        assert_eq!(point(b"[1,2]"), (RECEIVED, json!([1, 2])));
+    }
+
+    #[test]
+    fn object_with_value_and_rfc3339_timestamp() {
+        let (ts, value) =
+            point(br#"{"value": 7.25, "timestamp": "2025-12-31T23:00:00.250+00:00"}"#);
+        assert_eq!((ts, value), (RECEIVED - 3_600_000 + 250, json!(7.25)));
+        let (ts, _) = point(br#"{"value": 1, "timestamp": "2026-01-01T01:00:00+01:00"}"#);
+        assert_eq!(ts, RECEIVED);
+    }
+
+    #[test]
+    fn object_with_epoch_millis_timestamp() {
+        assert_eq!(
+            point(br#"{"value": {"a": 1}, "timestamp": 1767225500000}"#),
+            (1_767_225_500_000, json!({"a": 1}))
+        );
+        assert_eq!(
+            point(br#"{"value": 2, "timestamp": 1767225500000.4}"#),
+            (1_767_225_500_000, json!(2))
+        );
+    }
+
+    #[test]
+    fn unusable_timestamps_fall_back_to_receive_time() {
+        for payload in [
+            r#"{"value": 1, "timestamp": "yesterday"}"#,
+            r#"{"value": 1, "timestamp": "1767225500000"}"#,
+            r#"{"value": 1, "timestamp": true}"#,
+            r#"{"value": 1, "timestamp": 1e30}"#,
+            r#"{"value": 1, "timestamp": 9223372036854775807}"#,
+        ] {
+            assert_eq!(point(payload.as_bytes()), (RECEIVED, json!(1)), "{payload}");
+        }
+    }
+
+    #[test]
+    fn object_without_value_is_kept_whole() {
+        let payload = br#"{"temp": 20, "timestamp": 1767225500000}"#;
+        assert_eq!(
+            point(payload),
+            (
+                1_767_225_500_000,
+                json!({"temp": 20, "timestamp": 1767225500000_i64})
+            )
+        );
+        assert_eq!(point(br#"{"value": null}"#), (RECEIVED, Value::Null));
+    }
+
+    #[test]
+    fn non_json_is_kept_as_a_string() {
+        assert_eq!(point(b"hello world"), (RECEIVED, json!("hello world")));
+        assert_eq!(point(b"21.5 C"), (RECEIVED, json!("21.5 C")));
+        assert_eq!(point(b"{broken"), (RECEIVED, json!("{broken")));
+        assert_eq!(point(b""), (RECEIVED, json!("")));
+    }
+
+    #[test]
+    fn binary_is_kept_lossily() {
+        assert_eq!(
+            point(&[0x41, 0xff, 0xfe, 0x42]),
+            (RECEIVED, json!("A\u{fffd}\u{fffd}B"))
+        );
+    }
+}
