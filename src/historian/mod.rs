@@ -8,6 +8,7 @@
 mod export;
 mod payload;
 mod window;
+pub mod writer;
 
 #[cfg(test)]
 mod store_tests;

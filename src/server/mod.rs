@@ -7,6 +7,7 @@ mod caller;
 mod credentials;
 mod error;
 mod files;
+mod historian;
 mod info;
 mod json;
 mod middleware;
@@ -153,6 +154,7 @@ fn router(state: AppState) -> Router {
         .route("/svc/info", get(info::device_info))
         .merge(files::routes())
         .merge(tags::routes())
+        .merge(historian::routes())
         .merge(records::routes())
         .fallback(|| async { error::ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {

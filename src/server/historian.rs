@@ -1,0 +1,120 @@
+//! Historian routes: the domain's historized tags, window queries with optional buckets,
+//! last-N values, and gzipped CSV export. Only tags of the caller's domain can be read.
+
+use super::caller::{Access, Caller};
+use super::error::{ApiError, ApiResult};
+use super::json::JsonBody;
+use super::AppState;
+use crate::historian::{
+    export_csv_gz, points_json, resolve_export, resolve_last_limit, resolve_window, run_query,
+    ExportRequest, QueryRequest,
+};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::Value;
+
+const FEATURE: &str = "historian";
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/svc/historian/list", get(list))
+        .route("/svc/historian", patch(query))
+        .route("/svc/historian/last", patch(last))
+        .route("/svc/historian/export", post(export))
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<String>>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    Ok(Json(state.tags.paths(&caller.domain, true)))
+}
+
+/// Fails with 404 unless the topic is a tag of the caller's domain.
+fn require_tag(state: &AppState, caller: &Caller, topic: &str) -> ApiResult<()> {
+    if state
+        .tags
+        .owners(topic)
+        .iter()
+        .any(|owner| owner.domain == caller.domain)
+    {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(format!(
+            "`{topic}` is not a tag of domain `{}`",
+            caller.domain
+        )))
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+async fn query(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(request): JsonBody<QueryRequest>,
+) -> ApiResult<Json<Value>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    require_tag(&state, &caller, &request.topic)?;
+    let window = resolve_window(&request, now_ms()).map_err(ApiError::bad_request)?;
+    let (domain, topic) = (caller.domain.clone(), request.topic);
+    let points = state
+        .store
+        .run(move |s| run_query(s, &domain, &topic, &window))
+        .await?;
+    Ok(Json(points_json(&points)))
+}
+
+#[derive(Deserialize)]
+struct LastRequest {
+    topic: String,
+    limit: Option<u64>,
+}
+
+async fn last(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(request): JsonBody<LastRequest>,
+) -> ApiResult<Json<Value>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    require_tag(&state, &caller, &request.topic)?;
+    let limit = resolve_last_limit(request.limit).map_err(ApiError::bad_request)?;
+    let (domain, topic) = (caller.domain.clone(), request.topic);
+    let points = state
+        .store
+        .run(move |s| s.history_last(&domain, &topic, limit))
+        .await?;
+    Ok(Json(points_json(&points)))
+}
+
+async fn export(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(request): JsonBody<ExportRequest>,
+) -> ApiResult<Response> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    for topic in &request.topics {
+        require_tag(&state, &caller, topic)?;
+    }
+    let plan = resolve_export(&request).map_err(ApiError::bad_request)?;
+    let domain = caller.domain.clone();
+    let gz = state
+        .store
+        .run(move |s| export_csv_gz(s, &domain, &plan))
+        .await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/gzip"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"historian.csv.gz\"",
+            ),
+        ],
+        gz,
+    )
+        .into_response())
+}
