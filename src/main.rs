@@ -1,6 +1,7 @@
 //! `svc`: single-binary industrial data platform. Entry point: parses the command line and
 //! dispatches to the server or a client subcommand.
 
+mod broker;
 mod cli;
 mod duration;
 mod historian;

@@ -184,3 +184,11 @@ pub struct StorageInfo {
     pub path: String,
     pub size_bytes: u64,
 }
+
+/// The latest value of a tag (`GET /svc/tag/values`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TagValue {
+    pub topic: String,
+    pub value: serde_json::Value,
+    pub timestamp: String,
+}

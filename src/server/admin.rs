@@ -141,9 +141,13 @@ async fn delete_user(
     if key == who.0.key {
         return Err(ApiError::bad_request("you cannot delete yourself"));
     }
+    let user = key.clone();
     let removed = state.store.run(move |s| s.delete_user(&key)).await?;
     state.auth_cache.clear();
     if removed {
+        if let Ok(broker) = state.broker() {
+            broker.disconnect_where(|p| p.user_key == user).await;
+        }
         Ok(Json(Success::yes()))
     } else {
         Err(ApiError::not_found(format!("no user `{id}`")))

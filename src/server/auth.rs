@@ -1,8 +1,9 @@
 //! Authentication routes (mounted under `/auth` and `/svc/auth`): login, the caller's API keys,
 //! the permission report, `me`, and token validation.
 
+use super::caller::user_of_password;
 use super::caller::{Caller, Identity};
-use super::credentials::{dummy_hash, new_api_key, verify_password};
+use super::credentials::new_api_key;
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
@@ -34,29 +35,15 @@ async fn login(
     State(state): State<AppState>,
     JsonBody(request): JsonBody<LoginRequest>,
 ) -> ApiResult<Json<LoginResponse>> {
-    let username = request.username.clone();
-    let found = state
-        .store
-        .run(move |s| s.user_with_password(&username))
-        .await?;
-    // Unknown users still pay for one hash check, so timing does not reveal which names exist.
-    let (user, hash) = match found {
-        Some((user, hash)) => (Some(user), hash),
-        None => (None, dummy_hash().to_string()),
-    };
-    let password = request.password;
-    let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-        .await
-        .unwrap_or(false);
-    match user {
-        Some(user) if matches => {
+    match user_of_password(&state, &request.username, &request.password).await? {
+        Some(user) => {
             let tkn = state
                 .jwt
                 .issue(&user)
                 .map_err(|_| ApiError::internal("cannot sign the token"))?;
             Ok(Json(LoginResponse { success: true, tkn }))
         }
-        _ => Err(ApiError::unauthorized(BAD_LOGIN)),
+        None => Err(ApiError::unauthorized(BAD_LOGIN)),
     }
 }
 
@@ -101,12 +88,18 @@ async fn revoke_key(
     Identity(user): Identity,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Success>> {
+    let key = id.rsplit(':').next().unwrap_or_default().to_string();
     let removed = state
         .store
         .run(move |s| s.delete_api_key(&user.key, &id))
         .await?;
     state.auth_cache.clear();
     if removed {
+        if let Ok(broker) = state.broker() {
+            broker
+                .disconnect_where(|p| p.api_key_id.as_deref() == Some(key.as_str()))
+                .await;
+        }
         Ok(Json(Success::yes()))
     } else {
         Err(ApiError::not_found("you have no API key with this id"))

@@ -147,7 +147,7 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> ApiResult<Ar
         ),
     };
     let key_user = match api_key {
-        Some(key) => Some(user_of_api_key(state, key).await?),
+        Some(key) => Some(user_of_api_key(state, key).await?.0),
         None => None,
     };
     match (bearer, key_user) {
@@ -170,7 +170,8 @@ pub async fn user_of_token(state: &AppState, token: &str) -> ApiResult<Arc<AuthU
     user_by_key(state, key).await?.ok_or_else(invalid)
 }
 
-async fn user_of_api_key(state: &AppState, key: &str) -> ApiResult<Arc<AuthUser>> {
+/// The owner of an API key, and the key's id.
+pub async fn user_of_api_key(state: &AppState, key: &str) -> ApiResult<(Arc<AuthUser>, String)> {
     let invalid = || ApiError::unauthorized("invalid API key");
     if !key.starts_with(API_KEY_PREFIX) {
         return Err(invalid());
@@ -190,8 +191,9 @@ async fn user_of_api_key(state: &AppState, key: &str) -> ApiResult<Arc<AuthUser>
         }
     };
     let (key_id, user_key) = owner;
-    touch_key(state, key_id);
-    user_by_key(state, user_key).await?.ok_or_else(invalid)
+    touch_key(state, key_id.clone());
+    let user = user_by_key(state, user_key).await?.ok_or_else(invalid)?;
+    Ok((user, key_id))
 }
 
 /// Records a key's use, at most once per [`TOUCH_INTERVAL`], off the request path.
@@ -230,6 +232,47 @@ async fn user_by_key(state: &AppState, key: String) -> ApiResult<Option<Arc<Auth
     Ok(Some(user))
 }
 
+/// Every grant a user holds in a domain (cached).
+pub async fn grants_of(state: &AppState, user_key: &str, domain: &str) -> ApiResult<Arc<GrantSet>> {
+    let cache_key = (user_key.to_string(), domain.to_string());
+    if let Some(grants) = cached(&state.auth_cache.grants, &cache_key) {
+        return Ok(grants);
+    }
+    let (user, domain) = cache_key.clone();
+    let grants = Arc::new(
+        state
+            .store
+            .run(move |s| s.grants_of(&user, &domain))
+            .await?,
+    );
+    remember(&state.auth_cache.grants, cache_key, grants.clone());
+    Ok(grants)
+}
+
+/// The user a username and password belong to (argon2 runs off the async threads).
+pub async fn user_of_password(
+    state: &AppState,
+    username: &str,
+    password: &str,
+) -> ApiResult<Option<AuthUser>> {
+    let name = username.to_string();
+    let found = state
+        .store
+        .run(move |s| s.user_with_password(&name))
+        .await?;
+    // Unknown users still pay for one hash check, so timing does not reveal which names exist.
+    let (user, hash) = match found {
+        Some((user, hash)) => (Some(user), hash),
+        None => (None, super::credentials::dummy_hash().to_string()),
+    };
+    let password = password.to_string();
+    let matches =
+        tokio::task::spawn_blocking(move || super::credentials::verify_password(&password, &hash))
+            .await
+            .unwrap_or(false);
+    Ok(user.filter(|_| matches))
+}
+
 /// What a request needs to be allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -262,19 +305,7 @@ impl Caller {
     }
 
     async fn grants(&self, state: &AppState) -> ApiResult<Arc<GrantSet>> {
-        let cache_key = (self.user.key.clone(), self.domain.clone());
-        if let Some(grants) = cached(&state.auth_cache.grants, &cache_key) {
-            return Ok(grants);
-        }
-        let (user, domain) = cache_key.clone();
-        let grants = Arc::new(
-            state
-                .store
-                .run(move |s| s.grants_of(&user, &domain))
-                .await?,
-        );
-        remember(&state.auth_cache.grants, cache_key, grants.clone());
-        Ok(grants)
+        grants_of(state, &self.user.key, &self.domain).await
     }
 
     /// Fails with 401 unless the caller may read (or write) `feature` at `scope`.

@@ -5,16 +5,17 @@ use super::AppState;
 use crate::model::{Bind, Binds, DeviceInfo, StorageInfo, Uns};
 use axum::extract::State;
 use axum::Json;
+use std::net::SocketAddr;
 
 pub async fn device_info(State(state): State<AppState>, _who: Identity) -> Json<DeviceInfo> {
     let settings = &state.settings;
     let host = settings.bind.to_string();
-    let listener = |name: &str, configured: u16, enabled: bool| Bind {
+    let addrs = state.broker.get().map(|b| b.addrs);
+    let listener = |bound: Option<SocketAddr>, configured: u16, enabled: bool| Bind {
         host: host.clone(),
-        port: state.bound.get(name).map_or(configured, |a| a.port()),
+        port: bound.map_or(configured, |a| a.port()),
         enabled,
     };
-    let tls = settings.tls.is_some();
     let store = state.store.clone();
     let size_bytes = tokio::task::spawn_blocking(move || store.size_bytes())
         .await
@@ -24,10 +25,10 @@ pub async fn device_info(State(state): State<AppState>, _who: Identity) -> Json<
         uns: Uns {
             base_path: String::new(),
             bind: Binds {
-                mqtt: listener("mqtt", settings.mqtt_port, true),
-                mqtts: listener("mqtts", settings.mqtts_port, tls),
-                ws: listener("ws", settings.ws_port, true),
-                wss: listener("wss", settings.wss_port, tls),
+                mqtt: listener(addrs.map(|a| a.mqtt), settings.mqtt_port, addrs.is_some()),
+                mqtts: listener(None, settings.mqtts_port, false),
+                ws: listener(addrs.map(|a| a.ws), settings.ws_port, addrs.is_some()),
+                wss: listener(None, settings.wss_port, false),
             },
         },
         storage: StorageInfo {

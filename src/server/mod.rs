@@ -11,10 +11,13 @@ mod historian;
 mod info;
 mod json;
 mod middleware;
+mod mqtt;
 mod records;
 pub mod settings;
 mod tags;
 
+use crate::broker::{Broker, BrokerConfig};
+use crate::historian::writer::HistorianWriter;
 use crate::store::Store;
 use anyhow::{Context, Result};
 use axum::extract::DefaultBodyLimit;
@@ -26,7 +29,7 @@ use credentials::Jwt;
 use settings::{ServeArgs, Settings};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio::net::TcpListener;
 
 /// Everything a handler may need, cheap to clone.
@@ -36,8 +39,23 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub jwt: Arc<Jwt>,
     pub auth_cache: Arc<AuthCache>,
-    pub bound: Arc<BTreeMap<&'static str, SocketAddr>>,
+    pub http_addr: SocketAddr,
     pub tags: Arc<tags::TagRegistry>,
+    pub last_values: Arc<tags::LastValues>,
+    pub historian: HistorianWriter,
+    /// Set once the broker is up; the broker's policy needs the state first.
+    pub broker: Arc<OnceLock<Broker>>,
+}
+
+impl AppState {
+    pub fn broker(&self) -> error::ApiResult<&Broker> {
+        self.broker.get().ok_or_else(|| {
+            error::ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the MQTT broker is not running",
+            )
+        })
+    }
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -62,6 +80,9 @@ fn init_logging() {
 }
 
 async fn serve(settings: Settings) -> Result<()> {
+    if settings.tls.is_some() {
+        anyhow::bail!("tls_cert/tls_key: the mqtts and wss listeners are not available yet");
+    }
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
     let store =
@@ -76,26 +97,47 @@ async fn serve(settings: Settings) -> Result<()> {
     let http = TcpListener::bind((settings.bind, settings.http_port))
         .await
         .with_context(|| format!("cannot listen on {}:{}", settings.bind, settings.http_port))?;
-    let mut bound = BTreeMap::new();
-    bound.insert("http", http.local_addr()?);
-
+    let broker_config = BrokerConfig {
+        bind: settings.bind,
+        mqtt_port: settings.mqtt_port,
+        ws_port: settings.ws_port,
+    };
     let state = AppState {
         store: store.clone(),
         settings: Arc::new(settings),
         jwt,
         auth_cache: Arc::default(),
-        bound: Arc::new(bound),
+        http_addr: http.local_addr()?,
         tags: Arc::new(tags::TagRegistry::load(&store).context("cannot load the tags")?),
+        last_values: Arc::default(),
+        historian: HistorianWriter::start(store.clone()),
+        broker: Arc::default(),
     };
-    let app = router(state.clone());
-    announce_ready(&state.bound);
+    let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));
+    let broker = Broker::start(broker_config, policy).await?;
+    let addrs = broker.addrs;
+    let _ = state.broker.set(broker);
+    announce_ready(&[
+        ("http", state.http_addr),
+        ("mqtt", addrs.mqtt),
+        ("ws", addrs.ws),
+    ]);
 
+    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let stopping = state.clone();
     axum::serve(http, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!("shutting down");
+            if let Some(broker) = stopping.broker.get() {
+                broker.shutdown().await;
+            }
+        })
         .await
         .context("HTTP server failed")?;
-    tracing::info!("shutting down");
+    state.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;
+    tracing::info!("stopped");
     Ok(())
 }
 
@@ -116,7 +158,7 @@ fn bootstrap_admin(store: &Store, settings: &Settings) -> Result<()> {
     Ok(())
 }
 
-fn announce_ready(bound: &BTreeMap<&'static str, SocketAddr>) {
+fn announce_ready(bound: &[(&str, SocketAddr)]) {
     let addrs: BTreeMap<&str, String> = bound.iter().map(|(k, v)| (*k, v.to_string())).collect();
     let json = serde_json::to_string(&addrs).unwrap_or_default();
     println!("ready {json}");
@@ -155,6 +197,7 @@ fn router(state: AppState) -> Router {
         .merge(files::routes())
         .merge(tags::routes())
         .merge(historian::routes())
+        .route("/mqtt", get(mqtt_bridge))
         .merge(records::routes())
         .fallback(|| async { error::ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {
@@ -171,4 +214,14 @@ fn router(state: AppState) -> Router {
         }))
         .layer(axum::middleware::from_fn(middleware::correlate))
         .with_state(state)
+}
+
+/// MQTT over WebSocket on the HTTP port, bridged into the broker.
+async fn mqtt_bridge(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<SocketAddr>,
+    upgrade: axum::extract::ws::WebSocketUpgrade,
+) -> error::ApiResult<axum::response::Response> {
+    let bridge = state.broker()?.addrs.bridge;
+    Ok(crate::broker::mqtt_over_websocket(upgrade, peer, bridge))
 }

@@ -2,15 +2,20 @@
 //! the in-memory registry of which domains declare a topic, and the tag list route.
 
 use super::caller::{Access, Caller};
-use super::error::ApiResult;
+use super::error::{ApiError, ApiResult};
+use super::json::JsonBody;
 use super::AppState;
 use crate::ids::TableRef;
+use crate::ids::ADMIN_DOMAIN;
+use crate::model::{Success, TagValue};
 use crate::schema::Collection;
 use crate::store::{Store, StoreError, StoreResult, TAGS};
 use crate::topic::validate_topic_name;
 use axum::extract::State;
-use axum::routing::get;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
 use axum::{Json, Router};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -18,7 +23,99 @@ use std::sync::RwLock;
 pub const FEATURE: &str = "tags";
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/svc/tag/list", get(list))
+    Router::new()
+        .route("/svc/tag/list", get(list))
+        .route("/svc/tag/values", get(values))
+        .route("/svc/tag/write", post(write))
+}
+
+/// The latest value of each tag of the domain that has had one since the server started.
+async fn values(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<TagValue>>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    let values = state
+        .tags
+        .paths(&caller.domain, false)
+        .into_iter()
+        .filter_map(|topic| {
+            state
+                .last_values
+                .get(&topic)
+                .map(|(ts_ms, value)| TagValue {
+                    timestamp: crate::historian::format_ms(ts_ms),
+                    topic,
+                    value,
+                })
+        })
+        .collect();
+    Ok(Json(values))
+}
+
+#[derive(Deserialize)]
+struct WriteRequest {
+    topic: String,
+    value: Value,
+    #[serde(default = "default_qos")]
+    qos: u8,
+    #[serde(default)]
+    retain: bool,
+}
+
+fn default_qos() -> u8 {
+    1
+}
+
+/// Publishes a value through the broker, as a device would: subscribers, the last-value store
+/// and the historian all see it.
+async fn write(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(request): JsonBody<WriteRequest>,
+) -> ApiResult<Json<Success>> {
+    caller.require(&state, FEATURE, "*", Access::Write).await?;
+    validate_topic_name(&request.topic).map_err(ApiError::bad_request)?;
+    if request.qos > 2 {
+        return Err(ApiError::bad_request("`qos` must be 0, 1 or 2"));
+    }
+    let declared = state
+        .tags
+        .owners(&request.topic)
+        .iter()
+        .any(|o| o.domain == caller.domain);
+    if !declared && caller.domain != ADMIN_DOMAIN {
+        return Err(ApiError::not_found(format!(
+            "`{}` is not a tag of domain `{}`",
+            request.topic, caller.domain
+        )));
+    }
+    let payload = serde_json::to_vec(&request.value)
+        .map_err(|_| ApiError::bad_request("`value` cannot be encoded"))?;
+    state
+        .broker()?
+        .publish(&request.topic, payload.into(), request.qos, request.retain)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    Ok(Json(Success::yes()))
+}
+
+/// The latest value seen on every topic since the server started.
+#[derive(Default)]
+pub struct LastValues(RwLock<HashMap<String, (i64, Value)>>);
+
+impl LastValues {
+    pub fn set(&self, topic: &str, ts_ms: i64, value: Value) {
+        if let Ok(mut values) = self.0.write() {
+            match values.get_mut(topic) {
+                Some(slot) => *slot = (ts_ms, value),
+                None => {
+                    values.insert(topic.to_string(), (ts_ms, value));
+                }
+            }
+        }
+    }
+
+    pub fn get(&self, topic: &str) -> Option<(i64, Value)> {
+        self.0.read().ok().and_then(|v| v.get(topic).cloned())
+    }
 }
 
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<String>>> {

@@ -1,0 +1,167 @@
+//! The platform's MQTT policy: who may connect (API key, username and password, or a JWT as the
+//! password), which tags a client may publish and receive, and what happens to every accepted
+//! message (last value, auto-registration of undeclared topics, historian).
+
+use super::caller::{
+    grants_of, user_of_api_key, user_of_password, user_of_token, READ, READ_WRITE,
+};
+use super::credentials::API_KEY_PREFIX;
+use super::tags::{ensure_tags_collection, FEATURE as TAGS_FEATURE};
+use super::AppState;
+use crate::broker::{Message, Policy, Principal};
+use crate::historian::point_from_payload;
+use crate::ids::{TableRef, ADMIN_DOMAIN};
+use crate::store::{HistoryWrite, StoreError, TAGS};
+use async_trait::async_trait;
+use serde_json::{json, Map};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+pub struct PlatformPolicy {
+    state: AppState,
+    /// Topics being auto-registered right now, so a burst registers each once.
+    registering: Arc<Mutex<HashSet<String>>>,
+}
+
+impl PlatformPolicy {
+    pub fn new(state: AppState) -> PlatformPolicy {
+        PlatformPolicy {
+            state,
+            registering: Arc::default(),
+        }
+    }
+
+    /// Whether the principal holds `action` on tags in some domain that declares `topic`.
+    async fn holds_on_topic(&self, who: &Principal, topic: &str, action: &str) -> bool {
+        if who.admin {
+            return true;
+        }
+        for owner in self.state.tags.owners(topic) {
+            if let Ok(grants) = grants_of(&self.state, &who.user_key, &owner.domain).await {
+                if grants
+                    .actions(TAGS_FEATURE, "*")
+                    .iter()
+                    .any(|a| a == action)
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Declares an undeclared topic as a tag of `svc_admin` (not historized), in the background.
+    fn register_topic(&self, topic: &str) {
+        let fresh = self
+            .registering
+            .lock()
+            .is_ok_and(|mut set| set.insert(topic.to_string()));
+        if !fresh {
+            return;
+        }
+        let state = self.state.clone();
+        let registering = self.registering.clone();
+        let topic = topic.to_string();
+        tokio::spawn(async move {
+            let path = topic.clone();
+            let result = state
+                .store
+                .run(move |s| {
+                    ensure_tags_collection(s, ADMIN_DOMAIN)?;
+                    let table = TableRef::new(ADMIN_DOMAIN, TAGS).map_err(StoreError::Invalid)?;
+                    let mut fields = Map::new();
+                    fields.insert("path".into(), json!(path));
+                    fields.insert("historize".into(), json!(false));
+                    match s.insert_record(&table, &crate::ids::new_key(), &fields) {
+                        Ok(_) | Err(StoreError::Conflict(_)) => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                })
+                .await;
+            match result {
+                Ok(()) => {
+                    if let Err(e) = state.tags.reload(&state.store, ADMIN_DOMAIN).await {
+                        tracing::warn!(error = %e, "cannot reload the tags of svc_admin");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, topic, "cannot register a published topic"),
+            }
+            if let Ok(mut set) = registering.lock() {
+                set.remove(&topic);
+            }
+        });
+    }
+}
+
+fn looks_like_jwt(text: &str) -> bool {
+    text.split('.').count() == 3 && !text.contains(char::is_whitespace)
+}
+
+#[async_trait]
+impl Policy for PlatformPolicy {
+    async fn authenticate(
+        &self,
+        username: Option<&str>,
+        password: Option<&[u8]>,
+    ) -> Option<Principal> {
+        let state = &self.state;
+        let password = password.and_then(|p| std::str::from_utf8(p).ok());
+        let (user, api_key_id) = match password {
+            Some(key) if key.starts_with(API_KEY_PREFIX) => {
+                let (user, key_id) = user_of_api_key(state, key).await.ok()?;
+                ((*user).clone(), Some(key_id))
+            }
+            Some(token) if looks_like_jwt(token) => match user_of_token(state, token).await {
+                Ok(user) => ((*user).clone(), None),
+                Err(_) => (user_of_password(state, username?, token).await.ok()??, None),
+            },
+            Some(password) => (
+                user_of_password(state, username?, password).await.ok()??,
+                None,
+            ),
+            None if username.is_none() && state.settings.mqtt_allow_anonymous => {
+                return Some(Principal {
+                    user_key: String::new(),
+                    admin: true,
+                    api_key_id: None,
+                });
+            }
+            None => return None,
+        };
+        Some(Principal {
+            user_key: user.key,
+            admin: user.admin,
+            api_key_id,
+        })
+    }
+
+    async fn may_publish(&self, who: &Principal, topic: &str) -> bool {
+        self.holds_on_topic(who, topic, READ_WRITE).await
+    }
+
+    async fn may_receive(&self, who: &Principal, topic: &str) -> bool {
+        self.holds_on_topic(who, topic, READ).await
+    }
+
+    async fn on_message(&self, message: Message) {
+        let owners = self.state.tags.owners(&message.topic);
+        if owners.is_empty() && crate::topic::validate_topic_name(&message.topic).is_ok() {
+            self.register_topic(&message.topic);
+        }
+        let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
+        self.state
+            .last_values
+            .set(&message.topic, ts_ms, value.clone());
+        for owner in owners.into_iter().filter(|o| o.historize) {
+            self.state
+                .historian
+                .record(HistoryWrite {
+                    domain: owner.domain,
+                    topic: message.topic.clone(),
+                    ts_ms,
+                    value: value.clone(),
+                })
+                .await;
+        }
+    }
+}
