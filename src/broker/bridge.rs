@@ -47,11 +47,7 @@ async fn pipe(socket: WebSocket, peer: SocketAddr, broker: SocketAddr) {
     let upstream = async move {
         while let Some(Ok(message)) = ws_in.next().await {
             match message {
-                Message::Binary(bytes) => {
-                    if to_broker.write_all(&bytes).await.is_err() {
-                        break;
-                    }
-                }
+                Message::Binary(bytes) if to_broker.write_all(&bytes).await.is_err() => break,
                 Message::Close(_) => break,
                 // MQTT travels in binary frames only; pings are answered by axum.
                 _ => {}

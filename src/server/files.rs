@@ -60,7 +60,12 @@ pub async fn read_record_body(state: &AppState, request: Request) -> ApiResult<R
         let file_name = part.file_name().map(str::to_string);
         let bytes = part.bytes().await.map_err(multipart_error)?;
         match (name.as_str(), file_name) {
-            ("record", None) => fields = Some(into_object(parse_json(&bytes)?)?),
+            ("record", None) => {
+                let record = parse_json(&bytes).and_then(into_object).map_err(|e| {
+                    ApiError::bad_request(format!("the `record` part: {}", e.message))
+                })?;
+                fields = Some(record);
+            }
             (_, Some(file_name)) => {
                 if !is_identifier(&name) || crate::schema::is_system_field(&name) {
                     return Err(ApiError::bad_request(format!(

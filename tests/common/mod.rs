@@ -1,0 +1,502 @@
+//! Shared harness of the end-to-end tests: starts the real `svc serve` binary on free ports over a
+//! temporary data directory, waits for its `ready {json}` line, and offers small helpers for the
+//! admin flows (login, domains, users, groups, fixtures) and for checking responses against the
+//! error and correlation rules of the contract.
+#![allow(dead_code)]
+
+use reqwest::blocking::{Client, RequestBuilder, Response};
+use reqwest::header::CONTENT_TYPE;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Password given to `--admin-password`; the user is `admin`.
+pub const ADMIN_PASSWORD: &str = "Adm1n-test-pass!";
+/// The content type every non-2xx response must carry.
+pub const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
+/// The correlation header of every response.
+pub const CORRELATION: &str = "App-CorrelationID";
+/// The `Domain` header value of the fixture domain.
+pub const DEMO: &str = "domains:demo";
+
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running `svc serve` process, killed on drop.
+pub struct Server {
+    child: Child,
+    dir: tempfile::TempDir,
+    /// `--data-dir` of the process.
+    pub data_dir: PathBuf,
+    /// `http://host:port` of the REST listener.
+    pub base: String,
+    /// The JSON of the `ready` line.
+    pub ready: Value,
+    pub client: Client,
+    admin_token: OnceLock<String>,
+    stdout_lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// Starts a server with the default test arguments.
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// Starts a server with the default test arguments plus `extra`.
+    pub fn start_with(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data_dir = dir.path().join("data");
+        std::fs::create_dir_all(&data_dir).expect("create data dir");
+        let stderr_path = dir.path().join("stderr.log");
+        let stderr = std::fs::File::create(&stderr_path).expect("create stderr log");
+        let mut args: Vec<String> = vec![
+            "serve".into(),
+            "--data-dir".into(),
+            data_dir.display().to_string(),
+            "--http-port".into(),
+            "0".into(),
+            "--mqtt-port".into(),
+            "0".into(),
+            "--ws-port".into(),
+            "0".into(),
+            "--admin-password".into(),
+            ADMIN_PASSWORD.into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
+            .args(&args)
+            .env_remove("SVC_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .expect("spawn svc serve");
+        let stdout = child.stdout.take().expect("child stdout");
+        let (tx, rx) = mpsc::channel::<String>();
+        let stdout_lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&stdout_lines);
+        std::thread::spawn(move || {
+            // Keeps draining stdout after `ready` so the child never blocks on a full pipe.
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line.clone());
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let ready = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(json) = line.strip_prefix("ready ") {
+                        let v: Value = serde_json::from_str(json).unwrap_or_else(|e| {
+                            let _ = child.kill();
+                            panic!("`ready` line is not JSON ({e}): {line}")
+                        });
+                        break v;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "svc serve printed no `ready` line within {READY_TIMEOUT:?}; stderr:\n{}",
+                        read_lossy(&stderr_path)
+                    );
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = child.wait();
+                    panic!(
+                        "svc serve exited ({status:?}) before `ready`; stderr:\n{}",
+                        read_lossy(&stderr_path)
+                    );
+                }
+            }
+        };
+        let http = ready["http"]
+            .as_str()
+            .unwrap_or_else(|| panic!("`ready` JSON has no string `http`: {ready}"))
+            .to_string();
+        let client = Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("http client");
+        Server {
+            child,
+            dir,
+            data_dir,
+            base: format!("http://{http}"),
+            ready,
+            client,
+            admin_token: OnceLock::new(),
+            stdout_lines,
+        }
+    }
+
+    /// The server's stderr so far (for diagnostics).
+    pub fn stderr(&self) -> String {
+        read_lossy(&self.dir.path().join("stderr.log"))
+    }
+
+    /// Everything the server has logged so far: stdout lines and stderr.
+    pub fn logs(&self) -> String {
+        let mut out = self.stdout_lines.lock().unwrap().join("\n");
+        out.push('\n');
+        out.push_str(&self.stderr());
+        out
+    }
+
+    /// Waits up to 5 s for `needle` to appear in [`Server::logs`].
+    pub fn wait_for_log(&self, needle: &str) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.logs().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// A request without any credential.
+    pub fn req(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client.request(method, self.url(path))
+    }
+
+    /// A request carrying `Authorization: Bearer <token>`.
+    pub fn with_token(&self, token: &str, method: Method, path: &str) -> RequestBuilder {
+        self.req(method, path).bearer_auth(token)
+    }
+
+    /// A request carrying `Authorization: Bearer <token>` and `Domain: <domain>`.
+    pub fn with_token_in(
+        &self,
+        token: &str,
+        domain: &str,
+        method: Method,
+        path: &str,
+    ) -> RequestBuilder {
+        self.with_token(token, method, path)
+            .header("Domain", domain)
+    }
+
+    /// A request as the admin user, without a `Domain` header.
+    pub fn admin(&self, method: Method, path: &str) -> RequestBuilder {
+        self.with_token(&self.admin_token(), method, path)
+    }
+
+    /// A request as the admin user in `domain` (a full `domains:<name>` value).
+    pub fn admin_in(&self, domain: &str, method: Method, path: &str) -> RequestBuilder {
+        self.admin(method, path).header("Domain", domain)
+    }
+
+    /// The admin's JWT (logged in once per server).
+    pub fn admin_token(&self) -> String {
+        self.admin_token
+            .get_or_init(|| self.login("admin", ADMIN_PASSWORD))
+            .clone()
+    }
+
+    /// Logs in and returns the JWT; panics unless the login succeeds.
+    pub fn login(&self, username: &str, password: &str) -> String {
+        let resp = self
+            .req(Method::POST, "/auth/login")
+            .json(&json!({"username": username, "password": password}))
+            .send()
+            .expect("login request");
+        let body = json_ok(resp, StatusCode::OK);
+        assert_eq!(body["success"], json!(true), "login body: {body}");
+        body["tkn"]
+            .as_str()
+            .unwrap_or_else(|| panic!("login body without tkn: {body}"))
+            .to_string()
+    }
+
+    /// Creates domain `name` (201) and returns its record.
+    pub fn create_domain(&self, name: &str) -> Value {
+        let resp = self
+            .admin(Method::POST, "/auth/domains")
+            .json(&json!({ "name": name }))
+            .send()
+            .expect("create domain");
+        json_ok(resp, StatusCode::CREATED)
+    }
+
+    /// Creates a non-admin user and returns its id.
+    pub fn create_user(&self, username: &str, password: &str) -> String {
+        let resp = self
+            .admin(Method::POST, "/auth/user")
+            .json(&json!({"username": username, "password": password}))
+            .send()
+            .expect("create user");
+        let body = json_ok(resp, StatusCode::CREATED);
+        body["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("user without id: {body}"))
+            .to_string()
+    }
+
+    /// Creates group `name` in `domain` with `(feature, action, scope)` grants; returns its id.
+    pub fn create_group_with_grants(
+        &self,
+        domain: &str,
+        name: &str,
+        grants: &[(&str, &str, &str)],
+    ) -> String {
+        let grants: Vec<Value> = grants
+            .iter()
+            .map(|(f, a, s)| json!({"feature": f, "action": a, "scope": s}))
+            .collect();
+        let resp = self
+            .admin_in(domain, Method::POST, "/auth/group")
+            .json(&json!({"name": name, "grants": grants}))
+            .send()
+            .expect("create group");
+        let body = json_ok(resp, StatusCode::CREATED);
+        body["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("group without id: {body}"))
+            .to_string()
+    }
+
+    pub fn add_user_to_group(&self, domain: &str, group_id: &str, user_id: &str) {
+        let path = format!("/auth/group/{}/user/{}", enc(group_id), enc(user_id));
+        let resp = self
+            .admin_in(domain, Method::POST, &path)
+            .send()
+            .expect("add user to group");
+        let body = json_ok(resp, StatusCode::OK);
+        assert_eq!(body, json!({"success": true}));
+    }
+
+    /// Creates a user, a group in `domain` with `grants` holding it, and returns the user's JWT.
+    pub fn user_with_grants(
+        &self,
+        domain: &str,
+        username: &str,
+        grants: &[(&str, &str, &str)],
+    ) -> String {
+        let password = format!("{username}-pw-123");
+        let uid = self.create_user(username, &password);
+        if !grants.is_empty() {
+            let gid = self.create_group_with_grants(domain, &format!("{username}_group"), grants);
+            self.add_user_to_group(domain, &gid, &uid);
+        }
+        self.login(username, &password)
+    }
+
+    /// Creates the `demo` domain, its collections and its records from `fixtures/demo.json`.
+    pub fn load_fixtures(&self) -> Value {
+        let fx = fixture();
+        let domain = fx["domain"].as_str().expect("fixture domain");
+        self.create_domain(domain);
+        let header = format!("domains:{domain}");
+        for coll in fx["collections"].as_array().expect("fixture collections") {
+            let resp = self
+                .admin_in(&header, Method::POST, "/svc/collections")
+                .json(coll)
+                .send()
+                .expect("create collection");
+            json_ok(resp, StatusCode::CREATED);
+        }
+        for table in FIXTURE_TABLES {
+            for rec in fx["records"][table].as_array().expect("fixture table") {
+                let resp = self
+                    .admin_in(&header, Method::POST, &format!("/svc/{table}"))
+                    .json(rec)
+                    .send()
+                    .expect("create record");
+                let body = json_ok(resp, StatusCode::CREATED);
+                let want = format!("{domain}.{table}:{}", rec["id"].as_str().unwrap());
+                assert_eq!(body["id"], json!(want), "fixture record id");
+            }
+        }
+        fx
+    }
+
+    /// `GET <path>` as admin in `domain`, expecting 200 JSON.
+    pub fn get_json(&self, domain: &str, path: &str) -> Value {
+        let resp = self
+            .admin_in(domain, Method::GET, path)
+            .send()
+            .expect("GET");
+        json_ok(resp, StatusCode::OK)
+    }
+
+    /// `POST /svc/<table>` as admin in `domain`, expecting 201; returns the record.
+    pub fn create_record(&self, domain: &str, table: &str, body: &Value) -> Value {
+        let resp = self
+            .admin_in(domain, Method::POST, &format!("/svc/{table}"))
+            .json(body)
+            .send()
+            .expect("POST record");
+        json_ok(resp, StatusCode::CREATED)
+    }
+
+    /// `GET /svc/<table>/count` as admin in `domain`.
+    pub fn count(&self, domain: &str, table: &str) -> u64 {
+        let body = self.get_json(domain, &format!("/svc/{table}/count"));
+        body["count"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("count body: {body}"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Tables of the fixture, in load order (orders reference products).
+pub const FIXTURE_TABLES: [&str; 3] = ["products", "sites", "orders"];
+
+/// The parsed `fixtures/demo.json`.
+pub fn fixture() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo.json");
+    let text = std::fs::read_to_string(&path).expect("read fixtures/demo.json");
+    serde_json::from_str(&text).expect("fixtures/demo.json is JSON")
+}
+
+/// Number of fixture records of `table`.
+pub fn fixture_len(table: &str) -> u64 {
+    fixture()["records"][table].as_array().unwrap().len() as u64
+}
+
+fn read_lossy(path: &Path) -> String {
+    std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// Percent-encodes a whole string (path segment, query value).
+pub fn enc(s: &str) -> String {
+    urlencoding::encode(s).into_owned()
+}
+
+/// Percent-encodes a query key but keeps its `[` `]` literal.
+pub fn enc_key(k: &str) -> String {
+    k.split_inclusive(['[', ']'])
+        .map(|part| {
+            let (text, bracket) = match part.chars().last() {
+                Some(c @ ('[' | ']')) => (&part[..part.len() - 1], Some(c)),
+                _ => (part, None),
+            };
+            let mut s = enc(text);
+            if let Some(c) = bracket {
+                s.push(c);
+            }
+            s
+        })
+        .collect()
+}
+
+/// `?k=v&…` with keys encoded by [`enc_key`] and values fully encoded.
+pub fn query(pairs: &[(&str, &str)]) -> String {
+    let parts: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc_key(k), enc(v)))
+        .collect();
+    format!("?{}", parts.join("&"))
+}
+
+/// `/svc/<urlencoded RecordID>`.
+pub fn rec_path(id: &str) -> String {
+    format!("/svc/{}", enc(id))
+}
+
+/// The header value or "" when absent.
+pub fn header(resp: &Response, name: &str) -> String {
+    resp.headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap_or("<non-ascii>").to_string())
+        .unwrap_or_default()
+}
+
+/// Asserts `status`, a JSON content type and a correlation id; returns the parsed body.
+pub fn json_ok(resp: Response, status: StatusCode) -> Value {
+    let got = resp.status();
+    let ctype = header(&resp, CONTENT_TYPE.as_str());
+    let corr = header(&resp, CORRELATION);
+    let text = resp.text().expect("response body");
+    assert_eq!(got, status, "unexpected status; body: {text}");
+    assert!(
+        ctype.starts_with("application/json"),
+        "content type `{ctype}` is not JSON; body: {text}"
+    );
+    assert!(!corr.is_empty(), "no {CORRELATION} on a {got} response");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
+}
+
+/// Asserts an error response: `status`, `text/plain; charset=utf-8`, a correlation id, a short
+/// one-line non-JSON body containing every needle (case-insensitive). Returns the body.
+pub fn assert_error(resp: Response, status: StatusCode, needles: &[&str]) -> String {
+    let got = resp.status();
+    let ctype = header(&resp, CONTENT_TYPE.as_str());
+    let corr = header(&resp, CORRELATION);
+    let text = resp.text().expect("response body");
+    assert_eq!(got, status, "unexpected status; body: {text}");
+    assert_eq!(ctype, TEXT_PLAIN, "error content type; body: {text}");
+    assert!(!corr.is_empty(), "no {CORRELATION} on a {got} response");
+    let trimmed = text.trim();
+    assert!(!trimmed.is_empty(), "empty error body");
+    assert!(
+        !trimmed.starts_with('{') && !trimmed.starts_with('['),
+        "error body looks like JSON: {text}"
+    );
+    assert!(
+        !trimmed.contains('\n'),
+        "error body is not one line: {text}"
+    );
+    assert!(trimmed.len() <= 400, "error body is too long: {text}");
+    let lower = trimmed.to_lowercase();
+    for needle in needles {
+        assert!(
+            lower.contains(&needle.to_lowercase()),
+            "error body `{text}` does not mention `{needle}`"
+        );
+    }
+    text
+}
+
+/// The keys (part after `:`) of the records of a JSON array, in order.
+pub fn keys(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not an array: {list}"))
+        .iter()
+        .map(|r| {
+            let id = r["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("record without id: {r}"));
+            id.rsplit_once(':')
+                .map(|(_, k)| k.to_string())
+                .unwrap_or_else(|| panic!("id `{id}` is not a RecordID"))
+        })
+        .collect()
+}
+
+/// Like [`keys`], sorted.
+pub fn sorted_keys(list: &Value) -> Vec<String> {
+    let mut k = keys(list);
+    k.sort();
+    k
+}
+
+/// True when `s` is RFC 3339 UTC with milliseconds, e.g. `2026-01-02T03:04:05.678Z`.
+pub fn is_rfc3339_millis_utc(s: &str) -> bool {
+    s.len() == 24
+        && s.ends_with('Z')
+        && s.as_bytes()[19] == b'.'
+        && chrono::DateTime::parse_from_rfc3339(s).is_ok()
+}
