@@ -14,6 +14,7 @@ mod middleware;
 mod mqtt;
 mod records;
 pub mod settings;
+mod tag_registry;
 mod tags;
 
 use crate::broker::{Broker, BrokerConfig};
@@ -40,8 +41,8 @@ pub struct AppState {
     pub jwt: Arc<Jwt>,
     pub auth_cache: Arc<AuthCache>,
     pub http_addr: SocketAddr,
-    pub tags: Arc<tags::TagRegistry>,
-    pub last_values: Arc<tags::LastValues>,
+    pub tags: Arc<tag_registry::TagRegistry>,
+    pub last_values: Arc<tag_registry::LastValues>,
     pub historian: HistorianWriter,
     /// Set once the broker is up; the broker's policy needs the state first.
     pub broker: Arc<OnceLock<Broker>>,
@@ -108,11 +109,12 @@ async fn serve(settings: Settings) -> Result<()> {
         jwt,
         auth_cache: Arc::default(),
         http_addr: http.local_addr()?,
-        tags: Arc::new(tags::TagRegistry::load(&store).context("cannot load the tags")?),
+        tags: Arc::new(tag_registry::TagRegistry::load(&store).context("cannot load the tags")?),
         last_values: Arc::default(),
         historian: HistorianWriter::start(store.clone()),
         broker: Arc::default(),
     };
+    spawn_retention(&state);
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;
@@ -139,6 +141,23 @@ async fn serve(settings: Settings) -> Result<()> {
     store.close().context("cannot close the database cleanly")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Applies historian retention once a minute.
+fn spawn_retention(state: &AppState) {
+    let state = state.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            every.tick().await;
+            tag_registry::sweep_retention(
+                &state.store,
+                &state.tags,
+                state.settings.historian_retention,
+            )
+            .await;
+        }
+    });
 }
 
 /// Creates `admin` on an empty database; a generated password is printed once, to stderr.

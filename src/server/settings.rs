@@ -58,6 +58,10 @@ pub struct ServeArgs {
     /// Largest accepted request body in bytes [default: 10485760]
     #[arg(long, env = "SVC_MAX_BODY")]
     pub max_body: Option<usize>,
+    /// Historian values older than this are deleted (e.g. 90d); a tag's own `retention` wins
+    /// [default: keep forever]
+    #[arg(long, env = "SVC_HISTORIAN_RETENTION")]
+    pub historian_retention: Option<String>,
     /// HS256 secret for JWTs [default: generated into <data_dir>/jwt.secret]
     #[arg(long, env = "SVC_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
@@ -82,6 +86,7 @@ pub struct Settings {
     pub wss_port: u16,
     pub max_body: usize,
     pub jwt_secret: Option<String>,
+    pub historian_retention: Option<Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -118,6 +123,13 @@ impl Settings {
             (None, None) => None,
             _ => bail!("tls_cert and tls_key must be given together"),
         };
+        let historian_retention = match pick(args.historian_retention, file.historian_retention) {
+            Some(text) => Some(
+                parse_duration(&text)
+                    .map_err(|e| anyhow::anyhow!("invalid historian_retention: {e}"))?,
+            ),
+            None => None,
+        };
         let max_body = args.max_body.or(file.max_body).unwrap_or(10 * 1024 * 1024);
         if max_body == 0 {
             bail!("invalid max_body: it must be at least 1 byte");
@@ -147,6 +159,7 @@ impl Settings {
             wss_port: args.wss_port.or(file.wss_port).unwrap_or(443),
             max_body,
             jwt_secret: pick(args.jwt_secret, file.jwt_secret),
+            historian_retention,
         })
     }
 }

@@ -1,12 +1,12 @@
-//! Tags: the per-domain `tags` system table (path, historize, description, unit), its rules,
-//! the in-memory registry of which domains declare a topic, and the tag list route.
+//! Tags: the per-domain `tags` system table (path, historize, description, unit, retention),
+//! its rules, and the tag routes: list, latest values, and write through the broker.
 
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
-use crate::ids::TableRef;
-use crate::ids::ADMIN_DOMAIN;
+use crate::duration::parse_duration;
+use crate::ids::{TableRef, ADMIN_DOMAIN};
 use crate::model::{Success, TagValue};
 use crate::schema::Collection;
 use crate::store::{Store, StoreError, StoreResult, TAGS};
@@ -17,8 +17,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
-use std::sync::RwLock;
 
 pub const FEATURE: &str = "tags";
 
@@ -27,6 +25,11 @@ pub fn routes() -> Router<AppState> {
         .route("/svc/tag/list", get(list))
         .route("/svc/tag/values", get(values))
         .route("/svc/tag/write", post(write))
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<String>>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    Ok(Json(state.tags.paths(&caller.domain, false)))
 }
 
 /// The latest value of each tag of the domain that has had one since the server started.
@@ -97,32 +100,6 @@ async fn write(
     Ok(Json(Success::yes()))
 }
 
-/// The latest value seen on every topic since the server started.
-#[derive(Default)]
-pub struct LastValues(RwLock<HashMap<String, (i64, Value)>>);
-
-impl LastValues {
-    pub fn set(&self, topic: &str, ts_ms: i64, value: Value) {
-        if let Ok(mut values) = self.0.write() {
-            match values.get_mut(topic) {
-                Some(slot) => *slot = (ts_ms, value),
-                None => {
-                    values.insert(topic.to_string(), (ts_ms, value));
-                }
-            }
-        }
-    }
-
-    pub fn get(&self, topic: &str) -> Option<(i64, Value)> {
-        self.0.read().ok().and_then(|v| v.get(topic).cloned())
-    }
-}
-
-async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<String>>> {
-    caller.require(&state, FEATURE, "*", Access::Read).await?;
-    Ok(Json(state.tags.paths(&caller.domain, false)))
-}
-
 /// The schema every domain's `tags` table gets: typed fields and a unique path.
 fn tags_collection() -> Collection {
     serde_json::from_value(json!({
@@ -132,7 +109,8 @@ fn tags_collection() -> Collection {
             {"name": "path", "type": "string", "required": true},
             {"name": "historize", "type": "boolean"},
             {"name": "description", "type": "string"},
-            {"name": "unit", "type": "string"}
+            {"name": "unit", "type": "string"},
+            {"name": "retention", "type": "string"}
         ],
         "indexDetails": [{"fields": ["path"], "isUnique": true}]
     }))
@@ -154,8 +132,14 @@ pub fn ensure_tags_collection(store: &Store, domain: &str) -> StoreResult<()> {
 /// Rules of a tag record beyond its schema: the path is a topic name; historize defaults off.
 pub fn check_tag(fields: &Map<String, Value>) -> Result<(), String> {
     match fields.get("path") {
-        Some(Value::String(path)) => validate_topic_name(path),
-        _ => Err("field `path` is required and must be a topic name".into()),
+        Some(Value::String(path)) => validate_topic_name(path)?,
+        _ => return Err("field `path` is required and must be a topic name".into()),
+    }
+    match fields.get("retention") {
+        Some(Value::String(text)) => parse_duration(text)
+            .map(|_| ())
+            .map_err(|e| format!("field `retention`: {e}")),
+        _ => Ok(()),
     }
 }
 
@@ -163,110 +147,9 @@ pub fn with_tag_defaults(fields: &mut Map<String, Value>) {
     fields.entry("historize").or_insert(Value::Bool(false));
 }
 
-/// A domain that declares a topic as a tag.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TagOwner {
-    pub domain: String,
-    pub historize: bool,
-}
-
-/// Which domains declare each topic; reloaded per domain after every tag write.
-#[derive(Default)]
-pub struct TagRegistry {
-    by_domain: RwLock<HashMap<String, Vec<(String, bool)>>>,
-    by_topic: RwLock<HashMap<String, Vec<TagOwner>>>,
-}
-
-impl TagRegistry {
-    /// Loads the tags of every domain.
-    pub fn load(store: &Store) -> StoreResult<TagRegistry> {
-        let registry = TagRegistry::default();
-        for domain in store.list_domains()? {
-            registry.replace_domain(&domain.name, store.tag_paths(&domain.name)?);
-        }
-        Ok(registry)
-    }
-
-    /// Re-reads one domain's tags after a write.
-    pub async fn reload(&self, store: &Store, domain: &str) -> StoreResult<()> {
-        let name = domain.to_string();
-        let tags = store.run(move |s| s.tag_paths(&name)).await?;
-        self.replace_domain(domain, tags);
-        Ok(())
-    }
-
-    fn replace_domain(&self, domain: &str, tags: Vec<(String, bool)>) {
-        let (Ok(mut by_domain), Ok(mut by_topic)) = (self.by_domain.write(), self.by_topic.write())
-        else {
-            return;
-        };
-        if let Some(old) = by_domain.get(domain) {
-            for (path, _) in old {
-                if let Some(owners) = by_topic.get_mut(path) {
-                    owners.retain(|o| o.domain != domain);
-                    if owners.is_empty() {
-                        by_topic.remove(path);
-                    }
-                }
-            }
-        }
-        for (path, historize) in &tags {
-            by_topic.entry(path.clone()).or_default().push(TagOwner {
-                domain: domain.to_string(),
-                historize: *historize,
-            });
-        }
-        by_domain.insert(domain.to_string(), tags);
-    }
-
-    /// The domains declaring a topic (empty when none does).
-    pub fn owners(&self, topic: &str) -> Vec<TagOwner> {
-        self.by_topic
-            .read()
-            .ok()
-            .and_then(|m| m.get(topic).cloned())
-            .unwrap_or_default()
-    }
-
-    /// A domain's tag paths, sorted; only the historized ones when asked.
-    pub fn paths(&self, domain: &str, historized_only: bool) -> Vec<String> {
-        self.by_domain
-            .read()
-            .ok()
-            .and_then(|m| {
-                m.get(domain).map(|tags| {
-                    tags.iter()
-                        .filter(|(_, h)| *h || !historized_only)
-                        .map(|(p, _)| p.clone())
-                        .collect()
-                })
-            })
-            .unwrap_or_default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn registry_tracks_domains_per_topic() {
-        let registry = TagRegistry::default();
-        registry.replace_domain("a", vec![("x/1".into(), true), ("x/2".into(), false)]);
-        registry.replace_domain("b", vec![("x/1".into(), false)]);
-        assert_eq!(registry.owners("x/1").len(), 2);
-        assert_eq!(registry.paths("a", true), ["x/1"]);
-        assert_eq!(registry.paths("a", false), ["x/1", "x/2"]);
-        registry.replace_domain("a", vec![("x/2".into(), true)]);
-        assert_eq!(
-            registry.owners("x/1"),
-            [TagOwner {
-                domain: "b".into(),
-                historize: false
-            }]
-        );
-        assert!(registry.owners("nope").is_empty());
-    }
 
     #[test]
     fn tag_rules() {

@@ -10,7 +10,7 @@ mod tags;
 
 pub use auth::{AuthUser, GrantSet};
 pub use historian::{HistoryPoint, HistoryWrite};
-pub use tags::TAGS;
+pub use tags::{TagRow, TAGS};
 
 use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;

@@ -6,15 +6,25 @@ use crate::ids::TableRef;
 /// Name of the system table holding a domain's tags.
 pub const TAGS: &str = "tags";
 
+/// What the registry keeps of a tag record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagRow {
+    pub path: String,
+    pub historize: bool,
+    /// The tag's own historian retention (a duration such as `30d`), if it has one.
+    pub retention: Option<String>,
+}
+
 impl Store {
-    /// Every tag of a domain as (path, historize), ordered by path.
-    pub fn tag_paths(&self, domain: &str) -> StoreResult<Vec<(String, bool)>> {
+    /// Every tag of a domain, ordered by path.
+    pub fn tags_of(&self, domain: &str) -> StoreResult<Vec<TagRow>> {
         let Ok(table) = TableRef::new(domain, TAGS) else {
             return Ok(Vec::new());
         };
         let conn = self.conn()?;
         let sql = format!(
-            "SELECT json_extract(data, '$.path'), coalesce(json_extract(data, '$.historize'), 0) \
+            "SELECT json_extract(data, '$.path'), coalesce(json_extract(data, '$.historize'), 0), \
+             json_extract(data, '$.retention') \
              FROM {} WHERE json_type(data, '$.path') = 'text' ORDER BY 1",
             quoted(&table.qualified())
         );
@@ -24,7 +34,11 @@ impl Store {
             Err(e) => return Err(e.into()),
         };
         let rows = stmt.query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? != 0))
+            Ok(TagRow {
+                path: r.get(0)?,
+                historize: r.get::<_, i64>(1)? != 0,
+                retention: r.get::<_, Option<String>>(2).unwrap_or(None),
+            })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
