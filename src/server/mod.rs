@@ -60,7 +60,7 @@ impl AppState {
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
-    init_logging();
+    let _log_flush = init_logging();
     let settings = Settings::resolve(args)?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -69,15 +69,19 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .block_on(serve(settings))
 }
 
-fn init_logging() {
+/// Logs go to stderr through a background writer, so a request never waits on the terminal or
+/// a pipe; the returned guard flushes what is left when dropped.
+fn init_logging() -> tracing_appender::non_blocking::WorkerGuard {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("SVC_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+    guard
 }
 
 async fn serve(settings: Settings) -> Result<()> {

@@ -25,15 +25,42 @@ fn table_ddl(table: &TableRef) -> String {
     )
 }
 
-/// Builds the JSON of a stored row: its fields plus `id`, `created_dt`, `updated_dt`.
+/// The JSON text of a stored row: `id`, `created_dt`, `updated_dt` and its fields. The stored
+/// document is spliced in as it is, not decoded and encoded again: reads are the hot path. The
+/// server-owned parts need no escaping (validated identifiers and generated timestamps).
+fn row_to_text(table: &TableRef, row: &Row) -> rusqlite::Result<String> {
+    let key = row.get_ref(0)?.as_str()?;
+    let data = row.get_ref(1)?.as_str()?;
+    let created = row.get_ref(2)?.as_str()?;
+    let updated = row.get_ref(3)?.as_str()?;
+    let members = data
+        .trim()
+        .strip_prefix('{')
+        .and_then(|d| d.strip_suffix('}'))
+        .unwrap_or_default()
+        .trim();
+    let mut text = String::with_capacity(data.len() + 128);
+    text.push_str("{\"id\":\"");
+    text.push_str(&table.record_id(key));
+    text.push_str("\",\"created_dt\":\"");
+    text.push_str(created);
+    text.push_str("\",\"updated_dt\":\"");
+    text.push_str(updated);
+    text.push('"');
+    if !members.is_empty() {
+        text.push(',');
+        text.push_str(members);
+    }
+    text.push('}');
+    Ok(text)
+}
+
+/// A stored row as a JSON value.
 fn row_to_record(table: &TableRef, row: &Row) -> rusqlite::Result<Value> {
-    let key: String = row.get(0)?;
-    let data: String = row.get(1)?;
-    let mut record: Map<String, Value> = serde_json::from_str(&data).unwrap_or_default();
-    record.insert("id".into(), Value::String(table.record_id(&key)));
-    record.insert("created_dt".into(), Value::String(row.get(2)?));
-    record.insert("updated_dt".into(), Value::String(row.get(3)?));
-    Ok(Value::Object(record))
+    let text = row_to_text(table, row)?;
+    serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
+    })
 }
 
 /// Drops the server-owned fields from a document before it is stored.
@@ -85,6 +112,20 @@ impl Store {
     }
 
     pub fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>> {
+        self.get_row(table, key, row_to_record)
+    }
+
+    /// A record as JSON text, ready to send.
+    pub fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
+        self.get_row(table, key, row_to_text)
+    }
+
+    fn get_row<T>(
+        &self,
+        table: &TableRef,
+        key: &str,
+        decode: fn(&TableRef, &Row) -> rusqlite::Result<T>,
+    ) -> StoreResult<Option<T>> {
         let conn = self.conn()?;
         let sql = format!(
             "SELECT key, data, created_dt, updated_dt FROM {} WHERE key = ?1",
@@ -95,9 +136,7 @@ impl Store {
             Err(e) if is_missing_table(&e) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        Ok(stmt
-            .query_row([key], |row| row_to_record(table, row))
-            .optional()?)
+        Ok(stmt.query_row([key], |row| decode(table, row)).optional()?)
     }
 
     /// Merges `patch` into the stored record; `check` sees the merged document before it is
@@ -150,6 +189,24 @@ impl Store {
     /// Lists records matching the query's filters, sorted and paged (projection and expansion
     /// are the caller's).
     pub fn list_records(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<Value>> {
+        self.list_rows(table, query, row_to_record)
+    }
+
+    /// Records as JSON texts, ready to send.
+    pub fn list_records_text(
+        &self,
+        table: &TableRef,
+        query: &ListQuery,
+    ) -> StoreResult<Vec<String>> {
+        self.list_rows(table, query, row_to_text)
+    }
+
+    fn list_rows<T>(
+        &self,
+        table: &TableRef,
+        query: &ListQuery,
+        decode: fn(&TableRef, &Row) -> rusqlite::Result<T>,
+    ) -> StoreResult<Vec<T>> {
         let conn = self.conn()?;
         let filter = build_where(table, &query.filters, &query.or_filters);
         let sql = format!(
@@ -165,9 +222,7 @@ impl Store {
             Err(e) if is_missing_table(&e) => return Ok(Vec::new()),
             Err(e) => return Err(e.into()),
         };
-        let rows = stmt.query_map(params_from_iter(filter.params), |row| {
-            row_to_record(table, row)
-        })?;
+        let rows = stmt.query_map(params_from_iter(filter.params), |row| decode(table, row))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
