@@ -113,7 +113,7 @@ async fn domain_exists(state: &AppState, domain: &str) -> ApiResult<bool> {
     if cache.read().is_ok_and(|d| d.contains(domain)) {
         return Ok(true);
     }
-    let domains = state.store.run(|s| s.list_domains()).await?;
+    let domains = state.store.read(|s| s.list_domains()).await?;
     let exists = domains.iter().any(|d| d.name == domain);
     if let Ok(mut set) = cache.write() {
         set.extend(domains.into_iter().map(|d| d.name));
@@ -183,7 +183,7 @@ pub async fn user_of_api_key(state: &AppState, key: &str) -> ApiResult<(Arc<Auth
             let lookup = hash.clone();
             let owner = state
                 .store
-                .run(move |s| s.api_key_owner(&lookup))
+                .read(move |s| s.api_key_owner(&lookup))
                 .await?
                 .ok_or_else(invalid)?;
             remember(&state.auth_cache.keys, hash, owner.clone());
@@ -224,7 +224,7 @@ async fn user_by_key(state: &AppState, key: String) -> ApiResult<Option<Arc<Auth
         return Ok(Some(user));
     }
     let lookup = key.clone();
-    let Some(user) = state.store.run(move |s| s.user_by_key(&lookup)).await? else {
+    let Some(user) = state.store.read(move |s| s.user_by_key(&lookup)).await? else {
         return Ok(None);
     };
     let user = Arc::new(user);

@@ -153,7 +153,7 @@ async fn get_one(
     let (table, key) = (id.table.clone(), id.key.clone());
     state
         .store
-        .run(move |s| s.get_record_text(&table, &key))
+        .read(move |s| s.get_record_text(&table, &key))
         .await?
         .map(json_text)
         .ok_or_else(|| not_found(&id))

@@ -78,7 +78,7 @@ fn conflict_sentence(sqlite_text: &str) -> String {
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
-    path: PathBuf,
+    path: Arc<Path>,
     /// Record tables known to exist, so writes skip `CREATE TABLE IF NOT EXISTS`.
     known_tables: Arc<Mutex<HashSet<String>>>,
 }
@@ -89,7 +89,8 @@ impl Store {
         let manager = SqliteConnectionManager::file(path).with_init(|c| {
             c.execute_batch(
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
-                 PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON;",
+                 PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON; \
+                 PRAGMA mmap_size=268435456;",
             )
         });
         let pool = r2d2::Pool::builder()
@@ -98,7 +99,7 @@ impl Store {
             .map_err(|e| StoreError::Internal(format!("cannot open {}: {e}", path.display())))?;
         let store = Store {
             pool,
-            path: path.to_path_buf(),
+            path: Arc::from(path),
             known_tables: Arc::default(),
         };
         store.conn()?.execute_batch(auth::SCHEMA)?;
@@ -122,6 +123,20 @@ impl Store {
             .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
     }
 
+    /// Runs a short read (a lookup by key) right here when a connection is idle: that costs
+    /// less than the hand-off to the blocking pool. Otherwise it goes to the blocking pool.
+    pub async fn read<R, F>(&self, work: F) -> StoreResult<R>
+    where
+        F: FnOnce(&Store) -> StoreResult<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        if self.pool.state().idle_connections > 0 {
+            work(self)
+        } else {
+            self.run(work).await
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -129,7 +144,7 @@ impl Store {
     /// Bytes on disk: the database file plus its write-ahead log.
     pub fn size_bytes(&self) -> u64 {
         let wal = PathBuf::from(format!("{}-wal", self.path.display()));
-        [self.path.as_path(), wal.as_path()]
+        [&*self.path, wal.as_path()]
             .iter()
             .filter_map(|p| std::fs::metadata(p).ok())
             .map(|m| m.len())
