@@ -31,8 +31,13 @@ pub struct AuthCache {
     keys: RwLock<HashMap<String, (String, String)>>,
     grants: RwLock<HashMap<(String, String), Arc<GrantSet>>>,
     domains: RwLock<HashSet<String>>,
+    /// Tokens whose signature checked out → (user key, expiry in epoch seconds).
+    tokens: RwLock<HashMap<String, (String, i64)>>,
     touched: Mutex<HashMap<String, Instant>>,
 }
+
+/// Verified tokens remembered at most; the map starts over when full.
+const TOKEN_CACHE: usize = 10_000;
 
 impl AuthCache {
     pub fn clear(&self) {
@@ -46,6 +51,9 @@ impl AuthCache {
             m.clear();
         }
         if let Ok(mut m) = self.domains.write() {
+            m.clear();
+        }
+        if let Ok(mut m) = self.tokens.write() {
             m.clear();
         }
     }
@@ -161,12 +169,25 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> ApiResult<Ar
 
 pub async fn user_of_token(state: &AppState, token: &str) -> ApiResult<Arc<AuthUser>> {
     let invalid = || ApiError::unauthorized("invalid or expired token; log in again");
-    let claims = state.jwt.verify(token).ok_or_else(invalid)?;
-    let key = claims
-        .sub
-        .strip_prefix(&format!("{ADMIN_DOMAIN}.users:"))
-        .ok_or_else(invalid)?
-        .to_string();
+    let now = chrono::Utc::now().timestamp();
+    let key = match cached(&state.auth_cache.tokens, &token.to_string()) {
+        Some((key, exp)) if exp > now => key,
+        _ => {
+            let claims = state.jwt.verify(token).ok_or_else(invalid)?;
+            let key = claims
+                .sub
+                .strip_prefix(&format!("{ADMIN_DOMAIN}.users:"))
+                .ok_or_else(invalid)?
+                .to_string();
+            if let Ok(mut tokens) = state.auth_cache.tokens.write() {
+                if tokens.len() >= TOKEN_CACHE {
+                    tokens.clear();
+                }
+                tokens.insert(token.to_string(), (key.clone(), claims.exp));
+            }
+            key
+        }
+    };
     user_by_key(state, key).await?.ok_or_else(invalid)
 }
 

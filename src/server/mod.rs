@@ -10,6 +10,7 @@ mod files;
 mod historian;
 mod info;
 mod json;
+mod log_writer;
 mod middleware;
 mod mqtt;
 mod records;
@@ -33,9 +34,19 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use tokio::net::TcpListener;
 
-/// Everything a handler may need, cheap to clone.
+/// Everything a handler may need; one allocation shared by every request.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub struct Shared {
     pub store: Store,
     pub settings: Arc<Settings>,
     pub jwt: Arc<Jwt>,
@@ -69,12 +80,12 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .block_on(serve(settings))
 }
 
-/// Logs go to stderr through a background writer, so a request never waits on the terminal or
-/// a pipe; the returned guard flushes what is left when dropped.
-fn init_logging() -> tracing_appender::non_blocking::WorkerGuard {
+/// Logs go to stderr in batches written by a background thread, so a request never waits on the
+/// terminal or a pipe; the returned guard writes what is left when dropped.
+fn init_logging() -> log_writer::FlushGuard {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("SVC_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
+    let (writer, guard) = log_writer::batched_stderr();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)
@@ -107,7 +118,7 @@ async fn serve(settings: Settings) -> Result<()> {
         mqtt_port: settings.mqtt_port,
         ws_port: settings.ws_port,
     };
-    let state = AppState {
+    let state = AppState(Arc::new(Shared {
         store: store.clone(),
         settings: Arc::new(settings),
         jwt,
@@ -117,7 +128,7 @@ async fn serve(settings: Settings) -> Result<()> {
         last_values: Arc::default(),
         historian: HistorianWriter::start(store.clone()),
         broker: Arc::default(),
-    };
+    }));
     spawn_retention(&state);
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));
     let broker = Broker::start(broker_config, policy).await?;

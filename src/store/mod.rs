@@ -95,6 +95,8 @@ impl Store {
         });
         let pool = r2d2::Pool::builder()
             .max_size(16)
+            // A local file does not go stale; checking it on every checkout costs a query.
+            .test_on_check_out(false)
             .build(manager)
             .map_err(|e| StoreError::Internal(format!("cannot open {}: {e}", path.display())))?;
         let store = Store {
