@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Throughput benchmark of `svc serve` against a bare axum hello-world, measured in one run on
+# the same machine with the same wrk settings.
+#
+#   bash bench/run.sh
+#
+# It installs wrk (Debian package) if missing, builds `svc`, the `hello` example and the
+# `bench_load` example in release mode, starts `svc serve` on a fresh temporary data dir, logs in
+# as admin, creates domain `bench` and collection `items` (fields sku, line, value; a non-unique
+# index on `line`, a unique one on `sku`), loads BENCH_RECORDS records (record N has
+# line = "line-<N % 1000>", so one line matches BENCH_RECORDS/1000 records), then measures with
+# wrk (a warmup, then the measured run, same threads and connections for all):
+#   (a) hello   GET / on examples/hello.rs
+#   (b) id      GET /svc/bench.items%3Aitem<random N>                      on svc
+#   (c) filter  GET /svc/items/all?filter[line][eq][string]=line-<random>  on svc
+# and prints requests/s, p50, p90, p99 for each, the ratios (b)/(a) and (c)/(a) in requests/s,
+# the server's CPU time per request (from /proc/<pid>/stat; steadier than requests/s on a busy
+# machine), and whether the goals hold: (b) >= 50% of (a); (c) p99 < 10 ms. The same report is
+# written to bench/results.md (overwritten) with the machine, its load and the date. Both servers
+# are stopped on exit.
+#
+# wrk and both servers share the machine's cores, so anything else running (a build, a test
+# suite) moves the numbers: the load average is recorded, and BENCH_ROUNDS=3 repeats the three
+# measurements interleaved and reports, per request kind, the round with the median requests/s.
+#
+# Settings (environment): BENCH_RECORDS (100000), BENCH_DURATION (10s), BENCH_WARMUP (3s),
+# BENCH_THREADS (wrk -t, 2), BENCH_CONNECTIONS (wrk -c, 32), BENCH_LOAD_THREADS (8),
+# SVC_LOG (svc's log filter, default info as in production; its log is kept only on failure),
+# BENCH_ROUNDS (1), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to measure
+# an already built svc binary instead of building target/release/svc.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$(pwd)
+RECORDS=${BENCH_RECORDS:-100000}
+DURATION=${BENCH_DURATION:-10s}
+WARMUP=${BENCH_WARMUP:-3s}
+THREADS=${BENCH_THREADS:-2}
+CONNS=${BENCH_CONNECTIONS:-32}
+LOAD_THREADS=${BENCH_LOAD_THREADS:-8}
+ROUNDS=${BENCH_ROUNDS:-1}
+LINES=1000
+PASSWORD="bench-$(date +%s)-$$"
+RESULTS="$ROOT/bench/results.md"
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# --- tools --------------------------------------------------------------------------------
+install_deb() {
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+    log "installing $* from Debian packages"
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@" >/dev/null
+}
+command -v wrk >/dev/null 2>&1 || install_deb wrk
+command -v curl >/dev/null 2>&1 || install_deb curl
+
+if [ -n "${BENCH_SVC:-}" ]; then
+    SVC=$(realpath "$BENCH_SVC")
+    log "using the svc binary $SVC; building (release): examples hello and bench_load"
+    cargo build --release --quiet --example hello --example bench_load
+else
+    log "building (release): svc, examples hello and bench_load"
+    cargo build --release --quiet --bin svc --example hello --example bench_load
+    SVC="$ROOT/target/release/svc"
+fi
+HELLO="$ROOT/target/release/examples/hello"
+LOADER="$ROOT/target/release/examples/bench_load"
+
+# --- servers ------------------------------------------------------------------------------
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/svc-bench.XXXXXX")
+PIDS=()
+cleanup() {
+    local status=$?
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${PIDS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    if [ "$status" -ne 0 ] && [ -f "$WORK/svc.log" ]; then
+        log "svc log (last lines):"
+        tail -n 20 "$WORK/svc.log" >&2 || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start NAME CMD... : runs CMD in the background and sets ADDR from its `ready` line and PID.
+start() {
+    local name=$1
+    shift
+    "$@" >"$WORK/$name.out" 2>"$WORK/$name.log" &
+    local pid=$!
+    PID=$pid
+    PIDS+=("$pid")
+    local i
+    for i in $(seq 1 300); do
+        ADDR=$(sed -n 's/^ready .*"http":"\([^"]*\)".*/\1/p' "$WORK/$name.out")
+        if [ -n "$ADDR" ]; then
+            log "$name ready on $ADDR (pid $pid)"
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || { cat "$WORK/$name.log" >&2; die "$name exited early"; }
+        sleep 0.1
+    done
+    die "$name printed no ready line within 30s"
+}
+
+start svc env SVC_LOG="${SVC_LOG:-info}" "$SVC" serve --data-dir "$WORK/data" \
+    --http-port 0 --mqtt-port 0 --ws-port 0 --admin-password "$PASSWORD"
+SVC_URL="http://$ADDR"
+SVC_PID=$PID
+start hello "$HELLO"
+HELLO_URL="http://$ADDR"
+HELLO_PID=$PID
+
+# --- data ---------------------------------------------------------------------------------
+# call METHOD PATH [BODY] : the response body on stdout; fails unless the status is 2xx.
+TOKEN=""
+call() {
+    local method=$1 path=$2 body=${3:-}
+    local args=(-sS -o "$WORK/body" -w '%{http_code}' -X "$method" "$SVC_URL$path"
+                -H 'Domain: domains:bench')
+    [ -n "$TOKEN" ] && args+=(-H "Authorization: Bearer $TOKEN")
+    [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data "$body")
+    local code
+    code=$(curl "${args[@]}")
+    case $code in
+        2??) cat "$WORK/body" ;;
+        *) die "$method $path → $code: $(cat "$WORK/body")" ;;
+    esac
+}
+
+log "logging in, creating domain bench and collection items"
+TOKEN=$(curl -sS "$SVC_URL/auth/login" -H 'Content-Type: application/json' \
+    --data "{\"username\":\"admin\",\"password\":\"$PASSWORD\"}" |
+    sed -n 's/.*"tkn":"\([^"]*\)".*/\1/p')
+[ -n "$TOKEN" ] || die "login failed"
+CODE=$(curl -sS -o "$WORK/body" -w '%{http_code}' "$SVC_URL/auth/domains" \
+    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' --data '{"name":"bench"}')
+[ "$CODE" = 201 ] || die "POST /auth/domains → $CODE: $(cat "$WORK/body")"
+call POST /svc/collections '{"name":"items","fields":[{"name":"sku","type":"string"},{"name":"line","type":"string"},{"name":"value","type":"number"}],"indexDetails":[{"fields":["line"],"isUnique":false},{"fields":["sku"],"isUnique":true}]}' >/dev/null
+
+log "loading $RECORDS records with $LOAD_THREADS threads"
+LOAD_LINE=$("$LOADER" "$SVC_URL" "$TOKEN" bench items "$RECORDS" "$LOAD_THREADS")
+log "$LOAD_LINE"
+COUNT=$(call GET /svc/items/count | sed -n 's/.*"count":\([0-9]*\).*/\1/p')
+[ "$COUNT" = "$RECORDS" ] || die "GET /svc/items/count = $COUNT, expected $RECORDS"
+log "count = $COUNT"
+
+# Sanity: the two measured requests answer what they should.
+call GET "/svc/bench.items%3Aitem$((RECORDS / 2))" | grep -q "\"sku\":\"SKU-$((RECORDS / 2))\"" ||
+    die "GET by id returned the wrong record"
+MATCHES=$(call GET '/svc/items/all?filter%5Bline%5D%5Beq%5D%5Bstring%5D=line-7' | grep -o '"line":"line-7"' | wc -l)
+[ "$MATCHES" -eq $((RECORDS / LINES)) ] || die "filtered list returned $MATCHES records, expected $((RECORDS / LINES))"
+
+# --- measure ------------------------------------------------------------------------------
+export BENCH_TOKEN="$TOKEN" BENCH_DOMAIN=bench BENCH_TABLE=items BENCH_RECORDS="$RECORDS" BENCH_LINES="$LINES"
+TICKS_PER_SEC=$(getconf CLK_TCK)
+# cpu_ticks PID : user + system CPU time the process has used, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# measure MODE URL PID : warmup, then the measured run; prints its RESULT line followed by the
+# server's CPU time per request in µs.
+measure() {
+    local mode=$1 url=$2 pid=$3 before after
+    log "measuring $mode: warmup $WARMUP, then wrk -t$THREADS -c$CONNS -d$DURATION"
+    BENCH_MODE=$mode wrk -t"$THREADS" -c"$CONNS" -d"$WARMUP" -s bench/wrk.lua "$url" >/dev/null
+    before=$(cpu_ticks "$pid")
+    BENCH_MODE=$mode wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s bench/wrk.lua "$url" \
+        >"$WORK/wrk-$mode.txt"
+    after=$(cpu_ticks "$pid")
+    grep '^RESULT ' "$WORK/wrk-$mode.txt" | tr -d '\n' || die "wrk printed no result for $mode"
+    echo " $(( (after - before) * 1000000 / TICKS_PER_SEC ))"
+}
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+for round in $(seq 1 "$ROUNDS"); do
+    [ "$ROUNDS" -gt 1 ] && log "round $round of $ROUNDS"
+    measure hello "$HELLO_URL" "$HELLO_PID"
+    measure id "$SVC_URL" "$SVC_PID"
+    measure filter "$SVC_URL" "$SVC_PID"
+done >"$WORK/results"
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- report -------------------------------------------------------------------------------
+CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+[ -n "$CPU" ] || CPU=$(uname -m)
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]; then COMMIT="$COMMIT (src modified)"; fi
+REPORT=$(awk '
+    # Per mode, keep the round with the median requests/s (the only round when ROUNDS=1).
+    { k = $2; c[k]++; line[k, c[k]] = $0; r[k, c[k]] = $3 }
+    function ms(us) { return sprintf("%.2f ms", us / 1000) }
+    function pick(m,    i, j, t, idx, f) {
+        for (i = 1; i <= c[m]; i++) idx[i] = i
+        for (i = 1; i <= c[m]; i++) for (j = i + 1; j <= c[m]; j++)
+            if (r[m, idx[j]] < r[m, idx[i]]) { t = idx[i]; idx[i] = idx[j]; idx[j] = t }
+        split(line[m, idx[int((c[m] + 1) / 2)]], f, " ")
+        rps[m] = f[3]; p50[m] = f[4]; p90[m] = f[5]; p99[m] = f[6]; max[m] = f[7]; n[m] = f[8]
+        err[m] = 0
+        for (i = 1; i <= c[m]; i++) { split(line[m, i], f, " "); err[m] += f[9] }
+        split(line[m, idx[int((c[m] + 1) / 2)]], f, " ")
+        cpu[m] = f[8] > 0 ? f[10] / f[8] : 0
+    }
+    END {
+        pick("hello"); pick("id"); pick("filter")
+        name["hello"]="(a) hello-world `GET /`"
+        name["id"]="(b) `GET /svc/bench.items%3Aitem<N>`"
+        name["filter"]="(c) `GET /svc/items/all?filter[line][eq][string]=line-<M>` (100 records)"
+        print "| request | requests/s | p50 | p90 | p99 | max | vs hello (rps) | server CPU/request | errors |"
+        print "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        split("hello id filter", order, " ")
+        for (i = 1; i <= 3; i++) {
+            m = order[i]
+            printf "| %s | %.0f | %s | %s | %s | %s | %.1f%% | %.0f µs | %d |\n", name[m], rps[m], ms(p50[m]), ms(p90[m]), ms(p99[m]), ms(max[m]), 100 * rps[m] / rps["hello"], cpu[m], err[m]
+        }
+        print ""
+        id_ok = (rps["id"] >= 0.5 * rps["hello"] && err["id"] == 0)
+        filter_ok = (p99["filter"] < 10000 && err["filter"] == 0)
+        printf "- GET-by-id >= 50%% of hello-world throughput: %.1f%% → %s\n", 100 * rps["id"] / rps["hello"], id_ok ? "**met**" : "**NOT met**"
+        printf "- filtered list p99 < 10 ms: %s → %s\n", ms(p99["filter"]), filter_ok ? "**met**" : "**NOT met**"
+        if (err["hello"] + err["id"] + err["filter"] > 0) print "- some requests failed (errors column): the run is not valid"
+        exit (id_ok && filter_ok) ? 0 : 3
+    }' "$WORK/results") && GOALS=0 || GOALS=$?
+
+{
+    echo "# svc benchmark results"
+    echo
+    echo "Written by \`bench/run.sh\`; overwritten on every run."
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr)"
+    echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}"
+    echo "- wrk: \`-t$THREADS -c$CONNS -d$DURATION --latency\` after a $WARMUP warmup, same settings for every row; wrk and the servers share the machine; $ROUNDS interleaved round(s), median round shown"
+    echo "- load average (1, 5, 15 min) before / after measuring: $LOAD_BEFORE / $LOAD_AFTER (anything above ~0.5 before means something else was running: treat the numbers as noisy)"
+    echo "- data: $RECORDS records in \`bench.items\` (unique index on \`sku\`, index on \`line\`); svc log filter \`${SVC_LOG:-info}\`"
+    echo "- load: $LOAD_LINE"
+    echo
+    echo "$REPORT"
+} >"$RESULTS"
+
+echo
+echo "$REPORT"
+echo
+log "written to bench/results.md"
+if [ "$GOALS" -ne 0 ] && [ "${BENCH_STRICT:-0}" = 1 ]; then exit 1; fi
+exit 0

@@ -1,0 +1,50 @@
+-- wrk script for bench/run.sh. BENCH_MODE picks the request each connection sends:
+--   hello   GET /                                          (the bare axum baseline)
+--   id      GET /svc/<domain>.<table>%3Aitem<random N>     (a record by its RecordID)
+--   filter  GET /svc/<table>/all?filter[line][eq][string]=line-<random M>  (indexed filter)
+-- Every mode builds its request with wrk.format in request() and sends the same headers, so the
+-- client-side work per request is the same for all three. done() prints one machine-readable
+-- line: RESULT <mode> <requests/s> <p50 µs> <p90 µs> <p99 µs> <max µs> <requests> <errors>.
+-- Environment: BENCH_MODE, BENCH_TOKEN, BENCH_DOMAIN, BENCH_TABLE, BENCH_RECORDS, BENCH_LINES.
+
+local mode = os.getenv("BENCH_MODE") or "hello"
+local token = os.getenv("BENCH_TOKEN") or ""
+local domain = os.getenv("BENCH_DOMAIN") or "bench"
+local tbl = os.getenv("BENCH_TABLE") or "items"
+local records = tonumber(os.getenv("BENCH_RECORDS") or "100000")
+local lines = tonumber(os.getenv("BENCH_LINES") or "1000")
+
+wrk.headers["Authorization"] = "Bearer " .. token
+wrk.headers["Domain"] = "domains:" .. domain
+
+local counter = 1
+function setup(thread)
+  thread:set("id", counter)
+  counter = counter + 1
+end
+
+function init(args)
+  math.randomseed(os.time() * 1000 + (id or 0))
+end
+
+local id_prefix = "/svc/" .. domain .. "." .. tbl .. "%3Aitem"
+local filter_prefix = "/svc/" .. tbl .. "/all?filter%5Bline%5D%5Beq%5D%5Bstring%5D=line-"
+
+function request()
+  if mode == "id" then
+    return wrk.format("GET", id_prefix .. math.random(0, records - 1))
+  elseif mode == "filter" then
+    return wrk.format("GET", filter_prefix .. math.random(0, lines - 1))
+  else
+    return wrk.format("GET", "/")
+  end
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  local errors = e.connect + e.read + e.write + e.status + e.timeout
+  local rps = summary.requests / (summary.duration / 1e6)
+  io.write(string.format("RESULT %s %.1f %d %d %d %d %d %d\n", mode, rps,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max,
+    summary.requests, errors))
+end
