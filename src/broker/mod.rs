@@ -22,6 +22,7 @@ use rmqtt::session::SessionState;
 use rmqtt::types::{ClientId, From, Id, Publish, UserName};
 use std::net::{IpAddr, SocketAddr};
 use std::num::{NonZeroU16, NonZeroU32};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -64,6 +65,15 @@ pub struct BrokerConfig {
     pub bind: IpAddr,
     pub mqtt_port: u16,
     pub ws_port: u16,
+    /// Certificate and key (PEM files) enabling the TLS listeners.
+    pub tls: Option<TlsListeners>,
+}
+
+pub struct TlsListeners {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub mqtts_port: u16,
+    pub wss_port: u16,
 }
 
 /// Addresses the broker listens on.
@@ -73,6 +83,8 @@ pub struct BrokerAddrs {
     pub ws: SocketAddr,
     /// Loopback listener speaking the PROXY protocol, fed by the HTTP port's `/mqtt` bridge.
     pub bridge: SocketAddr,
+    pub mqtts: Option<SocketAddr>,
+    pub wss: Option<SocketAddr>,
 }
 
 pub struct Broker {
@@ -173,17 +185,39 @@ impl Broker {
             .context("cannot listen for the /mqtt bridge")?
             .tcp()
             .context("cannot start the /mqtt bridge listener")?;
-        let addrs = BrokerAddrs {
+        let mut addrs = BrokerAddrs {
             mqtt: tcp.local_addr()?,
             ws: ws.local_addr()?,
             bridge: bridge.local_addr()?,
+            mqtts: None,
+            wss: None,
         };
         // Listener ids, not ports, key the listeners: several may bind port 0.
-        let server = MqttServer::new(scx.clone())
+        let mut server = MqttServer::new(scx.clone())
             .listener_by_id(tcp, 1)
             .listener_by_id(ws, 2)
-            .listener_by_id(bridge, 3)
-            .build();
+            .listener_by_id(bridge, 3);
+        if let Some(tls) = &config.tls {
+            let secured = |name: &str, port: u16| {
+                let cert = tls.cert.to_string_lossy().into_owned();
+                let key = tls.key.to_string_lossy().into_owned();
+                listener(name, SocketAddr::new(config.bind, port))
+                    .tls_cert(Some(cert))
+                    .tls_key(Some(key))
+                    .bind()
+                    .with_context(|| format!("cannot listen for {name} on {}:{port}", config.bind))
+            };
+            let mqtts = secured("mqtts", tls.mqtts_port)?
+                .tls()
+                .context("cannot start the mqtts listener (check tls_cert and tls_key)")?;
+            let wss = secured("wss", tls.wss_port)?
+                .wss()
+                .context("cannot start the wss listener (check tls_cert and tls_key)")?;
+            addrs.mqtts = Some(mqtts.local_addr()?);
+            addrs.wss = Some(wss.local_addr()?);
+            server = server.listener_by_id(mqtts, 4).listener_by_id(wss, 5);
+        }
+        let server = server.build();
         // run(), not start(): start() exits the process on a listener error.
         let server = tokio::spawn(async move {
             if let Err(e) = server.run().await {

@@ -11,6 +11,7 @@ pub async fn device_info(State(state): State<AppState>, _who: Identity) -> Json<
     let settings = &state.settings;
     let host = settings.bind.to_string();
     let addrs = state.broker.get().map(|b| b.addrs);
+    let tls = addrs.is_some_and(|a| a.mqtts.is_some());
     let listener = |bound: Option<SocketAddr>, configured: u16, enabled: bool| Bind {
         host: host.clone(),
         port: bound.map_or(configured, |a| a.port()),
@@ -26,9 +27,9 @@ pub async fn device_info(State(state): State<AppState>, _who: Identity) -> Json<
             base_path: String::new(),
             bind: Binds {
                 mqtt: listener(addrs.map(|a| a.mqtt), settings.mqtt_port, addrs.is_some()),
-                mqtts: listener(None, settings.mqtts_port, false),
+                mqtts: listener(addrs.and_then(|a| a.mqtts), settings.mqtts_port, tls),
                 ws: listener(addrs.map(|a| a.ws), settings.ws_port, addrs.is_some()),
-                wss: listener(None, settings.wss_port, false),
+                wss: listener(addrs.and_then(|a| a.wss), settings.wss_port, tls),
             },
         },
         storage: StorageInfo {

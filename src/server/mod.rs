@@ -18,7 +18,7 @@ pub mod settings;
 mod tag_registry;
 mod tags;
 
-use crate::broker::{Broker, BrokerConfig};
+use crate::broker::{Broker, BrokerConfig, TlsListeners};
 use crate::historian::writer::HistorianWriter;
 use crate::store::Store;
 use anyhow::{Context, Result};
@@ -96,9 +96,6 @@ fn init_logging() -> log_writer::FlushGuard {
 }
 
 async fn serve(settings: Settings) -> Result<()> {
-    if settings.tls.is_some() {
-        anyhow::bail!("tls_cert/tls_key: the mqtts and wss listeners are not available yet");
-    }
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
     let store =
@@ -117,6 +114,12 @@ async fn serve(settings: Settings) -> Result<()> {
         bind: settings.bind,
         mqtt_port: settings.mqtt_port,
         ws_port: settings.ws_port,
+        tls: settings.tls.as_ref().map(|tls| TlsListeners {
+            cert: tls.cert.clone(),
+            key: tls.key.clone(),
+            mqtts_port: settings.mqtts_port,
+            wss_port: settings.wss_port,
+        }),
     };
     let state = AppState(Arc::new(Shared {
         store: store.clone(),
@@ -134,11 +137,14 @@ async fn serve(settings: Settings) -> Result<()> {
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;
     let _ = state.broker.set(broker);
-    announce_ready(&[
+    let mut listeners = vec![
         ("http", state.http_addr),
         ("mqtt", addrs.mqtt),
         ("ws", addrs.ws),
-    ]);
+    ];
+    listeners.extend(addrs.mqtts.map(|a| ("mqtts", a)));
+    listeners.extend(addrs.wss.map(|a| ("wss", a)));
+    announce_ready(&listeners);
 
     let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let stopping = state.clone();

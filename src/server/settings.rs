@@ -78,8 +78,6 @@ pub struct Settings {
     pub device_name: String,
     pub admin_password: Option<String>,
     pub token_ttl: Duration,
-    // Read by the MQTT broker, which is embedded in a later step.
-    #[allow(dead_code)]
     pub mqtt_allow_anonymous: bool,
     pub tls: Option<TlsFiles>,
     pub mqtts_port: u16,
@@ -90,8 +88,6 @@ pub struct Settings {
 }
 
 #[derive(Debug, Clone)]
-// Read by the TLS listeners of the MQTT broker, which is embedded in a later step.
-#[allow(dead_code)]
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
