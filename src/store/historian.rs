@@ -91,6 +91,18 @@ fn read_value(row: &rusqlite::Row<'_>, idx: usize) -> StoreResult<Value> {
     parse_value(value_text(row, idx)?)
 }
 
+/// Reads `(ts, value)` rows into points.
+fn read_points(mut rows: rusqlite::Rows<'_>) -> StoreResult<Vec<HistoryPoint>> {
+    let mut points = Vec::new();
+    while let Some(row) = rows.next()? {
+        points.push(HistoryPoint {
+            ts_ms: row.get(0)?,
+            value: read_value(row, 1)?,
+        });
+    }
+    Ok(points)
+}
+
 /// SQLite's LIMIT for an optional limit (-1 = none).
 fn sql_limit(limit: Option<u64>) -> i64 {
     limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX))
@@ -173,15 +185,8 @@ impl Store {
             "SELECT ts, value FROM hist_points WHERE series = ?1 AND ts >= ?2 AND ts < ?3 \
              ORDER BY ts, seq LIMIT ?4",
         )?;
-        let mut rows = stmt.query(params![series, start_ms, end_ms, sql_limit(limit)])?;
-        let mut points = Vec::new();
-        while let Some(row) = rows.next()? {
-            points.push(HistoryPoint {
-                ts_ms: row.get(0)?,
-                value: read_value(row, 1)?,
-            });
-        }
-        Ok(points)
+        let rows = stmt.query(params![series, start_ms, end_ms, sql_limit(limit)])?;
+        read_points(rows)
     }
 
     /// The newest `n` values, newest first.
@@ -198,15 +203,8 @@ impl Store {
         let mut stmt = conn.prepare_cached(
             "SELECT ts, value FROM hist_points WHERE series = ?1 ORDER BY ts DESC, seq DESC LIMIT ?2",
         )?;
-        let mut rows = stmt.query(params![series, sql_limit(Some(n))])?;
-        let mut points = Vec::new();
-        while let Some(row) = rows.next()? {
-            points.push(HistoryPoint {
-                ts_ms: row.get(0)?,
-                value: read_value(row, 1)?,
-            });
-        }
-        Ok(points)
+        let rows = stmt.query(params![series, sql_limit(Some(n))])?;
+        read_points(rows)
     }
 
     /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms` (bucket k covers

@@ -167,6 +167,19 @@ fn quoted(name: &str) -> String {
     format!("\"{name}\"")
 }
 
+/// Prepares (and caches) a statement over a record table; `None` when the table was never
+/// written, which reads as empty.
+fn prepare_on_table<'c>(
+    conn: &'c rusqlite::Connection,
+    sql: &str,
+) -> StoreResult<Option<rusqlite::CachedStatement<'c>>> {
+    match conn.prepare_cached(sql) {
+        Ok(stmt) => Ok(Some(stmt)),
+        Err(e) if is_missing_table(&e) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn is_missing_table(err: &rusqlite::Error) -> bool {
     err.to_string().starts_with("no such table")
 }

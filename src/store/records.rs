@@ -3,7 +3,7 @@
 //! domain's `collections` table and own the expression indexes of their table.
 
 use super::filter_sql::{build_order, build_where, index_expr};
-use super::{is_missing_table, quoted, Store, StoreError, StoreResult};
+use super::{is_missing_table, prepare_on_table, quoted, Store, StoreError, StoreResult};
 use crate::ids::TableRef;
 use crate::query::{Filter, ListQuery};
 use crate::schema::Collection;
@@ -131,10 +131,8 @@ impl Store {
             "SELECT key, data, created_dt, updated_dt FROM {} WHERE key = ?1",
             quoted(&table.qualified())
         );
-        let mut stmt = match conn.prepare_cached(&sql) {
-            Ok(stmt) => stmt,
-            Err(e) if is_missing_table(&e) => return Ok(None),
-            Err(e) => return Err(e.into()),
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(None);
         };
         Ok(stmt.query_row([key], |row| decode(table, row)).optional()?)
     }
@@ -217,10 +215,8 @@ impl Store {
             query.limit,
             query.offset
         );
-        let mut stmt = match conn.prepare_cached(&sql) {
-            Ok(stmt) => stmt,
-            Err(e) if is_missing_table(&e) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(Vec::new());
         };
         let rows = stmt.query_map(params_from_iter(filter.params), |row| decode(table, row))?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -239,10 +235,8 @@ impl Store {
             quoted(&table.qualified()),
             filter.sql
         );
-        let mut stmt = match conn.prepare_cached(&sql) {
-            Ok(stmt) => stmt,
-            Err(e) if is_missing_table(&e) => return Ok(0),
-            Err(e) => return Err(e.into()),
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(0);
         };
         let count: i64 = stmt.query_row(params_from_iter(filter.params), |row| row.get(0))?;
         Ok(count.max(0) as u64)

@@ -1,6 +1,6 @@
 //! Reads of the per-domain `tags` system table that the tag registry needs.
 
-use super::{is_missing_table, quoted, Store, StoreResult};
+use super::{prepare_on_table, quoted, Store, StoreResult};
 use crate::ids::TableRef;
 
 /// Name of the system table holding a domain's tags.
@@ -28,10 +28,8 @@ impl Store {
              FROM {} WHERE json_type(data, '$.path') = 'text' ORDER BY 1",
             quoted(&table.qualified())
         );
-        let mut stmt = match conn.prepare(&sql) {
-            Ok(stmt) => stmt,
-            Err(e) if is_missing_table(&e) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(Vec::new());
         };
         let rows = stmt.query_map([], |r| {
             Ok(TagRow {
