@@ -500,3 +500,56 @@ fn both_headers_must_be_valid_and_jwt_wins() {
         .unwrap();
     assert_error(resp, StatusCode::UNAUTHORIZED, &[]);
 }
+
+#[test]
+fn credentials_of_a_deleted_user_stop_working() {
+    let server = Server::start();
+    let user_id = server.create_user("leaver", "leaver-pass-1");
+    let token = server.login("leaver", "leaver-pass-1");
+    let key = {
+        let resp = server
+            .with_token(&token, Method::POST, "/auth/keys")
+            .json(&json!({"name": "leaver-key"}))
+            .send()
+            .unwrap();
+        json_ok(resp, StatusCode::CREATED)["key"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let me = |token: &str| {
+        server
+            .with_token(token, Method::GET, "/auth/me")
+            .send()
+            .unwrap()
+            .status()
+    };
+    assert_eq!(me(&token), StatusCode::OK);
+    let key_works = server
+        .req(Method::GET, "/auth/me")
+        .header("X-Svc-Api-Key", &key)
+        .send()
+        .unwrap()
+        .status();
+    assert_eq!(key_works, StatusCode::OK);
+
+    let resp = server
+        .admin(Method::DELETE, &format!("/auth/user/{}", enc(&user_id)))
+        .send()
+        .unwrap();
+    assert_eq!(json_ok(resp, StatusCode::OK), json!({"success": true}));
+
+    // The token is still signed and unexpired, but its user is gone.
+    assert_eq!(me(&token), StatusCode::UNAUTHORIZED);
+    let resp = server
+        .req(Method::GET, "/auth/me")
+        .header("X-Svc-Api-Key", &key)
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::UNAUTHORIZED, &[]);
+    let resp = server
+        .admin(Method::GET, &format!("/auth/user/{}", enc(&user_id)))
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::NOT_FOUND, &["no user"]);
+}
