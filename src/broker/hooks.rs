@@ -4,6 +4,7 @@
 use super::{Message, Policy, Principal};
 use async_trait::async_trait;
 use rmqtt::codec::v5::SubscribeAckReason;
+use rmqtt::context::ServerContext;
 use rmqtt::hook::{Handler, HookResult, Parameter, ReturnType};
 use rmqtt::session::Session;
 use rmqtt::types::{AuthResult, Id, PublishAclResult, SubscribeAclResult};
@@ -20,13 +21,15 @@ const PENDING_TTL: Duration = Duration::from_secs(60);
 type Pending = Arc<Mutex<HashMap<String, (Principal, Instant)>>>;
 
 pub struct Hooks {
+    scx: ServerContext,
     policy: Arc<dyn Policy>,
     pending: Pending,
 }
 
 impl Hooks {
-    pub fn new(policy: Arc<dyn Policy>) -> Hooks {
+    pub fn new(scx: ServerContext, policy: Arc<dyn Policy>) -> Hooks {
         Hooks {
+            scx,
             policy,
             pending: shared_pending(),
         }
@@ -53,6 +56,40 @@ pub async fn principal_of(session: &Session) -> Option<Principal> {
         .cloned()
 }
 
+/// Longest wait for the previous connection of a client id to finish leaving.
+const DEPARTURE_WAIT: Duration = Duration::from_secs(2);
+
+/// A client that reconnects right after DISCONNECT races the teardown of its previous
+/// connection: rmqtt's takeover asks the dying connection to step down, gets no answer and
+/// refuses the new CONNECT ("server unavailable"). Industrial clients reconnect like this all
+/// the time, so a clean-start CONNECT takes the old session over here first (its state is
+/// discarded anyway) and, when the old connection was already leaving, waits until it is gone.
+async fn take_over(scx: &ServerContext, id: &Id) {
+    let entry = scx.extends.shared().await.entry(id.clone());
+    if entry.session().is_none() {
+        return;
+    }
+    let kicked = match entry.try_lock().await {
+        Ok(mut locked) => locked.kick(true, true, false).await.is_ok(),
+        Err(_) => false,
+    };
+    if kicked {
+        return;
+    }
+    let deadline = Instant::now() + DEPARTURE_WAIT;
+    while Instant::now() < deadline
+        && scx
+            .extends
+            .shared()
+            .await
+            .entry(id.clone())
+            .session()
+            .is_some()
+    {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 #[async_trait]
 impl Handler for Hooks {
     async fn hook(&self, param: &Parameter, acc: Option<HookResult>) -> ReturnType {
@@ -62,6 +99,9 @@ impl Handler for Hooks {
                 let password = info.password().map(|p| p.as_ref());
                 let result = match self.policy.authenticate(username, password).await {
                     Some(principal) => {
+                        if info.clean_start() {
+                            take_over(&self.scx, info.id()).await;
+                        }
                         if let Ok(mut pending) = self.pending.lock() {
                             let now = Instant::now();
                             pending.retain(|_, (_, at)| now.duration_since(*at) < PENDING_TTL);

@@ -154,7 +154,10 @@ impl Broker {
             Type::MessageExpiryCheck,
         ] {
             register
-                .add(hook, Box::new(hooks::Hooks::new(policy.clone())))
+                .add(
+                    hook,
+                    Box::new(hooks::Hooks::new(scx.clone(), policy.clone())),
+                )
                 .await;
         }
         register.start().await;

@@ -1,0 +1,351 @@
+//! Tags (SPEC 7): the per-domain `tags` table through `POST /svc/tags` (duplicate path in a
+//! domain → 409, wildcard or empty-level paths → 400), `GET /svc/tag/list`, domain isolation of
+//! tag lists and historian routes, auto-registration in `svc_admin` of topics no domain
+//! declares, `POST /svc/tag/write` reaching MQTT subscribers with the JSON of `value`, and
+//! `GET /svc/tag/values`.
+
+mod common;
+
+use common::*;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn post_tag(server: &Server, domain: &str, body: &Value) -> reqwest::blocking::Response {
+    server
+        .admin_in(domain, Method::POST, "/svc/tags")
+        .json(body)
+        .send()
+        .unwrap()
+}
+
+#[test]
+fn duplicate_path_in_a_domain_is_409() {
+    let server = Server::start();
+    server.create_domain("a");
+    server.create_domain("b");
+    let tag = server.create_tag("domains:a", "a/line/temp", true);
+    assert_eq!(tag["path"], json!("a/line/temp"), "{tag}");
+    assert_eq!(tag["historize"], json!(true), "{tag}");
+    assert!(
+        tag["id"].as_str().unwrap_or("").starts_with("a.tags:"),
+        "{tag}"
+    );
+    let resp = post_tag(
+        &server,
+        "domains:a",
+        &json!({"path": "a/line/temp", "historize": false}),
+    );
+    assert_error(resp, StatusCode::CONFLICT, &[]);
+    // Unique per domain only.
+    server.create_tag("domains:b", "a/line/temp", false);
+    // Without `historize` it defaults to false.
+    let resp = post_tag(&server, "domains:a", &json!({"path": "a/line/pressure"}));
+    let tag = json_ok(resp, StatusCode::CREATED);
+    assert_eq!(tag["historize"], json!(false), "{tag}");
+}
+
+#[test]
+fn wildcard_and_empty_level_paths_are_400() {
+    let server = Server::start();
+    server.create_domain("a");
+    for path in ["a/+/temp", "a/#", "+", "a//b", "/a", "a/", "", "$SYS/x"] {
+        let resp = post_tag(
+            &server,
+            "domains:a",
+            &json!({"path": path, "historize": true}),
+        );
+        assert_error(resp, StatusCode::BAD_REQUEST, &[]);
+    }
+    for body in [json!({"historize": true}), json!({"path": 5})] {
+        let resp = post_tag(&server, "domains:a", &body);
+        assert_error(resp, StatusCode::BAD_REQUEST, &[]);
+    }
+    assert!(server
+        .string_list(Some("domains:a"), "/svc/tag/list")
+        .is_empty());
+}
+
+#[test]
+fn tag_list_lists_the_domain_paths() {
+    let server = Server::start();
+    server.create_domain("a");
+    let paths = ["a/line/temp", "a/line/speed", "a/state"];
+    for (i, p) in paths.iter().enumerate() {
+        server.create_tag("domains:a", p, i % 2 == 0);
+    }
+    let listed = server.string_list(Some("domains:a"), "/svc/tag/list");
+    assert_eq!(listed.len(), paths.len(), "{listed:?}");
+    assert_eq!(listed.iter().cloned().collect::<BTreeSet<_>>(), set(&paths));
+    // The historian list holds only the historized ones.
+    let historized = server.string_list(Some("domains:a"), "/svc/historian/list");
+    assert_eq!(
+        historized.into_iter().collect::<BTreeSet<_>>(),
+        set(&["a/line/temp", "a/state"])
+    );
+    // Deleting a tag removes it from the list.
+    let all = server.get_json("domains:a", "/svc/tags/all");
+    let id = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["path"] == json!("a/state"))
+        .and_then(|t| t["id"].as_str())
+        .unwrap_or_else(|| panic!("no a/state in {all}"))
+        .to_string();
+    let resp = server
+        .admin_in("domains:a", Method::DELETE, &rec_path(&id))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::OK);
+    let listed = server.string_list(Some("domains:a"), "/svc/tag/list");
+    assert_eq!(
+        listed.into_iter().collect::<BTreeSet<_>>(),
+        set(&["a/line/temp", "a/line/speed"])
+    );
+}
+
+#[test]
+fn a_domain_cannot_see_another_domains_tags() {
+    let server = Server::start();
+    server.create_domain("a");
+    server.create_domain("b");
+    server.create_tag("domains:a", "a/line/temp", true);
+    server.create_tag("domains:b", "b/line/temp", true);
+    let mut admin = server.mqtt_admin(Proto::V3, Via::Tcp, "feeder");
+    admin.publish(
+        "a/line/temp",
+        r#"{"value":1,"timestamp":"2026-01-01T00:00:00Z"}"#,
+        1,
+        false,
+    );
+
+    assert_eq!(
+        server.string_list(Some("domains:b"), "/svc/tag/list"),
+        ["b/line/temp"]
+    );
+    assert_eq!(
+        server.string_list(Some("domains:b"), "/svc/historian/list"),
+        ["b/line/temp"]
+    );
+    let query =
+        json!({"topic": "a/line/temp", "start_time": "2025-12-31T00:00:00Z", "range": "2d"});
+    for (method, path, body) in [
+        (Method::PATCH, "/svc/historian", query.clone()),
+        (
+            Method::PATCH,
+            "/svc/historian/last",
+            json!({"topic": "a/line/temp", "limit": 5}),
+        ),
+        (
+            Method::POST,
+            "/svc/historian/export",
+            json!({"topics": ["a/line/temp"], "startDate": "2025-12-31T00:00:00Z",
+                   "endDate": "2026-01-02T00:00:00Z"}),
+        ),
+        (
+            Method::POST,
+            "/svc/tag/write",
+            json!({"topic": "a/line/temp", "value": 2}),
+        ),
+    ] {
+        let resp = server
+            .admin_in("domains:b", method.clone(), path)
+            .json(&body)
+            .send()
+            .unwrap();
+        assert_error(resp, StatusCode::NOT_FOUND, &["a/line/temp"]);
+    }
+    // Domain a itself sees its value (the 404s above are not an empty historian).
+    let points = server.poll(Duration::from_secs(5), "a's historized value", || {
+        let resp = server
+            .admin_in("domains:a", Method::PATCH, "/svc/historian")
+            .json(&query)
+            .send()
+            .unwrap();
+        let points = json_ok(resp, StatusCode::OK);
+        (points.as_array().map_or(0, Vec::len) == 1).then_some(points)
+    });
+    assert_eq!(
+        points,
+        json!([{"timestamp": "2026-01-01T00:00:00.000Z", "value": 1}])
+    );
+    // Nor does a record id of domain a leak through domain b.
+    let a_tags = server.get_json("domains:a", "/svc/tags/all");
+    let id = a_tags[0]["id"].as_str().unwrap().to_string();
+    let resp = server
+        .admin_in("domains:b", Method::GET, &rec_path(&id))
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+}
+
+#[test]
+fn undeclared_topics_are_registered_in_svc_admin() {
+    let server = Server::start();
+    server.create_domain("a");
+    server.create_tag("domains:a", "a/declared", false);
+    let mut admin = server.mqtt_admin(Proto::V5, Via::Tcp, "auto");
+    admin.publish("auto/reg/one", "1", 1, false);
+    admin.publish("auto/reg/two", "\"text\"", 0, false);
+    admin.publish("a/declared", "3", 1, false);
+    server.poll(Duration::from_secs(10), "auto-registered tags", || {
+        let list = server.string_list(None, "/svc/tag/list");
+        (list.iter().any(|t| t == "auto/reg/one") && list.iter().any(|t| t == "auto/reg/two"))
+            .then_some(())
+    });
+    let list = server.string_list(None, "/svc/tag/list");
+    assert!(
+        !list.iter().any(|t| t == "a/declared"),
+        "a topic declared by domain a was registered in svc_admin: {list:?}"
+    );
+    assert_eq!(
+        list.iter().filter(|t| *t == "auto/reg/one").count(),
+        1,
+        "registered twice: {list:?}"
+    );
+    // Registered with historize:false.
+    let all = server.get_json("domains:svc_admin", "/svc/tags/all");
+    let rec = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["path"] == json!("auto/reg/one"))
+        .unwrap_or_else(|| panic!("auto/reg/one not in {all}"));
+    assert_eq!(rec["historize"], json!(false), "{rec}");
+    let historized = server.string_list(None, "/svc/historian/list");
+    assert!(
+        !historized.iter().any(|t| t.starts_with("auto/")),
+        "{historized:?}"
+    );
+    // A domain that now declares the same path is unaffected.
+    server.create_tag("domains:a", "auto/reg/one", true);
+}
+
+#[test]
+fn tag_write_reaches_mqtt_subscribers() {
+    let server = Server::start();
+    server.create_domain("a");
+    server.create_tag("domains:a", "a/setpoint", true);
+    let mut v5 = server.mqtt_admin(Proto::V5, Via::HttpMqtt, "w-v5");
+    let mut v3 = server.mqtt_admin(Proto::V3, Via::Tcp, "w-v3");
+    v5.subscribe("#", 2);
+    v3.subscribe("+/+", 1);
+    let values = [
+        json!(21.5),
+        json!("running"),
+        json!(true),
+        json!({"value": 3, "nested": {"list": [1, null, "x"]}}),
+        json!([1, 2, 3]),
+    ];
+    for (i, value) in values.iter().enumerate() {
+        let topic = format!("w/{i}");
+        let resp = server
+            .admin(Method::POST, "/svc/tag/write")
+            .json(&json!({"topic": topic, "value": value}))
+            .send()
+            .unwrap();
+        assert_eq!(json_ok(resp, StatusCode::OK), json!({"success": true}));
+        for client in [&mut v5, &mut v3] {
+            let m = client.expect_publish(&topic);
+            let got: Value = serde_json::from_slice(&m.payload)
+                .unwrap_or_else(|e| panic!("payload `{}` is not JSON: {e}", m.text()));
+            assert_eq!(&got, value, "payload on {topic}");
+            assert_eq!(m.qos, 1, "default qos 1 on {topic}");
+        }
+    }
+    // In domain a, to its tag, with qos 2 and retain: a later subscriber gets it retained.
+    let resp = server
+        .admin_in("domains:a", Method::POST, "/svc/tag/write")
+        .json(&json!({"topic": "a/setpoint", "value": 42, "qos": 2, "retain": true}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::OK);
+    let m = v5.expect_publish("a/setpoint");
+    assert_eq!((m.text().as_str(), m.qos), ("42", 2));
+    let mut late = server.mqtt_admin(Proto::V5, Via::Ws("/"), "w-late");
+    late.subscribe("a/setpoint", 2);
+    let m = late.expect_publish("a/setpoint");
+    assert_eq!((m.text().as_str(), m.retain), ("42", true));
+    // Outside svc_admin an undeclared topic is 404; a bad topic or qos is 400.
+    let cases = [
+        (
+            "domains:a",
+            json!({"topic": "a/undeclared", "value": 1}),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "domains:a",
+            json!({"topic": "a/+", "value": 1}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "domains:a",
+            json!({"topic": "a/setpoint", "value": 1, "qos": 3}),
+            StatusCode::BAD_REQUEST,
+        ),
+        ("domains:a", json!({"value": 1}), StatusCode::BAD_REQUEST),
+    ];
+    for (domain, body, status) in cases {
+        let resp = server
+            .admin_in(domain, Method::POST, "/svc/tag/write")
+            .json(&body)
+            .send()
+            .unwrap();
+        assert_error(resp, status, &[]);
+    }
+    // The written value is historized and is the tag's latest value.
+    let values = server.poll(Duration::from_secs(5), "a/setpoint in tag values", || {
+        let v = server.get_json("domains:a", "/svc/tag/values");
+        (v.as_array().map_or(0, Vec::len) == 1).then_some(v)
+    });
+    assert_eq!(values[0]["topic"], json!("a/setpoint"), "{values}");
+    assert_eq!(values[0]["value"], json!(42), "{values}");
+    assert!(
+        is_rfc3339_millis_utc(values[0]["timestamp"].as_str().unwrap_or("")),
+        "{values}"
+    );
+    server.poll(Duration::from_secs(5), "a/setpoint historized", || {
+        let resp = server
+            .admin_in("domains:a", Method::PATCH, "/svc/historian/last")
+            .json(&json!({"topic": "a/setpoint", "limit": 1}))
+            .send()
+            .unwrap();
+        let last = json_ok(resp, StatusCode::OK);
+        (last.get(0).map(|p| &p["value"]) == Some(&json!(42))).then_some(())
+    });
+}
+
+#[test]
+fn tag_write_needs_tags_read_write() {
+    let server = Server::start();
+    server.create_domain("a");
+    server.create_tag("domains:a", "a/x", false);
+    let writer = server.user_with_grants("domains:a", "writer", &[("tags", "read-write", "*")]);
+    let reader = server.user_with_grants("domains:a", "reader", &[("tags", "read", "*")]);
+    let mut sub = server.mqtt_admin(Proto::V3, Via::Tcp, "sub");
+    sub.subscribe("a/x", 1);
+    let write = |token: &str| {
+        server
+            .with_token_in(token, "domains:a", Method::POST, "/svc/tag/write")
+            .json(&json!({"topic": "a/x", "value": "hi"}))
+            .send()
+            .unwrap()
+    };
+    assert_error(write(&reader), StatusCode::UNAUTHORIZED, &[]);
+    json_ok(write(&writer), StatusCode::OK);
+    let m = sub.collect_until("a/x");
+    assert_eq!(m.len(), 1, "the reader's write was published: {m:?}");
+    assert_eq!(m[0].text(), "\"hi\"");
+    // The reader can list the tags.
+    let resp = server
+        .with_token_in(&reader, "domains:a", Method::GET, "/svc/tag/list")
+        .send()
+        .unwrap();
+    assert_eq!(json_ok(resp, StatusCode::OK), json!(["a/x"]));
+}
