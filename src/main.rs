@@ -17,6 +17,11 @@ mod topic;
 use clap::Parser;
 use std::process::ExitCode;
 
+// The server allocates many short-lived buffers per request; mimalloc serves them faster and
+// returns memory to the system more readily than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cli.command {
