@@ -10,7 +10,14 @@ pub const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// What went wrong inside, for the log only (never sent to the client).
+    pub detail: Option<String>,
 }
+
+/// The inside story of a failed request, carried on the response to the request's log line
+/// (which has the correlation id).
+#[derive(Debug, Clone)]
+pub struct ErrorDetail(pub String);
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
@@ -19,6 +26,7 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            detail: None,
         }
     }
 
@@ -48,17 +56,21 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::Conflict(m) => ApiError::conflict(m),
             StoreError::Invalid(m) => ApiError::bad_request(m),
-            StoreError::Internal(m) => {
-                tracing::error!(error = %m, "store failure");
-                ApiError::internal("the server failed to access its storage")
-            }
+            StoreError::Internal(m) => ApiError {
+                detail: Some(format!("store failure: {m}")),
+                ..ApiError::internal("the server failed to access its storage")
+            },
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        text_response(self.status, self.message)
+        let mut response = text_response(self.status, self.message);
+        if let Some(detail) = self.detail {
+            response.extensions_mut().insert(ErrorDetail(detail));
+        }
+        response
     }
 }
 

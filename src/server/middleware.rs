@@ -2,13 +2,12 @@
 //! line per request carrying it, and plain-text bodies for errors the framework produces itself
 //! (unknown routes, wrong methods, oversize bodies, panics).
 
-use super::error::{default_sentence, text_response, TEXT_PLAIN};
+use super::error::{default_sentence, text_response, ErrorDetail, TEXT_PLAIN};
 use axum::extract::Request;
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::Response;
 use std::time::Instant;
-use tracing::Instrument;
 
 pub const CORRELATION_HEADER: HeaderName = HeaderName::from_static("app-correlationid");
 
@@ -23,27 +22,30 @@ fn correlation_id(request: &Request) -> String {
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
 
-/// Every log line written while the request is handled carries its correlation id (through the
-/// span), and one summary line is written at the end.
+/// One log line per request, carrying its correlation id; what went wrong inside a failed
+/// request (an [`ErrorDetail`] on the response) goes on that same line.
 pub async fn correlate(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = correlation_id(&request);
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    let span = tracing::info_span!("request", correlation_id = %id);
-    let response = next.run(request).instrument(span).await;
+    let response = next.run(request).await;
     let mut response = ensure_text_error(response);
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(CORRELATION_HEADER, value);
     }
-    tracing::info!(
-        correlation_id = %id,
-        method = %method,
-        path = %path,
-        status = response.status().as_u16(),
-        ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
-        "request"
-    );
+    let status = response.status().as_u16();
+    let ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1000.0);
+    match response.extensions().get::<ErrorDetail>() {
+        Some(ErrorDetail(detail)) => tracing::error!(
+            correlation_id = %id, method = %method, path = %path, status, ms, error = %detail,
+            "request"
+        ),
+        None => tracing::info!(
+            correlation_id = %id, method = %method, path = %path, status, ms,
+            "request"
+        ),
+    }
     response
 }
 

@@ -248,10 +248,21 @@ fn router(state: AppState) -> Router {
         })
         .layer(DefaultBodyLimit::max(max_body))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(max_body))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
-            use axum::response::IntoResponse;
-            error::ApiError::internal("internal server error").into_response()
-        }))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            |panic: Box<dyn std::any::Any + Send>| {
+                use axum::response::IntoResponse;
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                error::ApiError {
+                    detail: Some(format!("handler panicked: {what}")),
+                    ..error::ApiError::internal("internal server error")
+                }
+                .into_response()
+            },
+        ))
         .layer(axum::middleware::from_fn(middleware::correlate))
         .with_state(state)
 }
