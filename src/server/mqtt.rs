@@ -148,11 +148,15 @@ impl Policy for PlatformPolicy {
         if owners.is_empty() && crate::topic::validate_topic_name(&message.topic).is_ok() {
             self.register_topic(&message.topic);
         }
-        let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
         self.state
             .last_values
-            .set(&message.topic, ts_ms, value.clone());
-        for owner in owners.into_iter().filter(|o| o.historize) {
+            .set(&message.topic, message.received_ms, message.payload.clone());
+        let mut historized = owners.into_iter().filter(|o| o.historize).peekable();
+        if historized.peek().is_none() {
+            return;
+        }
+        let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
+        for owner in historized {
             self.state
                 .historian
                 .record(HistoryWrite {
