@@ -32,5 +32,6 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        _ => cli::run(cli),
     }
 }

@@ -192,3 +192,75 @@ pub struct TagValue {
     pub value: serde_json::Value,
     pub timestamp: String,
 }
+
+/// Body of `POST /svc/tag/write`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TagWriteRequest {
+    pub topic: String,
+    pub value: serde_json::Value,
+    pub qos: u8,
+    pub retain: bool,
+}
+
+/// A tag record's fields for `POST /svc/tags`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewTag {
+    pub path: String,
+    pub historize: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<String>,
+}
+
+/// Body of `PATCH /svc/historian` as a client sends it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HistorianQuery {
+    pub topic: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregation: Option<String>,
+}
+
+/// Body of `PATCH /svc/historian/last`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistorianLastRequest {
+    pub topic: String,
+    pub limit: u64,
+}
+
+/// Body of `POST /svc/historian/export` as a client sends it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistorianExportRequest {
+    pub topics: Vec<String>,
+    #[serde(rename = "startDate")]
+    pub start_date: String,
+    #[serde(rename = "endDate")]
+    pub end_date: String,
+    #[serde(
+        rename = "sampleRate",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sample_rate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregation: Option<String>,
+}
+
+/// One historian value (`PATCH /svc/historian`, `/last`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistorianPoint {
+    pub timestamp: String,
+    pub value: serde_json::Value,
+}

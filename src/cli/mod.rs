@@ -1,7 +1,28 @@
-//! Command-line shape of the `svc` binary: the subcommands and their arguments.
+//! Command-line shape of the `svc` binary: the subcommands, their arguments and the global
+//! client options. The client subcommands run through [`run::run`].
+
+mod auth;
+mod client;
+mod csv_typed;
+mod error;
+mod export;
+mod filters;
+mod historian;
+mod import;
+mod keys;
+mod output;
+pub mod profile;
+mod records;
+mod run;
+mod tags;
 
 use crate::server::settings::ServeArgs;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use run::run;
+
+/// The REST address used when neither `--url`, `SVC_URL` nor the profile names one.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:6188";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -10,12 +31,281 @@ use clap::{Parser, Subcommand};
     about = "Industrial data platform: REST API, MQTT broker and historian in one binary"
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Options of every client subcommand (accepted before or after the subcommand).
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Base URL of the REST API [default: the profile's, else http://127.0.0.1:6188]
+    #[arg(long, env = "SVC_URL", global = true)]
+    pub url: Option<String>,
+    /// Domain (tenant) to work in: `acme` or `domains:acme` [default: the profile's]
+    #[arg(long, env = "SVC_DOMAIN", global = true)]
+    pub domain: Option<String>,
+    /// API key to authenticate with instead of the profile's login
+    #[arg(long, env = "SVC_API_KEY", global = true, hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Profile holding the login (stored by `svc login`)
+    #[arg(long, env = "SVC_PROFILE", global = true, default_value = "default")]
+    pub profile: String,
+    /// Output format [default: table on a terminal, json when piped]
+    #[arg(long, value_enum, env = "SVC_OUTPUT", global = true)]
+    pub output: Option<OutputFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Table,
+    Json,
+    Jsonl,
+    Csv,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the REST API (and, with it, everything the platform serves) over the data directory.
     Serve(Box<ServeArgs>),
+    /// Log in with a username and password; the token is stored in the profile.
+    Login(LoginArgs),
+    /// Forget the profile's stored login.
+    Logout,
+    /// Create, list and revoke API keys of the logged-in user.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// List, get, create, update, delete, count, import and export records.
+    #[command(subcommand)]
+    Records(RecordsCommand),
+    /// Query the historian: historized tags, windows, aggregates, last values, CSV export.
+    #[command(subcommand)]
+    Historian(HistorianCommand),
+    /// List and create tags, publish values, watch live values over MQTT.
+    #[command(subcommand)]
+    Tags(TagsCommand),
+    /// Print the device info of the server (`GET /svc/`).
+    Info,
+    /// Print a shell completion script.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// User name [default: prompt]
+    #[arg(long, short)]
+    pub username: Option<String>,
+    /// Read the password from standard input instead of prompting
+    #[arg(long)]
+    pub password_stdin: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create an API key; the key is printed once and cannot be shown again.
+    Create { name: String },
+    /// List your API keys (never the secrets).
+    List,
+    /// Revoke one of your API keys by id.
+    Revoke { id: String },
+}
+
+/// Filtering, sorting and paging of a record list.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ListArgs {
+    /// Condition `'field op value'` (ANDed; repeatable). Ops: = == != > >= < <= eq ne gt gte lt
+    /// lte contains in nin "not in". Type the field as `field:number` (string number boolean
+    /// date null object) or quote the value ('name = "007"') to force a string.
+    #[arg(long = "filter", short = 'f', value_name = "EXPR")]
+    pub filters: Vec<String>,
+    /// Condition of the OR group (repeatable; the group is ANDed with --filter)
+    #[arg(long = "or-filter", value_name = "EXPR")]
+    pub or_filters: Vec<String>,
+    /// Sort key `field[:asc|desc]` (repeatable for tie-breaks)
+    #[arg(long = "sort", short = 's', value_name = "FIELD[:DIR]")]
+    pub sort: Vec<String>,
+    /// Fields to return, comma separated (id is always kept)
+    #[arg(long)]
+    pub fields: Option<String>,
+    /// Record-id fields to replace with the referenced records, comma separated
+    #[arg(long)]
+    pub expand: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RecordsCommand {
+    /// List records of a table.
+    List {
+        table: String,
+        #[command(flatten)]
+        list: ListArgs,
+        /// At most this many records (server default 1000, max 10000)
+        #[arg(long, short = 'l')]
+        limit: Option<u64>,
+        /// Skip this many records
+        #[arg(long)]
+        offset: Option<u64>,
+    },
+    /// Get one record by its id (`<domain>.<table>:<key>`).
+    Get { id: String },
+    /// Create a record from JSON.
+    Create {
+        table: String,
+        /// The record: inline JSON, `@file`, or `-` for standard input
+        #[arg(long, short = 'd')]
+        data: String,
+    },
+    /// Update fields of a record (the given fields replace the stored ones).
+    Update {
+        id: String,
+        /// The fields: inline JSON, `@file`, or `-` for standard input
+        #[arg(long, short = 'd')]
+        data: String,
+    },
+    /// Delete a record.
+    Delete { id: String },
+    /// Count the records matching the filters.
+    Count {
+        table: String,
+        #[arg(long = "filter", short = 'f', value_name = "EXPR")]
+        filters: Vec<String>,
+        #[arg(long = "or-filter", value_name = "EXPR")]
+        or_filters: Vec<String>,
+    },
+    /// Import records from a JSON array, JSONL or CSV file (`-`: standard input).
+    Import(ImportArgs),
+    /// Export every record of a table (all pages) to standard output.
+    Export {
+        table: String,
+        #[command(flatten)]
+        list: ListArgs,
+        /// Records fetched per request
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10000))]
+        page_size: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormat {
+    Json,
+    Jsonl,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    pub table: String,
+    /// File to read (`-`: standard input)
+    pub file: String,
+    /// Input format [default: from the file extension, else sniffed from the content]
+    #[arg(long, value_enum)]
+    pub format: Option<ImportFormat>,
+    /// Check and count the rows without sending them
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Requests in flight at once
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistorianCommand {
+    /// List the historized tags of the domain.
+    List,
+    /// Values of a tag in a time window, raw or aggregated into buckets.
+    Query {
+        topic: String,
+        /// Window start: RFC 3339, `now`, or relative like `-1h` [default: server's]
+        #[arg(long, allow_hyphen_values = true)]
+        start: Option<String>,
+        /// Window length from the start, like `24h` or `1h30m` [default: up to now]
+        #[arg(long)]
+        range: Option<String>,
+        /// Window end instead of a range: RFC 3339, `now`, or relative like `-5m`
+        #[arg(long, allow_hyphen_values = true)]
+        end: Option<String>,
+        /// Bucket width for aggregation, like `5m`
+        #[arg(long)]
+        bucket: Option<String>,
+        /// Aggregation per bucket: mean sum min max median count first last
+        #[arg(long, alias = "aggregation")]
+        agg: Option<String>,
+        /// At most this many points
+        #[arg(long, short = 'l')]
+        limit: Option<u64>,
+    },
+    /// The newest values of a tag, newest first.
+    Last {
+        topic: String,
+        /// How many values (at most 100)
+        #[arg(short = 'n', long = "limit", default_value_t = 10)]
+        limit: u64,
+    },
+    /// Export tags as gzipped CSV (columns Timestamp,<topic>…).
+    Export {
+        #[arg(required = true)]
+        topics: Vec<String>,
+        /// Start: RFC 3339, `now`, or relative like `-24h`
+        #[arg(long, allow_hyphen_values = true)]
+        start: String,
+        /// End: RFC 3339, `now`, or relative [default: now]
+        #[arg(long, allow_hyphen_values = true, default_value = "now")]
+        end: String,
+        /// Resample into buckets of this width, like `1m`
+        #[arg(long)]
+        sample_rate: Option<String>,
+        /// Aggregation per bucket: mean sum min max median count first last
+        #[arg(long, alias = "aggregation")]
+        agg: Option<String>,
+        /// File to write (`-`: standard output)
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TagsCommand {
+    /// List the tag paths of the domain.
+    List,
+    /// Declare a tag.
+    Create {
+        path: String,
+        /// Store the tag's values in the historian
+        #[arg(long)]
+        historize: bool,
+        #[arg(long)]
+        unit: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        /// How long the historian keeps values, like `90d`
+        #[arg(long)]
+        retention: Option<String>,
+    },
+    /// Publish a JSON value on a topic (through the server).
+    Publish {
+        topic: String,
+        /// The value as JSON (`21.5`, `'"text"'`, `'{"a":1}'`)
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+        /// Publish the text as a JSON string instead of parsing it
+        #[arg(long)]
+        string: bool,
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=2))]
+        qos: u8,
+        #[arg(long)]
+        retain: bool,
+    },
+    /// Print live values of the topics matching an MQTT filter until Ctrl-C.
+    Watch {
+        /// MQTT topic filter (`+` and `#` wildcards)
+        #[arg(default_value = "#")]
+        filter: String,
+        /// Exit after this many messages
+        #[arg(long, short = 'c')]
+        count: Option<u64>,
+    },
 }

@@ -1,0 +1,56 @@
+//! Runs a client subcommand: resolves the output format and the REST client, dispatches, and
+//! maps the outcome to the exit code (0 ok, 1 failure, 2 usage) with the message on stderr.
+
+use super::client::Client;
+use super::error::{CliError, CliResult};
+use super::{auth, historian, keys, output, records, tags};
+use super::{Cli, Command};
+use crate::model::DeviceInfo;
+use clap::CommandFactory;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Runs a client subcommand (everything but `serve`).
+pub fn run(cli: Cli) -> ExitCode {
+    match dispatch(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            if let Some(message) = err.message() {
+                eprintln!("svc: error: {message}");
+            }
+            ExitCode::from(err.exit_code())
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> CliResult<()> {
+    let global = cli.global;
+    let format = output::resolve(global.output);
+    match cli.command {
+        Command::Serve(_) => Err(CliError::failed("`serve` is not a client subcommand")),
+        Command::Login(args) => auth::login(&global, &args),
+        Command::Logout => auth::logout(&global),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            clap_complete::generate(shell, &mut cmd, "svc", &mut out);
+            out.flush()?;
+            Ok(())
+        }
+        Command::Keys(c) => keys::run(&Client::from_args(&global)?, format, c),
+        Command::Records(c) => records::run(&Client::from_args(&global)?, format, c),
+        Command::Historian(c) => historian::run(&Client::from_args(&global)?, format, c),
+        Command::Tags(c) => tags::run(&Client::from_args(&global)?, format, c),
+        Command::Info => {
+            let client = Client::from_args(&global)?;
+            let info: DeviceInfo = client.get("/svc/")?;
+            let value = serde_json::to_value(&info).unwrap_or_default();
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            output::object(&mut out, format, &value)?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
