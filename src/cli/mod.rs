@@ -126,7 +126,12 @@ pub struct ListArgs {
     #[arg(long = "or-filter", value_name = "EXPR")]
     pub or_filters: Vec<String>,
     /// Sort key `field[:asc|desc]` (repeatable for tie-breaks)
-    #[arg(long = "sort", short = 's', value_name = "FIELD[:DIR]")]
+    #[arg(
+        long = "sort",
+        short = 's',
+        value_name = "FIELD[:DIR]",
+        allow_hyphen_values = true
+    )]
     pub sort: Vec<String>,
     /// Fields to return, comma separated (id is always kept)
     #[arg(long)]
