@@ -85,8 +85,14 @@ impl Cli {
     /// A `svc` command with the private home and `SVC_URL` set to the server.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_svc"));
-        cmd.args(args)
-            .env("HOME", self.home.path())
+        cmd.args(args);
+        self.configure(&mut cmd);
+        cmd
+    }
+
+    /// Gives `cmd` (any program) the private home, `SVC_URL`, and no inherited `SVC_*`.
+    pub fn configure(&self, cmd: &mut Command) {
+        cmd.env("HOME", self.home.path())
             .env("XDG_CONFIG_HOME", self.home.path().join("config"))
             .env("SVC_URL", &self.url);
         for var in [
@@ -101,7 +107,6 @@ impl Cli {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        cmd
     }
 
     /// Runs `svc args…` with `stdin` (empty when `None`).
