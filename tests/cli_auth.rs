@@ -210,6 +210,10 @@ fn usage_errors_exit_2_without_panics() {
         vec!["tags", "publish", "a/b", "1", "--qos", "3"],
         vec!["--output", "xml", "info"],
         vec!["completions", "tcsh"],
+        vec!["records", "get", ""],
+        vec!["records", "list", ""],
+        vec!["--domain", "a\nb", "info"],
+        vec!["--api-key", "k e y", "info"],
     ] {
         let run = cli.run(&args).expect_code(2, &args.join(" "));
         assert!(!run.stderr.is_empty(), "{args:?}: no message");

@@ -72,6 +72,16 @@ impl Client {
             .or(stored.domain.as_deref())
             .filter(|d| !d.trim().is_empty())
             .map(domain_header);
+        for (flag, value) in [
+            ("--domain", domain.as_deref()),
+            ("--api-key", global.api_key.as_deref()),
+        ] {
+            if value.is_some_and(|v| !v.bytes().all(|b| b.is_ascii_graphic())) {
+                return Err(CliError::usage(format!(
+                    "invalid {flag}: only visible ASCII characters are allowed"
+                )));
+            }
+        }
         let same_server = stored.url.as_deref().map(normalize_url) == Some(base.clone());
         let credential = match (&global.api_key, &stored.token) {
             (Some(key), _) if !key.is_empty() => Credential::ApiKey(key.clone()),
@@ -125,6 +135,9 @@ impl Client {
     }
 
     fn transport_error(&self, e: reqwest::Error) -> CliError {
+        if e.is_builder() {
+            return CliError::usage(format!("invalid request: {}", root_cause(&e)));
+        }
         let what = if e.is_timeout() {
             "timed out".to_string()
         } else if e.is_connect() {

@@ -57,6 +57,11 @@ pub struct GlobalArgs {
     pub output: Option<OutputFormat>,
 }
 
+/// Names, ids and topics given on the command line may not be empty.
+fn non_empty() -> clap::builder::NonEmptyStringValueParser {
+    clap::builder::NonEmptyStringValueParser::new()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     Table,
@@ -107,11 +112,17 @@ pub struct LoginArgs {
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
     /// Create an API key; the key is printed once and cannot be shown again.
-    Create { name: String },
+    Create {
+        #[arg(value_parser = non_empty())]
+        name: String,
+    },
     /// List your API keys (never the secrets).
     List,
     /// Revoke one of your API keys by id.
-    Revoke { id: String },
+    Revoke {
+        #[arg(value_parser = non_empty())]
+        id: String,
+    },
 }
 
 /// Filtering, sorting and paging of a record list.
@@ -145,6 +156,7 @@ pub struct ListArgs {
 pub enum RecordsCommand {
     /// List records of a table.
     List {
+        #[arg(value_parser = non_empty())]
         table: String,
         #[command(flatten)]
         list: ListArgs,
@@ -156,9 +168,13 @@ pub enum RecordsCommand {
         offset: Option<u64>,
     },
     /// Get one record by its id (`<domain>.<table>:<key>`).
-    Get { id: String },
+    Get {
+        #[arg(value_parser = non_empty())]
+        id: String,
+    },
     /// Create a record from JSON.
     Create {
+        #[arg(value_parser = non_empty())]
         table: String,
         /// The record: inline JSON, `@file`, or `-` for standard input
         #[arg(long, short = 'd')]
@@ -166,15 +182,20 @@ pub enum RecordsCommand {
     },
     /// Update fields of a record (the given fields replace the stored ones).
     Update {
+        #[arg(value_parser = non_empty())]
         id: String,
         /// The fields: inline JSON, `@file`, or `-` for standard input
         #[arg(long, short = 'd')]
         data: String,
     },
     /// Delete a record.
-    Delete { id: String },
+    Delete {
+        #[arg(value_parser = non_empty())]
+        id: String,
+    },
     /// Count the records matching the filters.
     Count {
+        #[arg(value_parser = non_empty())]
         table: String,
         #[arg(long = "filter", short = 'f', value_name = "EXPR")]
         filters: Vec<String>,
@@ -185,6 +206,7 @@ pub enum RecordsCommand {
     Import(ImportArgs),
     /// Export every record of a table (all pages) to standard output.
     Export {
+        #[arg(value_parser = non_empty())]
         table: String,
         #[command(flatten)]
         list: ListArgs,
@@ -203,6 +225,7 @@ pub enum ImportFormat {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
+    #[arg(value_parser = non_empty())]
     pub table: String,
     /// File to read (`-`: standard input)
     pub file: String,
@@ -223,6 +246,7 @@ pub enum HistorianCommand {
     List,
     /// Values of a tag in a time window, raw or aggregated into buckets.
     Query {
+        #[arg(value_parser = non_empty())]
         topic: String,
         /// Window start: RFC 3339, `now`, or relative like `-1h` [default: server's]
         #[arg(long, allow_hyphen_values = true)]
@@ -245,6 +269,7 @@ pub enum HistorianCommand {
     },
     /// The newest values of a tag, newest first.
     Last {
+        #[arg(value_parser = non_empty())]
         topic: String,
         /// How many values (at most 100)
         #[arg(short = 'n', long = "limit", default_value_t = 10)]
@@ -278,6 +303,7 @@ pub enum TagsCommand {
     List,
     /// Declare a tag.
     Create {
+        #[arg(value_parser = non_empty())]
         path: String,
         /// Store the tag's values in the historian
         #[arg(long)]
@@ -292,6 +318,7 @@ pub enum TagsCommand {
     },
     /// Publish a JSON value on a topic (through the server).
     Publish {
+        #[arg(value_parser = non_empty())]
         topic: String,
         /// The value as JSON (`21.5`, `'"text"'`, `'{"a":1}'`)
         #[arg(allow_hyphen_values = true)]
