@@ -2,7 +2,7 @@
 //! client options. The client subcommands run through [`run::run`].
 
 mod auth;
-mod client;
+pub mod client;
 mod csv_typed;
 mod error;
 mod export;

@@ -35,6 +35,8 @@ pub fn rows(
             }
             Ok(())
         }
+        // Nothing to say: no header line of no columns either.
+        OutputFormat::Csv | OutputFormat::Table if rows.is_empty() => Ok(()),
         OutputFormat::Csv => {
             let (columns, cells) = grid(rows, column, usize::MAX);
             let mut w = csv::Writer::from_writer(out);
@@ -224,6 +226,14 @@ mod tests {
         );
         let back: Vec<Value> = serde_json::from_str(&render(OutputFormat::Json, &v)).unwrap();
         assert_eq!(back, v);
+    }
+
+    #[test]
+    fn empty_lists() {
+        assert_eq!(render(OutputFormat::Table, &[]), "");
+        assert_eq!(render(OutputFormat::Csv, &[]), "");
+        assert_eq!(render(OutputFormat::Json, &[]), "[]\n");
+        assert_eq!(render(OutputFormat::Jsonl, &[]), "");
     }
 
     #[test]
