@@ -13,6 +13,7 @@ mod server;
 mod store;
 mod time;
 mod topic;
+mod tui;
 
 use clap::Parser;
 use std::process::ExitCode;

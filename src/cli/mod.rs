@@ -92,6 +92,8 @@ pub enum Command {
     Tags(TagsCommand),
     /// Print the device info of the server (`GET /svc/`).
     Info,
+    /// Full-screen live monitor of the tag tree (UNS) over MQTT, with historian trends.
+    Tui(crate::tui::TuiArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]

@@ -28,6 +28,9 @@ fn dispatch(cli: Cli) -> CliResult<()> {
     let format = output::resolve(global.output);
     match cli.command {
         Command::Serve(_) => Err(CliError::failed("`serve` is not a client subcommand")),
+        Command::Tui(args) => {
+            crate::tui::run(&global, args).map_err(|e| CliError::failed(format!("{e:#}")))
+        }
         Command::Login(args) => auth::login(&global, &args),
         Command::Logout => auth::logout(&global),
         Command::Completions { shell } => {

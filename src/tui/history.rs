@@ -1,0 +1,208 @@
+//! The REST side of the monitor: device discovery (`GET /svc/`), the domain's historized tags
+//! (`GET /svc/historian/list`) and the last hour of one tag (`PATCH /svc/historian`: raw values,
+//! or 10-second means when the hour holds more than [`RAW_LIMIT`]), fetched with blocking reqwest on a background thread so the UI never waits on HTTP.
+
+use crate::cli::client::{Client, Credential};
+use crate::model::DeviceInfo;
+use anyhow::anyhow;
+use reqwest::blocking::RequestBuilder;
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::Instant;
+
+/// The REST calls of the monitor, through the CLI's client (same URL, domain and credential
+/// resolution as every client subcommand: flags, environment, then the profile).
+#[derive(Clone)]
+pub struct Rest {
+    client: Client,
+}
+
+impl Rest {
+    pub fn new(client: Client) -> Rest {
+        Rest { client }
+    }
+
+    /// The base URL of the REST API.
+    pub fn base(&self) -> &str {
+        &self.client.base
+    }
+
+    /// The MQTT password matching the REST credential: the API key or the JWT (the broker
+    /// accepts both).
+    pub fn mqtt_password(&self) -> Option<String> {
+        match &self.client.credential {
+            Credential::ApiKey(secret) | Credential::Token(secret) => Some(secret.clone()),
+            Credential::None => None,
+        }
+    }
+
+    fn send<T: DeserializeOwned>(&self, req: RequestBuilder, what: &str) -> anyhow::Result<T> {
+        self.client.json(req).map_err(|e| anyhow!("{what}: {e}"))
+    }
+
+    /// `GET /svc/`: the broker's listeners.
+    pub fn device_info(&self) -> anyhow::Result<DeviceInfo> {
+        self.send(self.client.request(Method::GET, "/svc/"), "GET /svc/")
+    }
+
+    /// `GET /svc/historian/list`: the domain's historized tags.
+    pub fn historized(&self) -> anyhow::Result<Vec<String>> {
+        self.send(
+            self.client.request(Method::GET, "/svc/historian/list"),
+            "GET /svc/historian/list",
+        )
+    }
+
+    /// The last hour of `topic`: the raw values when there are at most [`RAW_LIMIT`], else
+    /// 10-second means.
+    pub fn trend(&self, topic: &str) -> anyhow::Result<Trend> {
+        let now = chrono::Utc::now();
+        let start = now - chrono::Duration::hours(1);
+        let mut body = json!({
+            "topic": topic,
+            "start_time": start.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "range": "1h",
+            "limit": RAW_LIMIT + 1,
+        });
+        let raw = self.query(&body)?;
+        if raw.as_array().map_or(0, Vec::len) <= RAW_LIMIT {
+            return Ok(Trend::from_points(&raw, now.timestamp_millis(), false));
+        }
+        body["limit"] = Value::Null;
+        body["bucket"] = json!("10s");
+        body["aggregation"] = json!("mean");
+        let means = self.query(&body)?;
+        Ok(Trend::from_points(&means, now.timestamp_millis(), true))
+    }
+
+    fn query(&self, body: &Value) -> anyhow::Result<Value> {
+        self.send(
+            self.client
+                .request(Method::PATCH, "/svc/historian")
+                .json(body),
+            "PATCH /svc/historian",
+        )
+    }
+}
+
+/// Most raw points charted; a busier hour is fetched as 10-second means.
+pub const RAW_LIMIT: usize = 1000;
+
+/// A historian trend ready to chart: x in minutes relative to the fetch (-60..0), y the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trend {
+    pub points: Vec<(f64, f64)>,
+    /// Points in the answer, numeric or not.
+    pub total: usize,
+    /// Whether the points are 10-second means rather than raw values.
+    pub bucketed: bool,
+}
+
+impl Trend {
+    /// Reads `[{"timestamp","value"}]`; keeps the points with a numeric value (or a numeric
+    /// `value` member) and a readable timestamp.
+    pub fn from_points(answer: &Value, now_ms: i64, bucketed: bool) -> Trend {
+        let list = answer.as_array().map(Vec::as_slice).unwrap_or_default();
+        let points = list
+            .iter()
+            .filter_map(|p| {
+                let ts =
+                    chrono::DateTime::parse_from_rfc3339(p.get("timestamp")?.as_str()?).ok()?;
+                let value = p.get("value")?;
+                let y = value
+                    .as_f64()
+                    .or_else(|| value.get("value").and_then(Value::as_f64))?;
+                let x = (ts.timestamp_millis() - now_ms) as f64 / 60_000.0;
+                Some((x, y))
+            })
+            .collect();
+        Trend {
+            points,
+            total: list.len(),
+            bucketed,
+        }
+    }
+}
+
+/// Work for the history thread.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HistoryRequest {
+    Historized,
+    Trend(String),
+}
+
+/// Answers of the history thread.
+#[derive(Debug, Clone)]
+pub enum HistoryEvent {
+    Historized(Result<Vec<String>, String>),
+    Trend {
+        topic: String,
+        result: Result<Trend, String>,
+        at: Instant,
+    },
+}
+
+/// Starts the history thread; it ends when either channel's other side is dropped. Requests
+/// that queued up while a fetch ran are coalesced: only the latest trend is fetched.
+pub fn spawn(
+    rest: Rest,
+    requests: Receiver<HistoryRequest>,
+    events: Sender<HistoryEvent>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("svc-tui-history".into())
+        .spawn(move || {
+            while let Ok(first) = requests.recv() {
+                let mut historized = false;
+                let mut trend = None;
+                for request in std::iter::once(first).chain(requests.try_iter()) {
+                    match request {
+                        HistoryRequest::Historized => historized = true,
+                        HistoryRequest::Trend(topic) => trend = Some(topic),
+                    }
+                }
+                if historized {
+                    let list = rest.historized().map_err(|e| format!("{e:#}"));
+                    if events.send(HistoryEvent::Historized(list)).is_err() {
+                        return;
+                    }
+                }
+                if let Some(topic) = trend {
+                    let result = rest.trend(&topic).map_err(|e| format!("{e:#}"));
+                    let at = Instant::now();
+                    if events
+                        .send(HistoryEvent::Trend { topic, result, at })
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        })
+        .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trend_keeps_numeric_points_relative_to_now() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T01:00:00Z")
+            .unwrap()
+            .timestamp_millis();
+        let answer = json!([
+            {"timestamp": "2026-01-01T00:00:00.000Z", "value": 1.5},
+            {"timestamp": "2026-01-01T00:30:00.000Z", "value": {"value": 2}},
+            {"timestamp": "2026-01-01T00:45:00.000Z", "value": null},
+            {"timestamp": "bad", "value": 3},
+            {"timestamp": "2026-01-01T00:59:00.000Z", "value": "text"}
+        ]);
+        let trend = Trend::from_points(&answer, now, false);
+        assert_eq!(trend.points, [(-60.0, 1.5), (-30.0, 2.0)]);
+        assert_eq!(trend.total, 5);
+        assert_eq!(Trend::from_points(&json!({}), now, true).total, 0);
+    }
+}
