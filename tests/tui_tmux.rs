@@ -238,6 +238,22 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// The pid of `svc tui`: the child of the pane's shell.
+    fn tui_pid(&self) -> u32 {
+        let out = self
+            .cmd()
+            .args(["display-message", "-p", "-t", "tui", "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let shell = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+            .unwrap_or_default();
+        let mut pids = children.split_whitespace().map(|p| p.parse().unwrap());
+        let pid = pids.next().expect("svc tui runs under the pane's shell");
+        assert!(pids.next().is_none(), "one child expected: {children}");
+        pid
+    }
+
     /// Polls the screen until `pred` holds; panics with the last screen after [`WAIT`].
     fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + WAIT;
@@ -428,4 +444,35 @@ fn tui_over_websocket_with_a_topic_filter_and_a_bad_key() {
         screen.contains("svc: error:") && screen.contains("401"),
         "{screen}"
     );
+}
+
+#[test]
+fn tui_restores_the_terminal_when_terminated_or_hung_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path());
+    let key = setup(&serve);
+    for (signal, code) in [("TERM", 143), ("HUP", 129)] {
+        let script = write_script(
+            dir.path(),
+            &format!("--url {} --api-key {key}", serve.url()),
+        );
+        let tmux = Tmux::start(&script);
+        tmux.wait_for("the monitor", |s| s.contains("● connected"));
+        assert_eq!(tmux.alternate_screen(), "1");
+        let tui = tmux.tui_pid();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &tui.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {tui}");
+        let screen = tmux.wait_for("the exit", |s| s.contains("TTY "));
+        assert!(screen.contains(&format!("TUI-EXITED-{code}")), "{screen}");
+        assert!(!screen.contains("UNS ·"), "alternate screen left: {screen}");
+        let tty = screen.lines().find(|l| l.starts_with("TTY ")).unwrap_or("");
+        assert!(
+            tty.contains(" icanon") && tty.contains(" echo"),
+            "raw mode off after SIG{signal}: {screen}"
+        );
+        assert_eq!(tmux.alternate_screen(), "0");
+    }
 }

@@ -1,9 +1,9 @@
 //! `svc tui`: a full-screen live monitor of the Unified Namespace. It discovers the broker's
 //! listeners from `GET /svc/`, subscribes over MQTT (TCP, or WebSocket with `--ws`), and shows
 //! the tag tree with last values, ages, rates and sparklines, plus the historian trend of the
-//! selected tag. This module owns the arguments, the terminal (restored by a guard on every exit
-//! and by a panic hook) and the event loop: at most 10 frames a second, draining the MQTT and
-//! history channels before each.
+//! selected tag. This module owns the arguments, the terminal (restored by a guard on every exit,
+//! by a panic hook, and on SIGTERM/SIGHUP/SIGINT/SIGQUIT) and the event loop: at most 10 frames
+//! a second, draining the MQTT and history channels before each.
 
 mod app;
 mod history;
@@ -26,7 +26,8 @@ use mqtt::MqttTarget;
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use std::io::{IsTerminal, Stdout};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// Time between frames (10 fps).
@@ -62,8 +63,16 @@ pub fn run(global: &GlobalArgs, args: TuiArgs) -> anyhow::Result<()> {
     history::spawn(rest, req_rx, hist_tx).context("start the history thread")?;
 
     let mut app = App::new(target.url(), args.topic.clone(), Instant::now());
+    let signalled = watch_signals()?;
     let mut terminal = TerminalGuard::enter()?;
     loop {
+        let signal = signalled.load(Ordering::Relaxed);
+        if signal != 0 {
+            // A terminal closed (SIGHUP) or a supervisor stopping us (SIGTERM) must still leave
+            // the terminal usable: restore it, then exit the way a killed process reports it.
+            drop(terminal);
+            std::process::exit(128 + signal as i32);
+        }
         let now = Instant::now();
         for event in mqtt_rx.try_iter() {
             app.on_mqtt(event, now);
@@ -94,6 +103,18 @@ pub fn run(global: &GlobalArgs, args: TuiArgs) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// Records the number of the last termination signal received, for the event loop to act on
+/// within one frame; the default handlers would kill the process with the terminal still raw.
+fn watch_signals() -> anyhow::Result<Arc<AtomicUsize>> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let signalled = Arc::new(AtomicUsize::new(0));
+    for signal in [SIGTERM, SIGHUP, SIGINT, SIGQUIT] {
+        signal_hook::flag::register_usize(signal, Arc::clone(&signalled), signal as usize)
+            .with_context(|| format!("install a handler for signal {signal}"))?;
+    }
+    Ok(signalled)
 }
 
 /// Chooses the listener from the device info; an unspecified bind address (`0.0.0.0`, `::`)
