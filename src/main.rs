@@ -4,10 +4,13 @@
 mod broker;
 mod cli;
 mod duration;
+mod flows;
+mod functions;
 mod historian;
 mod ids;
 mod model;
 mod query;
+mod schedule;
 mod schema;
 mod server;
 mod store;

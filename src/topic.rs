@@ -1,4 +1,5 @@
-//! MQTT topic names: the rules a tag's path follows.
+//! MQTT topic names and filters: the rules a tag's path follows, and wildcard matching for
+//! subscriptions made inside svc (function triggers, flow inputs).
 
 /// Longest topic MQTT can carry.
 const MAX_TOPIC_BYTES: usize = 65_535;
@@ -30,9 +31,75 @@ pub fn validate_topic_name(topic: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A subscription filter: `+` must fill a whole level, `#` only as the last level.
+pub fn validate_topic_filter(filter: &str) -> Result<(), String> {
+    if filter.is_empty() {
+        return Err("a topic filter must not be empty".into());
+    }
+    if filter.len() > MAX_TOPIC_BYTES {
+        return Err("a topic filter must be at most 65535 bytes".into());
+    }
+    if filter.contains('\0') {
+        return Err("a topic filter must not contain NUL characters".into());
+    }
+    let levels: Vec<&str> = filter.split('/').collect();
+    for (i, level) in levels.iter().enumerate() {
+        let misplaced_hash = level.contains('#') && (*level != "#" || i + 1 != levels.len());
+        if misplaced_hash || (level.contains('+') && *level != "+") {
+            return Err(format!(
+                "topic filter `{filter}`: + must be a whole level and # the whole last level"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `topic` matches the (valid) filter; wildcards do not match topics starting with `$`.
+pub fn filter_matches(filter: &str, topic: &str) -> bool {
+    if topic.starts_with('$') && (filter.starts_with('+') || filter.starts_with('#')) {
+        return false;
+    }
+    let mut topic_levels = topic.split('/');
+    for level in filter.split('/') {
+        match (level, topic_levels.next()) {
+            ("#", _) => return true,
+            ("+", Some(_)) => {}
+            (level, Some(t)) if level == t => {}
+            _ => return false,
+        }
+    }
+    topic_levels.next().is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn filters() {
+        for good in ["#", "+", "a/+/c", "a/#", "+/+", "a/b"] {
+            assert!(validate_topic_filter(good).is_ok(), "{good}");
+        }
+        for bad in ["", "a/#/c", "a/b#", "a+/b", "#/a", "a\0"] {
+            assert!(validate_topic_filter(bad).is_err(), "{bad:?}");
+        }
+        let cases = [
+            ("#", "a/b", true),
+            ("a/#", "a", true),
+            ("a/#", "a/b/c", true),
+            ("a/+", "a/b", true),
+            ("a/+", "a/b/c", false),
+            ("a/+/c", "a/x/c", true),
+            ("a/b", "a/b", true),
+            ("a/b", "a/b/c", false),
+            ("a/b/c", "a/b", false),
+            ("#", "$SYS/x", false),
+            ("+/x", "$SYS/x", false),
+        ];
+        for (filter, topic, expected) in cases {
+            assert_eq!(filter_matches(filter, topic), expected, "{filter} {topic}");
+        }
+    }
 
     #[test]
     fn names() {

@@ -154,6 +154,7 @@ impl Handler for Hooks {
                         received_ms: publish
                             .create_time
                             .unwrap_or_else(rmqtt::utils::timestamp_millis),
+                        origin: None,
                     })
                     .await;
                 (true, acc)

@@ -44,6 +44,9 @@ pub struct Message {
     pub topic: String,
     pub payload: Bytes,
     pub received_ms: i64,
+    /// Who inside svc published it (a function or flow), `None` for MQTT clients; lets
+    /// automation skip messages that would re-trigger their own writer.
+    pub origin: Option<std::sync::Arc<str>>,
 }
 
 /// The platform's decisions about MQTT clients.
@@ -238,6 +241,18 @@ impl Broker {
 
     /// Publishes from inside the process: every subscriber and the policy's `on_message` see it.
     pub async fn publish(&self, topic: &str, payload: Bytes, qos: u8, retain: bool) -> Result<()> {
+        self.publish_from(None, topic, payload, qos, retain).await
+    }
+
+    /// [`Broker::publish`] on behalf of an in-process writer named by `origin`.
+    pub async fn publish_from(
+        &self,
+        origin: Option<std::sync::Arc<str>>,
+        topic: &str,
+        payload: Bytes,
+        qos: u8,
+        retain: bool,
+    ) -> Result<()> {
         let qos = match qos {
             0 => QoS::AtMostOnce,
             1 => QoS::AtLeastOnce,
@@ -267,6 +282,7 @@ impl Broker {
                 topic: topic.to_string(),
                 payload,
                 received_ms,
+                origin,
             })
             .await;
         SessionState::forwards(&self.scx, from, publish, false, None)

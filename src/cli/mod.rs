@@ -7,6 +7,8 @@ mod csv_typed;
 mod error;
 mod export;
 mod filters;
+mod flows;
+mod functions;
 mod historian;
 mod import;
 mod keys;
@@ -90,6 +92,12 @@ pub enum Command {
     /// List and create tags, publish values, watch live values over MQTT.
     #[command(subcommand)]
     Tags(TagsCommand),
+    /// Deploy, run and inspect functions (JavaScript run by the server on triggers).
+    #[command(subcommand)]
+    Functions(FunctionsCommand),
+    /// Import, start, stop, run and inspect flows (graphs of nodes run by the server).
+    #[command(subcommand)]
+    Flows(FlowsCommand),
     /// Print the device info of the server (`GET /svc/`).
     Info,
     /// Full-screen live monitor of the tag tree (UNS) over MQTT, with historian trends.
@@ -341,5 +349,111 @@ pub enum TagsCommand {
         /// Exit after this many messages
         #[arg(long, short = 'c')]
         count: Option<u64>,
+    },
+}
+
+/// `--limit` of the run logs: the server keeps answering at most 1000 runs.
+fn runs_limit() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..=1000)
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FunctionsCommand {
+    /// List the functions of the domain.
+    List,
+    /// Upload a .js script, .mjs ES module or .zip bundle as a function's next version.
+    Deploy(DeployArgs),
+    /// Run a function now and print its output (its console logs go to stderr).
+    Run {
+        #[arg(value_parser = non_empty())]
+        name: String,
+        /// The input as JSON (`'{"x":2}'`, `21.5`, `'"text"'`) [default: null]
+        #[arg(long, short = 'i', allow_hyphen_values = true)]
+        input: Option<String>,
+    },
+    /// The newest runs of a function, newest first.
+    Logs {
+        #[arg(value_parser = non_empty())]
+        name: String,
+        /// At most this many runs [default: the server's, 100]
+        #[arg(long, short = 'l', value_parser = runs_limit())]
+        limit: Option<u64>,
+    },
+    /// List the stored code versions of a function.
+    Versions {
+        #[arg(value_parser = non_empty())]
+        name: String,
+    },
+    /// Make an old code version the function's next version.
+    Restore {
+        #[arg(value_parser = non_empty())]
+        name: String,
+        version: u64,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct DeployArgs {
+    /// The code file: `.js` script, `.mjs` ES module, or `.zip` bundle with a manifest.json
+    pub file: std::path::PathBuf,
+    /// Function name (letters, digits, `_`, `-`) [default: the file name without extension]
+    #[arg(long, short = 'n', value_parser = non_empty())]
+    pub name: Option<String>,
+    /// What starts the function (repeatable; replaces all its triggers): `manual`, `http`,
+    /// `tag:<topic filter>` (e.g. `tag:plant/+/temp`), `every:<N><unit>` with unit ms s m h d w
+    /// (e.g. `every:5s`, `every:250ms`, `every:2m`), `cron:<pattern>` (e.g. 'cron:*/5 * * * *')
+    #[arg(long = "trigger", short = 't', value_name = "SPEC", value_parser = functions::parse_trigger)]
+    pub triggers: Vec<serde_json::Value>,
+    /// Deploy the function disabled (its triggers do not fire)
+    #[arg(long)]
+    pub disabled: bool,
+    /// Time limit of one run, in milliseconds
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: Option<u64>,
+    /// Memory limit of the function, in MiB
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub memory_mb: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FlowsCommand {
+    /// List the flows of the domain.
+    List,
+    /// Create a flow from a JSON file (`{"name", "nodes", …}`; `-`: standard input), or
+    /// replace the nodes and description of the flow of that name.
+    Import {
+        file: String,
+        /// Start the flow once imported
+        #[arg(long)]
+        start: bool,
+    },
+    /// Start running a flow (its triggers and subscriptions become live).
+    Start {
+        #[arg(value_parser = non_empty())]
+        name: String,
+    },
+    /// Stop a running flow.
+    Stop {
+        #[arg(value_parser = non_empty())]
+        name: String,
+    },
+    /// Inject a message into a flow now and print what its debug nodes saw.
+    Run {
+        #[arg(value_parser = non_empty())]
+        name: String,
+        /// The message payload as JSON [default: null]
+        #[arg(long, short = 'i', allow_hyphen_values = true)]
+        input: Option<String>,
+        /// Node id to inject at [default: the flow's inject nodes, else its tag-in nodes]
+        #[arg(long, value_parser = non_empty())]
+        node: Option<String>,
+    },
+    /// The newest runs of a flow, newest first.
+    Logs {
+        #[arg(value_parser = non_empty())]
+        name: String,
+        /// At most this many runs [default: the server's, 100]
+        #[arg(long, short = 'l', value_parser = runs_limit())]
+        limit: Option<u64>,
     },
 }

@@ -21,7 +21,7 @@ pub use crate::store::{HistoryPoint, HistoryWrite};
 pub use export::{export_csv_gz, resolve_export, write_csv_gz, ExportPlan, ExportRequest};
 // wired into the server by the broker step
 #[allow(unused_imports)]
-pub use payload::point_from_payload;
+pub use payload::{decode_payload, point_from_payload};
 // wired into the server by the broker step
 #[allow(unused_imports)]
 pub use window::{

@@ -10,11 +10,15 @@ use serde_json::Value;
 const MIN_MS: i64 = -62_135_596_800_000;
 const MAX_MS: i64 = 253_402_300_799_999;
 
+/// A payload as a JSON value: parsed when it is JSON, else its (lossy) text.
+pub fn decode_payload(payload: &[u8]) -> Value {
+    serde_json::from_slice::<Value>(payload)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()))
+}
+
 /// The (epoch ms, value) to historize for a payload received at `received_ms`.
 pub fn point_from_payload(payload: &[u8], received_ms: i64) -> (i64, Value) {
-    let parsed = serde_json::from_slice::<Value>(payload)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()));
-    match parsed {
+    match decode_payload(payload) {
         Value::Object(mut members) => {
             let ts = members
                 .get("timestamp")

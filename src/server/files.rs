@@ -91,7 +91,7 @@ pub async fn read_record_body(state: &AppState, request: Request) -> ApiResult<R
     Ok(RecordBody { fields, uploads })
 }
 
-fn multipart_error(err: axum::extract::multipart::MultipartError) -> ApiError {
+pub(super) fn multipart_error(err: axum::extract::multipart::MultipartError) -> ApiError {
     if err.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,

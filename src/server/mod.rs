@@ -3,18 +3,23 @@
 
 mod admin;
 mod auth;
+pub mod automation;
 mod caller;
+mod code;
 mod credentials;
 mod error;
 mod files;
+mod flows;
 mod historian;
 mod info;
 mod json;
 mod log_writer;
 mod middleware;
 mod mqtt;
+mod processes;
 mod records;
 pub mod settings;
+mod system_tables;
 mod tag_registry;
 mod tags;
 
@@ -57,6 +62,7 @@ pub struct Shared {
     pub historian: HistorianWriter,
     /// Set once the broker is up; the broker's policy needs the state first.
     pub broker: Arc<OnceLock<Broker>>,
+    pub automation: automation::Automation,
 }
 
 impl AppState {
@@ -131,12 +137,19 @@ async fn serve(settings: Settings) -> Result<()> {
         last_values: Arc::default(),
         historian: HistorianWriter::start(store.clone()),
         broker: Arc::default(),
+        automation: automation::Automation::default(),
     }));
     spawn_retention(&state);
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;
     let _ = state.broker.set(broker);
+    state.automation.load_all(&state).await.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot deploy the stored functions and flows: {}",
+            e.message
+        )
+    })?;
     let mut listeners = vec![
         ("http", state.http_addr),
         ("mqtt", addrs.mqtt),
@@ -237,6 +250,9 @@ fn router(state: AppState) -> Router {
         .merge(files::routes())
         .merge(tags::routes())
         .merge(historian::routes())
+        .merge(processes::routes())
+        .merge(flows::routes())
+        .merge(code::routes())
         .route("/mqtt", get(mqtt_bridge))
         .merge(records::routes())
         .fallback(|| async { error::ApiError::not_found("no such route") })

@@ -6,7 +6,8 @@ use super::caller::{
     grants_of, user_of_api_key, user_of_password, user_of_token, READ, READ_WRITE,
 };
 use super::credentials::API_KEY_PREFIX;
-use super::tags::{ensure_tags_collection, FEATURE as TAGS_FEATURE};
+use super::system_tables::SystemTable;
+use super::tags::FEATURE as TAGS_FEATURE;
 use super::AppState;
 use crate::broker::{Message, Policy, Principal};
 use crate::historian::point_from_payload;
@@ -67,7 +68,7 @@ impl PlatformPolicy {
             let result = state
                 .store
                 .run(move |s| {
-                    ensure_tags_collection(s, ADMIN_DOMAIN)?;
+                    SystemTable::Tags.ensure_collection(s, ADMIN_DOMAIN)?;
                     let table = TableRef::new(ADMIN_DOMAIN, TAGS).map_err(StoreError::Invalid)?;
                     let mut fields = Map::new();
                     fields.insert("path".into(), json!(path));
@@ -151,6 +152,12 @@ impl Policy for PlatformPolicy {
         self.state
             .last_values
             .set(&message.topic, message.received_ms, message.payload.clone());
+        self.state.automation.on_message(
+            &message.topic,
+            &message.payload,
+            &owners,
+            message.origin.as_deref(),
+        );
         let mut historized = owners.into_iter().filter(|o| o.historize).peekable();
         if historized.peek().is_none() {
             return;

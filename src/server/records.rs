@@ -5,13 +5,12 @@
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::files::{read_record_body, remove_files, store_uploads, RecordBody};
-use super::tags::{self, check_tag, ensure_tags_collection, with_tag_defaults};
+use super::system_tables::SystemTable;
 use super::AppState;
 use crate::ids::{is_record_key, new_key, RecordId, TableRef};
 use crate::model::{CountResponse, Success};
 use crate::query::{self, ListQuery};
 use crate::schema::{Collection, RESERVED_TABLES};
-use crate::store::TAGS;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -22,12 +21,11 @@ use std::collections::BTreeSet;
 
 const COLLECTIONS: &str = "collections";
 
-/// The permission a table's records fall under: tags have their own feature.
+/// The permission a table's records fall under: system tables have their own features.
 fn feature_scope(table: &TableRef) -> (&'static str, &str) {
-    if table.table == TAGS {
-        (tags::FEATURE, "*")
-    } else {
-        ("collections", &table.table)
+    match SystemTable::of(table) {
+        Some(system) => (system.feature(), "*"),
+        None => ("collections", &table.table),
     }
 }
 
@@ -175,37 +173,25 @@ async fn create(
         return create_collection(&state, &caller, fields).await;
     }
     let key = requested_key(&table, fields.remove("id"))?;
-    if table.table == TAGS {
+    let system = SystemTable::of(&table);
+    if let Some(system) = system {
         let domain = table.domain.clone();
         state
             .store
-            .run(move |s| ensure_tags_collection(s, &domain))
+            .run(move |s| system.ensure_collection(s, &domain))
             .await?;
-        with_tag_defaults(&mut fields);
-        check_tag(&fields).map_err(ApiError::bad_request)?;
-    }
-    let schema = collection_of(&state, &table).await?;
-    store_uploads(&state, &table, &key, uploads, &mut fields).await?;
-    if let Some(schema) = &schema {
-        schema
-            .check_record(&fields)
+        system
+            .prepare_create(&mut fields)
             .map_err(ApiError::bad_request)?;
     }
-    let written = table.clone();
-    let record = state
-        .store
-        .run(move |s| s.insert_record(&written, &key, &fields))
-        .await?;
-    after_write(&state, &table).await?;
-    Ok((StatusCode::CREATED, Json(record)))
-}
-
-/// Keeps derived state in step with a table's records.
-async fn after_write(state: &AppState, table: &TableRef) -> ApiResult<()> {
-    if table.table == TAGS {
-        state.tags.reload(&state.store, &table.domain).await?;
+    store_uploads(&state, &table, &key, uploads, &mut fields).await?;
+    let record = insert_checked(&state, &table, key, fields).await?;
+    if let Some(system) = system {
+        system
+            .after_write(&state, &table.domain, Some(&record))
+            .await?;
     }
-    Ok(())
+    Ok((StatusCode::CREATED, Json(record)))
 }
 
 async fn create_collection(
@@ -222,6 +208,25 @@ async fn create_collection(
         .run(move |s| s.create_collection(&domain, &collection))
         .await?;
     Ok((StatusCode::CREATED, Json(record)))
+}
+
+/// Inserts a record after checking it against its table's collection schema, if any.
+pub(super) async fn insert_checked(
+    state: &AppState,
+    table: &TableRef,
+    key: String,
+    fields: Map<String, Value>,
+) -> ApiResult<Value> {
+    if let Some(schema) = collection_of(state, table).await? {
+        schema
+            .check_record(&fields)
+            .map_err(ApiError::bad_request)?;
+    }
+    let table = table.clone();
+    Ok(state
+        .store
+        .run(move |s| s.insert_record(&table, &key, &fields))
+        .await?)
 }
 
 /// The key for a new record: the body's `id` (a bare key, or a RecordID of this table) or a
@@ -278,27 +283,44 @@ async fn update(
             ));
         }
     }
-    let schema = collection_of(&state, &id.table).await?;
     store_uploads(&state, &id.table, &id.key, uploads, &mut fields).await?;
-    let (table, key) = (id.table.clone(), id.key.clone());
-    let is_tag = table.table == TAGS;
+    let updated = update_checked(&state, &id.table, &id.key, fields)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
+    Ok(Json(updated))
+}
+
+/// Merges `patch` into a record after the system-table rules and the collection schema
+/// accept the result, then refreshes derived state; `None` when the record does not exist.
+pub(super) async fn update_checked(
+    state: &AppState,
+    table: &TableRef,
+    key: &str,
+    patch: Map<String, Value>,
+) -> ApiResult<Option<Value>> {
+    let schema = collection_of(state, table).await?;
+    let system = SystemTable::of(table);
+    let (written, key) = (table.clone(), key.to_string());
     let updated = state
         .store
         .run(move |s| {
-            s.update_record(&table, &key, &fields, |merged| {
+            s.update_record(&written, &key, &patch, |stored, merged| {
+                if let Some(system) = system {
+                    system.prepare_update(stored, merged)?;
+                }
                 if let Some(schema) = &schema {
                     schema.check_record(merged)?;
-                }
-                if is_tag {
-                    check_tag(merged)?;
                 }
                 Ok(())
             })
         })
-        .await?
-        .ok_or_else(|| not_found(&id))?;
-    after_write(&state, &id.table).await?;
-    Ok(Json(updated))
+        .await?;
+    if let (Some(system), Some(updated)) = (system, &updated) {
+        system
+            .after_write(state, &table.domain, Some(updated))
+            .await?;
+    }
+    Ok(updated)
 }
 
 async fn remove(
@@ -311,6 +333,14 @@ async fn remove(
         .require_table(&state, &id.table, Access::Write)
         .await?;
     let (table, key) = (id.table.clone(), id.key.clone());
+    let system = SystemTable::of(&table);
+    let before = match system {
+        Some(_) => {
+            let (table, key) = (table.clone(), key.clone());
+            state.store.run(move |s| s.get_record(&table, &key)).await?
+        }
+        None => None,
+    };
     let removed = if table.table == COLLECTIONS {
         let domain = caller.domain.clone();
         state
@@ -327,7 +357,11 @@ async fn remove(
         return Err(not_found(&id));
     }
     remove_files(&state, &id.table, &id.key).await;
-    after_write(&state, &id.table).await?;
+    if let (Some(system), Some(before)) = (system, before) {
+        system
+            .after_delete(&state, &id.table.domain, &before)
+            .await?;
+    }
     Ok(Json(Success::yes()))
 }
 

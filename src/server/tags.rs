@@ -6,10 +6,9 @@ use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
 use crate::duration::parse_duration;
-use crate::ids::{TableRef, ADMIN_DOMAIN};
+use crate::ids::ADMIN_DOMAIN;
 use crate::model::{Success, TagValue};
-use crate::schema::Collection;
-use crate::store::{Store, StoreError, StoreResult, TAGS};
+use crate::store::TAGS;
 use crate::topic::validate_topic_name;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -101,8 +100,8 @@ async fn write(
 }
 
 /// The schema every domain's `tags` table gets: typed fields and a unique path.
-fn tags_collection() -> Collection {
-    serde_json::from_value(json!({
+pub fn collection_definition() -> Value {
+    json!({
         "name": TAGS,
         "description": "tags of the domain: MQTT topics, optionally historized",
         "fields": [
@@ -113,20 +112,7 @@ fn tags_collection() -> Collection {
             {"name": "retention", "type": "string"}
         ],
         "indexDetails": [{"fields": ["path"], "isUnique": true}]
-    }))
-    .unwrap_or_else(|_| unreachable!("the built-in tags collection is valid"))
-}
-
-/// Makes sure the domain's `tags` table has its schema (first tag write of a domain).
-pub fn ensure_tags_collection(store: &Store, domain: &str) -> StoreResult<()> {
-    let table = TableRef::new(domain, TAGS).map_err(StoreError::Invalid)?;
-    if store.collection(&table)?.is_some() {
-        return Ok(());
-    }
-    match store.create_collection(domain, &tags_collection()) {
-        Ok(_) | Err(StoreError::Conflict(_)) => Ok(()),
-        Err(e) => Err(e),
-    }
+    })
 }
 
 /// Rules of a tag record beyond its schema: the path is a topic name; historize defaults off.
@@ -158,6 +144,6 @@ mod tests {
         let wild: Map<String, Value> = serde_json::from_value(json!({"path": "a/+"})).unwrap();
         assert!(check_tag(&wild).is_err());
         assert!(check_tag(&Map::new()).is_err());
-        assert_eq!(tags_collection().name, TAGS);
+        assert_eq!(collection_definition()["name"], TAGS);
     }
 }

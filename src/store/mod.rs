@@ -3,12 +3,14 @@
 //! run on the blocking pool through [`Store::run`].
 
 mod auth;
+mod automation;
 mod filter_sql;
 mod historian;
 mod records;
 mod tags;
 
 pub use auth::{AuthUser, GrantSet};
+pub use automation::{version_now, RunOwner};
 pub use historian::{HistoryPoint, HistoryWrite};
 pub use tags::{TagRow, TAGS};
 
@@ -106,6 +108,7 @@ impl Store {
         };
         store.conn()?.execute_batch(auth::SCHEMA)?;
         store.init_historian()?;
+        store.conn()?.execute_batch(automation::AUTOMATION_SCHEMA)?;
         Ok(store)
     }
 

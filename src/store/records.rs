@@ -137,14 +137,43 @@ impl Store {
         Ok(stmt.query_row([key], |row| decode(table, row)).optional()?)
     }
 
-    /// Merges `patch` into the stored record; `check` sees the merged document before it is
-    /// written. Returns `None` when the record does not exist.
+    /// The first record (by key) whose top-level `field` equals `value`; `field` must be an
+    /// identifier.
+    pub fn record_by_field(
+        &self,
+        table: &TableRef,
+        field: &str,
+        value: &Value,
+    ) -> StoreResult<Option<Value>> {
+        if !crate::ids::is_identifier(field) {
+            return Err(StoreError::Invalid(format!(
+                "`{field}` is not a field name"
+            )));
+        }
+        let conn = self.conn()?;
+        let sql = format!(
+            "SELECT key, data, created_dt, updated_dt FROM {} \
+             WHERE json_extract(data, '$.{field}') = json_extract(?1, '$') ORDER BY key LIMIT 1",
+            quoted(&table.qualified())
+        );
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(None);
+        };
+        let value = serde_json::to_string(value)?;
+        Ok(stmt
+            .query_row([value], |row| row_to_record(table, row))
+            .optional()?)
+    }
+
+    /// Merges `patch` into the stored record; `check` sees the stored and the merged document
+    /// before the merge is written, and may normalise the merge. Returns `None` when the record
+    /// does not exist.
     pub fn update_record(
         &self,
         table: &TableRef,
         key: &str,
         patch: &Map<String, Value>,
-        check: impl FnOnce(&Map<String, Value>) -> Result<(), String>,
+        check: impl FnOnce(&Map<String, Value>, &mut Map<String, Value>) -> Result<(), String>,
     ) -> StoreResult<Option<Value>> {
         let mut conn = self.conn()?;
         let name = quoted(&table.qualified());
@@ -162,9 +191,10 @@ impl Store {
         let Some(stored) = stored else {
             return Ok(None);
         };
-        let mut merged: Map<String, Value> = serde_json::from_str(&stored)?;
+        let before: Map<String, Value> = serde_json::from_str(&stored)?;
+        let mut merged = before.clone();
         merged.extend(stored_fields(patch));
-        check(&merged).map_err(StoreError::Invalid)?;
+        check(&before, &mut merged).map_err(StoreError::Invalid)?;
         tx.execute(
             &format!("UPDATE {name} SET data = ?1, updated_dt = ?2 WHERE key = ?3"),
             params![serde_json::to_string(&merged)?, now_rfc3339(), key],

@@ -76,7 +76,7 @@ fn round_trip_and_merge() {
         .unwrap();
     assert_eq!(created["id"], "acme.items:k1");
     let updated = store
-        .update_record(&t, "k1", &obj(json!({"b": "y", "c": true})), |_| Ok(()))
+        .update_record(&t, "k1", &obj(json!({"b": "y", "c": true})), |_, _| Ok(()))
         .unwrap()
         .unwrap();
     assert_eq!(updated["a"], 1);
@@ -99,7 +99,9 @@ fn refused_update_changes_nothing() {
         .insert_record(&t, "k1", &obj(json!({"a": 1})))
         .unwrap();
     let err = store
-        .update_record(&t, "k1", &obj(json!({"a": "no"})), |_| Err("bad a".into()))
+        .update_record(&t, "k1", &obj(json!({"a": "no"})), |_, _| {
+            Err("bad a".into())
+        })
         .unwrap_err();
     assert!(matches!(err, StoreError::Invalid(_)));
     assert_eq!(store.get_record(&t, "k1").unwrap().unwrap()["a"], 1);

@@ -1,0 +1,317 @@
+//! User functions (the SDK calls them processes): what a function record holds, the rules it
+//! must follow, and its triggers. The sandbox that runs the code is [`engine`]; the server
+//! decides when a function runs and what its host API may touch.
+
+pub mod engine;
+
+use crate::schedule::Schedule;
+use crate::topic::validate_topic_filter;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Name of the per-domain system table holding functions.
+pub const PROCESSES: &str = "processes";
+/// The only in-process language.
+pub const JAVASCRIPT: &str = "javascript";
+/// Bounds a function's own limits may take.
+pub const MAX_TIMEOUT_MS: u64 = 300_000;
+pub const MAX_MEMORY_MB: u64 = 1024;
+/// Largest source (entry plus bundled modules) a function may carry.
+pub const MAX_CODE_BYTES: usize = 1 << 20;
+
+/// A function as stored in its domain's `processes` table (the record adds `id`,
+/// `created_dt`, `updated_dt`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionDef {
+    pub name: String,
+    #[serde(default = "default_language")]
+    pub language: String,
+    pub code: String,
+    /// Other files of an uploaded bundle, importable by the entry as ES modules.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub modules: BTreeMap<String, String>,
+    /// The code is an ES module whose default export is the function (`.mjs`, bundles).
+    #[serde(default)]
+    pub module: bool,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "first_version")]
+    pub version: u64,
+    #[serde(default)]
+    pub triggers: Vec<Trigger>,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    #[serde(default = "default_memory_mb")]
+    pub memory_mb: u64,
+    /// Lets runs of this function overlap; by default they queue (events) or skip (timers).
+    #[serde(default)]
+    pub allow_overlap: bool,
+}
+
+fn default_language() -> String {
+    JAVASCRIPT.into()
+}
+fn yes() -> bool {
+    true
+}
+fn first_version() -> u64 {
+    1
+}
+fn default_timeout_ms() -> u64 {
+    1000
+}
+fn default_memory_mb() -> u64 {
+    32
+}
+
+/// What starts a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Trigger {
+    /// Run only when asked (`svc functions run`, the execute route).
+    Manual,
+    /// Callable through `POST /svc/processes/execute` by HTTP clients.
+    Http,
+    /// A publish on a topic matching `topic` (wildcards allowed); the payload is the input.
+    TagChange { topic: String },
+    /// Every `value` `unit`s.
+    Interval { value: u64, unit: String },
+    /// A cron pattern (5 fields, or 6 with seconds first), in UTC.
+    Cron { expr: String },
+}
+
+impl Trigger {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Trigger::Manual => "manual",
+            Trigger::Http => "http",
+            Trigger::TagChange { .. } => "tag_change",
+            Trigger::Interval { .. } => "interval",
+            Trigger::Cron { .. } => "cron",
+        }
+    }
+
+    /// The timer of an interval or cron trigger.
+    pub fn schedule(&self) -> Option<Result<Schedule, String>> {
+        match self {
+            Trigger::Interval { value, unit } => Some(Schedule::interval(*value, unit)),
+            Trigger::Cron { expr } => Some(Schedule::cron(expr)),
+            _ => None,
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if let Trigger::TagChange { topic } = self {
+            validate_topic_filter(topic)?;
+        }
+        match self.schedule() {
+            Some(Err(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One run of a function or a flow, as `GET /svc/processes/runs/:name` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: i64,
+    pub name: String,
+    pub started_dt: String,
+    /// What started it: `manual`, `http`, `tag_change`, `interval`, `cron` (flows: the node).
+    pub trigger: String,
+    pub duration_ms: u64,
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub logs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+}
+
+/// What `POST /svc/processes/execute` answers for a run that succeeded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecuteResponse {
+    pub success: bool,
+    pub output: Value,
+    pub logs: Vec<String>,
+    pub duration_ms: u64,
+}
+
+/// A stored version of a function's code (`GET /svc/code/:name/versions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodeVersion {
+    pub version: u64,
+    pub language: String,
+    pub module: bool,
+    pub code: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub modules: BTreeMap<String, String>,
+    pub created_dt: String,
+}
+
+/// Function names: what `POST /svc/code/:name` and the execute route address them by.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "function name `{name}` must be 1 to 64 letters, digits, `_` or `-`"
+        ))
+    }
+}
+
+/// Parses a trigger list as `PUT /svc/processes/triggers/:id` receives it.
+pub fn parse_triggers(value: Value) -> Result<Vec<Trigger>, String> {
+    let triggers: Vec<Trigger> =
+        serde_json::from_value(value).map_err(|e| format!("invalid triggers: {e}"))?;
+    for trigger in &triggers {
+        trigger.validate()?;
+    }
+    Ok(triggers)
+}
+
+impl FunctionDef {
+    /// Reads a function record's fields (defaults filled in) and checks every rule except the
+    /// code's syntax, which the engine checks.
+    pub fn from_fields(fields: &Map<String, Value>) -> Result<FunctionDef, String> {
+        let mut fields = fields.clone();
+        for system in ["id", "created_dt", "updated_dt"] {
+            fields.remove(system);
+        }
+        let def: FunctionDef = serde_json::from_value(Value::Object(fields))
+            .map_err(|e| format!("invalid function: {e}"))?;
+        def.validate()?;
+        Ok(def)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        validate_name(&self.name)?;
+        if self.language != JAVASCRIPT {
+            return Err(format!(
+                "language `{}` is not supported: use `{JAVASCRIPT}`",
+                self.language
+            ));
+        }
+        if !(1..=MAX_TIMEOUT_MS).contains(&self.timeout_ms) {
+            return Err(format!("`timeout_ms` must be 1 to {MAX_TIMEOUT_MS}"));
+        }
+        if !(1..=MAX_MEMORY_MB).contains(&self.memory_mb) {
+            return Err(format!("`memory_mb` must be 1 to {MAX_MEMORY_MB}"));
+        }
+        let size = self.code.len() + self.modules.values().map(String::len).sum::<usize>();
+        if size > MAX_CODE_BYTES {
+            return Err(format!("the code is larger than {MAX_CODE_BYTES} bytes"));
+        }
+        if !self.modules.is_empty() && !self.module {
+            return Err("bundled modules need an ES-module entry (`module`: true)".into());
+        }
+        for trigger in &self.triggers {
+            trigger.validate()?;
+        }
+        Ok(())
+    }
+
+    /// The fields to store: the definition, normalised.
+    pub fn to_fields(&self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
+
+    /// Whether `other` runs different code (a new version).
+    pub fn code_differs(&self, other: &FunctionDef) -> bool {
+        (&self.code, &self.modules, self.module, &self.language)
+            != (&other.code, &other.modules, other.module, &other.language)
+    }
+
+    pub fn source(&self) -> engine::Source<'_> {
+        engine::Source {
+            code: &self.code,
+            modules: &self.modules,
+            module: self.module,
+        }
+    }
+
+    pub fn limits(&self) -> engine::Limits {
+        engine::Limits {
+            timeout: std::time::Duration::from_millis(self.timeout_ms),
+            memory_bytes: (self.memory_mb as usize) << 20,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn defaults_and_round_trip() {
+        let def = FunctionDef::from_fields(&fields(json!({"name": "f", "code": "1"}))).unwrap();
+        assert_eq!(
+            (
+                def.language.as_str(),
+                def.enabled,
+                def.version,
+                def.timeout_ms,
+                def.memory_mb
+            ),
+            ("javascript", true, 1, 1000, 32)
+        );
+        assert_eq!(FunctionDef::from_fields(&def.to_fields()).unwrap(), def);
+    }
+
+    #[test]
+    fn rules() {
+        let bad = [
+            json!({"name": "a b", "code": "1"}),
+            json!({"name": "f"}),
+            json!({"name": "f", "code": "1", "language": "cobol"}),
+            json!({"name": "f", "code": "1", "timeout_ms": 0}),
+            json!({"name": "f", "code": "1", "memory_mb": 5000}),
+            json!({"name": "f", "code": "1", "colour": "red"}),
+            json!({"name": "f", "code": "1", "modules": {"a.js": "x"}}),
+            json!({"name": "f", "code": "1", "triggers": [{"type": "tag_change", "topic": "a/#/b"}]}),
+            json!({"name": "f", "code": "1", "triggers": [{"type": "interval", "value": 1, "unit": "ms"}]}),
+            json!({"name": "f", "code": "1", "triggers": [{"type": "cron", "expr": "* * *"}]}),
+            json!({"name": "f", "code": "1", "triggers": [{"type": "sometimes"}]}),
+        ];
+        for case in bad {
+            assert!(
+                FunctionDef::from_fields(&fields(case.clone())).is_err(),
+                "{case}"
+            );
+        }
+        let triggers = parse_triggers(json!([
+            {"type": "manual"}, {"type": "http"},
+            {"type": "tag_change", "topic": "plant/+/temp"},
+            {"type": "interval", "value": 5, "unit": "s"},
+            {"type": "cron", "expr": "*/5 * * * *"}
+        ]))
+        .unwrap();
+        let kinds: Vec<_> = triggers.iter().map(Trigger::kind).collect();
+        assert_eq!(kinds, ["manual", "http", "tag_change", "interval", "cron"]);
+    }
+
+    #[test]
+    fn new_code_is_a_new_version() {
+        let a = FunctionDef::from_fields(&fields(json!({"name": "f", "code": "1"}))).unwrap();
+        let mut b = a.clone();
+        b.timeout_ms = 5;
+        assert!(!a.code_differs(&b));
+        b.code = "2".into();
+        assert!(a.code_differs(&b));
+    }
+}

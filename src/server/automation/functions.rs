@@ -1,0 +1,269 @@
+//! Deployed functions: one worker per function that runs its jobs one after another (or side
+//! by side when the function allows overlap), timers for its interval and cron triggers, and
+//! the run itself: the sandbox on a blocking thread, then one entry in the run log.
+
+use super::host::ServerHost;
+use super::Automation;
+use crate::functions::engine::{self, Outcome, RunError};
+use crate::functions::{FunctionDef, RunRecord};
+use crate::schedule::Schedule;
+use crate::server::AppState;
+use crate::store::RunOwner;
+use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// Events queued per function before new ones are dropped (and logged).
+pub const QUEUE: usize = 10_000;
+
+pub type RunResult = Result<Outcome, RunError>;
+
+/// One run to do.
+pub struct Job {
+    pub input: Value,
+    pub trigger: &'static str,
+    pub reply: Option<oneshot::Sender<(RunResult, u64)>>,
+}
+
+/// A function as it is deployed: its definition and the tasks that serve it.
+pub struct Deployed {
+    pub def: Arc<FunctionDef>,
+    jobs: mpsc::Sender<Job>,
+    /// Jobs queued or running.
+    pending: Arc<AtomicUsize>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Deployed {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Deployed {
+    pub fn start(state: &AppState, domain: &str, def: FunctionDef) -> Deployed {
+        let def = Arc::new(def);
+        let (jobs, queue) = mpsc::channel(QUEUE);
+        let pending = Arc::new(AtomicUsize::new(0));
+        let mut tasks = vec![tokio::spawn(serve_jobs(
+            state.clone(),
+            domain.to_string(),
+            Arc::clone(&def),
+            queue,
+            Arc::clone(&pending),
+        ))];
+        if def.enabled {
+            for trigger in &def.triggers {
+                if let Some(Ok(schedule)) = trigger.schedule() {
+                    tasks.push(tokio::spawn(fire_on_schedule(
+                        schedule,
+                        trigger.kind(),
+                        jobs.clone(),
+                        Arc::clone(&pending),
+                        def.allow_overlap,
+                    )));
+                }
+            }
+        }
+        Deployed {
+            def,
+            jobs,
+            pending,
+            tasks,
+        }
+    }
+
+    /// Queues a job; false when the queue is full (the event is dropped).
+    pub fn offer(&self, job: Job) -> bool {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        if self.jobs.try_send(job).is_ok() {
+            true
+        } else {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            false
+        }
+    }
+
+    /// Queues a job and waits for its result.
+    pub async fn call(&self, input: Value, trigger: &'static str) -> Option<(RunResult, u64)> {
+        let (reply, answer) = oneshot::channel();
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        let job = Job {
+            input,
+            trigger,
+            reply: Some(reply),
+        };
+        if self.jobs.send(job).await.is_err() {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        answer.await.ok()
+    }
+}
+
+async fn serve_jobs(
+    state: AppState,
+    domain: String,
+    def: Arc<FunctionDef>,
+    mut queue: mpsc::Receiver<Job>,
+    pending: Arc<AtomicUsize>,
+) {
+    while let Some(job) = queue.recv().await {
+        let run = run_job(
+            state.clone(),
+            domain.clone(),
+            Arc::clone(&def),
+            job,
+            Arc::clone(&pending),
+        );
+        if def.allow_overlap {
+            tokio::spawn(run);
+        } else {
+            run.await;
+        }
+    }
+}
+
+async fn run_job(
+    state: AppState,
+    domain: String,
+    def: Arc<FunctionDef>,
+    job: Job,
+    pending: Arc<AtomicUsize>,
+) {
+    let outcome = run_function(&state, &domain, def, job.input, job.trigger).await;
+    pending.fetch_sub(1, Ordering::SeqCst);
+    if let Some(reply) = job.reply {
+        let _ = reply.send(outcome);
+    }
+}
+
+/// Fires a timer trigger; a firing while the function is still busy is skipped, so slow runs
+/// never pile up behind a fast schedule.
+async fn fire_on_schedule(
+    schedule: Schedule,
+    trigger: &'static str,
+    jobs: mpsc::Sender<Job>,
+    pending: Arc<AtomicUsize>,
+    allow_overlap: bool,
+) {
+    loop {
+        let now = chrono::Utc::now();
+        let Some(next) = schedule.next_after(now) else {
+            return;
+        };
+        let wait = (next - now).to_std().unwrap_or_default();
+        tokio::time::sleep(wait).await;
+        if !allow_overlap && pending.load(Ordering::SeqCst) > 0 {
+            tracing::debug!("skipped a {trigger} firing: the previous run is still going");
+            continue;
+        }
+        pending.fetch_add(1, Ordering::SeqCst);
+        let job = Job {
+            input: serde_json::json!({"trigger": trigger, "time": crate::time::now_rfc3339()}),
+            trigger,
+            reply: None,
+        };
+        if jobs.try_send(job).is_err() {
+            pending.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Runs a function once in the sandbox and logs the run; also returns the duration in ms.
+pub async fn run_function(
+    state: &AppState,
+    domain: &str,
+    def: Arc<FunctionDef>,
+    input: Value,
+    trigger: &str,
+) -> (RunResult, u64) {
+    let started_dt = crate::time::now_rfc3339();
+    let started = Instant::now();
+    let result = run_sandboxed(state, domain, &def, input).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let error = result.as_ref().err().map(|e| e.explain(&def.limits()));
+    let run = run_record(&def.name, started_dt, trigger, duration_ms, &result, error);
+    let domain = domain.to_string();
+    if let Err(e) = state
+        .store
+        .run(move |s| s.record_run(&domain, RunOwner::Function, &run))
+        .await
+    {
+        tracing::warn!("cannot log a run of function `{}`: {e}", def.name);
+    }
+    (result, duration_ms)
+}
+
+/// The sandbox on a blocking thread, within the server's limit of simultaneous runs.
+pub async fn run_sandboxed(
+    state: &AppState,
+    domain: &str,
+    def: &Arc<FunctionDef>,
+    input: Value,
+) -> RunResult {
+    let automation: &Automation = &state.automation;
+    let _slot = automation.slots.acquire().await;
+    let origin: Arc<str> = Automation::function_origin(domain, &def.name).into();
+    let host = ServerHost::new(
+        state.clone(),
+        domain,
+        origin,
+        tokio::runtime::Handle::current(),
+    );
+    let def = Arc::clone(def);
+    tokio::task::spawn_blocking(move || engine::run(&def.source(), &input, &def.limits(), &host))
+        .await
+        .unwrap_or_else(|e| {
+            Err(RunError {
+                failure: engine::Failure::Script(format!("the run was lost: {e}")),
+                logs: Vec::new(),
+            })
+        })
+}
+
+pub fn run_record(
+    name: &str,
+    started_dt: String,
+    trigger: &str,
+    duration_ms: u64,
+    result: &RunResult,
+    error: Option<String>,
+) -> RunRecord {
+    let (success, logs, output) = match result {
+        Ok(outcome) => (
+            true,
+            outcome.logs.clone(),
+            Some(kept_output(&outcome.output)),
+        ),
+        Err(e) => (false, e.logs.clone(), None),
+    };
+    RunRecord {
+        id: 0,
+        name: name.to_string(),
+        started_dt,
+        trigger: trigger.to_string(),
+        duration_ms,
+        success,
+        error,
+        logs,
+        output,
+    }
+}
+
+/// Largest output kept in the run log as it is; bigger ones are summarised.
+const MAX_LOGGED_OUTPUT: usize = 16 << 10;
+
+fn kept_output(output: &Value) -> Value {
+    let size = output.to_string().len();
+    if size <= MAX_LOGGED_OUTPUT {
+        output.clone()
+    } else {
+        Value::String(format!("… output of {size} bytes not kept"))
+    }
+}

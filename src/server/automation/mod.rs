@@ -1,0 +1,258 @@
+//! Automation: the functions and flows deployed in every domain, kept in step with their
+//! records, and the dispatch of MQTT messages to `tag_change` triggers and `tag-in` nodes.
+//! Nothing here blocks the broker: messages are handed to per-function queues and per-flow
+//! tasks.
+
+pub mod flows;
+pub mod functions;
+pub mod host;
+
+use super::error::{ApiError, ApiResult};
+use super::system_tables::FLOWS;
+use super::tag_registry::TagOwner;
+use super::AppState;
+use crate::flows::graph::{Flow, NodeKind};
+use crate::functions::{FunctionDef, Trigger, PROCESSES};
+use crate::historian::decode_payload;
+use crate::ids::{TableRef, ADMIN_DOMAIN};
+use crate::topic::filter_matches;
+use functions::{Deployed, Job};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use tokio::sync::Semaphore;
+
+type Key = (String, String);
+
+/// Where a matching message goes.
+#[derive(Debug, Clone)]
+enum Target {
+    Function(String),
+    Flow { name: String, node: String },
+}
+
+#[derive(Debug, Clone)]
+struct TagSubscription {
+    domain: String,
+    filter: String,
+    target: Target,
+}
+
+pub struct Automation {
+    functions: RwLock<HashMap<Key, Arc<Deployed>>>,
+    flows: RwLock<HashMap<Key, Arc<flows::Running>>>,
+    subscriptions: RwLock<Vec<TagSubscription>>,
+    /// Sandboxed runs at once, server-wide; the rest wait their turn.
+    pub slots: Semaphore,
+}
+
+impl Default for Automation {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        Automation {
+            functions: RwLock::default(),
+            flows: RwLock::default(),
+            subscriptions: RwLock::default(),
+            slots: Semaphore::new((cores * 2).max(4)),
+        }
+    }
+}
+
+impl Automation {
+    pub fn function_origin(domain: &str, name: &str) -> String {
+        format!("function:{domain}/{name}")
+    }
+
+    pub fn flow_origin(domain: &str, name: &str) -> String {
+        format!("flow:{domain}/{name}")
+    }
+
+    /// Deploys what every domain has stored (at startup).
+    pub async fn load_all(&self, state: &AppState) -> ApiResult<()> {
+        let mut domains: Vec<String> = state
+            .store
+            .run(|s| s.list_domains())
+            .await?
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        domains.push(ADMIN_DOMAIN.to_string());
+        domains.sort();
+        domains.dedup();
+        for domain in domains {
+            self.reload(state, &domain).await?;
+        }
+        Ok(())
+    }
+
+    /// Re-reads a domain's functions and flows; unchanged ones keep running undisturbed.
+    pub async fn reload(&self, state: &AppState, domain: &str) -> ApiResult<()> {
+        let defs: Vec<FunctionDef> = records_of(state, domain, PROCESSES)
+            .await?
+            .iter()
+            .filter_map(|r| r.as_object())
+            .filter_map(|f| FunctionDef::from_fields(f).ok())
+            .collect();
+        let stored_flows: Vec<(Flow, bool)> = records_of(state, domain, FLOWS)
+            .await?
+            .iter()
+            .filter_map(flows::from_record)
+            .collect();
+        let mut subscriptions = Vec::new();
+        {
+            let mut deployed = write(&self.functions);
+            let mut kept = HashMap::new();
+            for def in defs {
+                let key = (domain.to_string(), def.name.clone());
+                let current = deployed.remove(&key).filter(|d| *d.def == def);
+                if def.enabled {
+                    for trigger in &def.triggers {
+                        if let Trigger::TagChange { topic } = trigger {
+                            subscriptions.push(TagSubscription {
+                                domain: domain.to_string(),
+                                filter: topic.clone(),
+                                target: Target::Function(def.name.clone()),
+                            });
+                        }
+                    }
+                }
+                let current =
+                    current.unwrap_or_else(|| Arc::new(Deployed::start(state, domain, def)));
+                kept.insert(key, current);
+            }
+            deployed.retain(|(d, _), _| d != domain);
+            deployed.extend(kept);
+        }
+        {
+            let mut running = write(&self.flows);
+            let mut kept = HashMap::new();
+            for (flow, run) in stored_flows {
+                if !run {
+                    continue;
+                }
+                let key = (domain.to_string(), flow.name.clone());
+                for node in &flow.nodes {
+                    if let NodeKind::TagIn(config) = &node.kind {
+                        subscriptions.push(TagSubscription {
+                            domain: domain.to_string(),
+                            filter: config.topic.clone(),
+                            target: Target::Flow {
+                                name: flow.name.clone(),
+                                node: node.id.clone(),
+                            },
+                        });
+                    }
+                }
+                let current = running
+                    .remove(&key)
+                    .filter(|r| r.flow.to_json() == flow.to_json())
+                    .unwrap_or_else(|| Arc::new(flows::Running::start(state, domain, flow)));
+                kept.insert(key, current);
+            }
+            running.retain(|(d, _), _| d != domain);
+            running.extend(kept);
+        }
+        let mut all = write(&self.subscriptions);
+        all.retain(|s| s.domain != domain);
+        all.extend(subscriptions);
+        Ok(())
+    }
+
+    pub fn function(&self, domain: &str, name: &str) -> Option<Arc<Deployed>> {
+        read(&self.functions)
+            .get(&(domain.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    pub fn flow(&self, domain: &str, name: &str) -> Option<Arc<flows::Running>> {
+        read(&self.flows)
+            .get(&(domain.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    /// A stopped flow, brought up only for a manual execution.
+    pub fn standalone_flow(
+        &self,
+        state: &AppState,
+        domain: &str,
+        record: &Value,
+    ) -> Option<Arc<flows::Running>> {
+        let (flow, _) = flows::from_record(record)?;
+        Some(Arc::new(flows::Running::standalone(state, domain, flow)))
+    }
+
+    /// Hands a published message to every trigger and flow input whose filter matches, in
+    /// domains that own the topic (any topic for `svc_admin`). A writer's own messages do not
+    /// re-trigger it.
+    pub fn on_message(
+        &self,
+        topic: &str,
+        payload: &[u8],
+        owners: &[TagOwner],
+        origin: Option<&str>,
+    ) {
+        let subscriptions = read(&self.subscriptions);
+        if subscriptions.is_empty() {
+            return;
+        }
+        let mut input: Option<Value> = None;
+        for sub in subscriptions.iter() {
+            let visible =
+                sub.domain == ADMIN_DOMAIN || owners.iter().any(|o| o.domain == sub.domain);
+            if !visible || !filter_matches(&sub.filter, topic) {
+                continue;
+            }
+            let value = input.get_or_insert_with(|| decode_payload(payload)).clone();
+            match &sub.target {
+                Target::Function(name) => {
+                    if origin == Some(Self::function_origin(&sub.domain, name).as_str()) {
+                        continue;
+                    }
+                    let Some(deployed) = self.function(&sub.domain, name) else {
+                        continue;
+                    };
+                    let job = Job {
+                        input: value,
+                        trigger: "tag_change",
+                        reply: None,
+                    };
+                    if !deployed.offer(job) {
+                        tracing::warn!(
+                            "function `{name}` of `{}` is {} events behind; dropped one",
+                            sub.domain,
+                            functions::QUEUE
+                        );
+                    }
+                }
+                Target::Flow { name, node } => {
+                    if origin == Some(Self::flow_origin(&sub.domain, name).as_str()) {
+                        continue;
+                    }
+                    if let Some(flow) = self.flow(&sub.domain, name) {
+                        flow.inject_tag(node, topic, value);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every record of a domain's system table (none when it was never written).
+async fn records_of(state: &AppState, domain: &str, table: &str) -> ApiResult<Vec<Value>> {
+    let table = TableRef::new(domain, table).map_err(ApiError::bad_request)?;
+    let query = crate::query::parse(&[("limit".into(), crate::query::MAX_LIMIT.to_string())])
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(state
+        .store
+        .run(move |s| s.list_records(&table, &query))
+        .await?)
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

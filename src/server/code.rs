@@ -1,0 +1,379 @@
+//! Code uploads: `POST /svc/code/:name` takes one file (`.js` script, `.mjs` ES module, or a
+//! `.zip` bundle whose `manifest.json` names the entry module) and makes it the function's
+//! next version, creating the function on its first upload. Every version stays readable
+//! (`GET /svc/code/:name/versions[/:version]`) and can be restored as a new version
+//! (`POST /svc/code/:name/restore/:version`).
+
+use super::caller::{Access, Caller};
+use super::error::{ApiError, ApiResult};
+use super::files::multipart_error;
+use super::records::{insert_checked, update_checked};
+use super::system_tables::{record_by_name, SystemTable};
+use super::AppState;
+use crate::functions::{validate_name, CodeVersion, MAX_CODE_BYTES, PROCESSES};
+use crate::ids::{new_key, RecordId, TableRef};
+use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::io::Read;
+
+/// Files a bundle may hold.
+const MAX_BUNDLE_FILES: usize = 200;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/svc/code/{name}", post(upload))
+        .route("/svc/code/{name}/versions", get(versions))
+        .route("/svc/code/{name}/versions/{version}", get(version))
+        .route("/svc/code/{name}/restore/{version}", post(restore))
+}
+
+/// The code of an upload, ready to store.
+#[derive(Debug, PartialEq)]
+struct Code {
+    code: String,
+    modules: BTreeMap<String, String>,
+    module: bool,
+}
+
+async fn upload(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    request: Request,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    caller
+        .require(&state, PROCESSES, "*", Access::Write)
+        .await?;
+    validate_name(&name).map_err(ApiError::bad_request)?;
+    let (file_name, bytes) = single_file(&state, request).await?;
+    if bytes.len() > MAX_CODE_BYTES {
+        return Err(too_large());
+    }
+    let code = code_of(&file_name, &bytes)?;
+    save_code(&state, &caller.domain, &name, code).await
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the code is larger than the {MAX_CODE_BYTES}-byte limit"),
+    )
+}
+
+/// The one file part of a multipart body.
+async fn single_file(state: &AppState, request: Request) -> ApiResult<(String, bytes::Bytes)> {
+    let mut multipart = Multipart::from_request(request, state).await.map_err(|e| {
+        ApiError::bad_request(format!(
+            "send the code as a multipart file: {}",
+            e.body_text()
+        ))
+    })?;
+    let mut file = None;
+    while let Some(part) = multipart.next_field().await.map_err(multipart_error)? {
+        let Some(file_name) = part.file_name().map(str::to_string) else {
+            return Err(ApiError::bad_request(
+                "every part must be a file; send exactly one code file",
+            ));
+        };
+        if file.is_some() {
+            return Err(ApiError::bad_request("send exactly one code file"));
+        }
+        let bytes = part.bytes().await.map_err(multipart_error)?;
+        file = Some((file_name, bytes));
+    }
+    file.ok_or_else(|| ApiError::bad_request("the multipart body holds no file"))
+}
+
+fn unprocessable(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+}
+
+/// Reads an uploaded file by its type.
+fn code_of(file_name: &str, bytes: &[u8]) -> ApiResult<Code> {
+    let extension = file_name
+        .rsplit_once('.')
+        .map(|(_, ext)| ext.to_ascii_lowercase())
+        .unwrap_or_default();
+    let text = || {
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| unprocessable(format!("`{file_name}` is not UTF-8 text")))
+    };
+    match extension.as_str() {
+        "js" | "cjs" => Ok(Code {
+            code: text()?,
+            modules: BTreeMap::new(),
+            module: false,
+        }),
+        "mjs" => Ok(Code {
+            code: text()?,
+            modules: BTreeMap::new(),
+            module: true,
+        }),
+        "zip" => bundle(bytes),
+        "py" => Err(unprocessable(
+            "`.py` needs a Python interpreter, and none is configured on this server",
+        )),
+        _ => Err(unprocessable(format!(
+            "`{file_name}` is not a function: upload a .js or .mjs file or a .zip bundle"
+        ))),
+    }
+}
+
+#[derive(Deserialize)]
+struct Manifest {
+    main: String,
+}
+
+/// A `.zip` bundle: `manifest.json` `{"main": "index.mjs"}` plus the entry and the modules it
+/// imports (`.js`/`.mjs` files, all ES modules).
+fn bundle(bytes: &[u8]) -> ApiResult<Code> {
+    let bad = |why: String| unprocessable(format!("invalid bundle: {why}"));
+    let mut archive =
+        zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| bad(e.to_string()))?;
+    if archive.len() > MAX_BUNDLE_FILES {
+        return Err(bad(format!("more than {MAX_BUNDLE_FILES} files")));
+    }
+    let mut files = BTreeMap::new();
+    let mut total = 0usize;
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).map_err(|e| bad(e.to_string()))?;
+        if entry.is_dir() {
+            continue;
+        }
+        let name = entry
+            .name()
+            .map_err(|e| bad(e.to_string()))?
+            .trim_start_matches("./")
+            .to_string();
+        let mut text = String::new();
+        // Read at most what is left of the budget, so a zip bomb stops at the limit.
+        let budget = (MAX_CODE_BYTES - total + 1) as u64;
+        (&mut entry)
+            .take(budget)
+            .read_to_string(&mut text)
+            .map_err(|_| bad(format!("`{name}` is not UTF-8 text")))?;
+        total += text.len();
+        if total > MAX_CODE_BYTES {
+            return Err(too_large());
+        }
+        files.insert(name, text);
+    }
+    let manifest = files
+        .remove("manifest.json")
+        .ok_or_else(|| bad("no manifest.json".into()))?;
+    let manifest: Manifest =
+        serde_json::from_str(&manifest).map_err(|e| bad(format!("manifest.json: {e}")))?;
+    let code = files.remove(&manifest.main).ok_or_else(|| {
+        bad(format!(
+            "the entry `{}` is not in the bundle",
+            manifest.main
+        ))
+    })?;
+    let modules: BTreeMap<String, String> = files
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".js") || name.ends_with(".mjs"))
+        .collect();
+    Ok(Code {
+        code,
+        modules,
+        module: true,
+    })
+}
+
+/// Makes `code` the function's current version (creating the function when it is new).
+async fn save_code(
+    state: &AppState,
+    domain: &str,
+    name: &str,
+    code: Code,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let table = TableRef::new(domain, PROCESSES).map_err(ApiError::bad_request)?;
+    let mut fields = Map::new();
+    fields.insert("code".into(), Value::String(code.code));
+    fields.insert(
+        "modules".into(),
+        serde_json::to_value(code.modules).map_err(|e| ApiError::internal(e.to_string()))?,
+    );
+    fields.insert("module".into(), Value::Bool(code.module));
+    let existing = record_by_name(state, SystemTable::Processes, domain, name).await?;
+    let code_error = |e: ApiError| {
+        if e.status == StatusCode::BAD_REQUEST {
+            unprocessable(e.message)
+        } else {
+            e
+        }
+    };
+    match existing
+        .as_ref()
+        .and_then(|r| r.get("id"))
+        .and_then(Value::as_str)
+    {
+        Some(id) => {
+            let key = RecordId::parse(id).map_err(ApiError::internal)?.key;
+            let updated = update_checked(state, &table, &key, fields)
+                .await
+                .map_err(code_error)?
+                .ok_or_else(|| ApiError::not_found(format!("no function `{name}`")))?;
+            Ok((StatusCode::OK, Json(updated)))
+        }
+        None => {
+            fields.insert("name".into(), Value::String(name.to_string()));
+            let system = SystemTable::Processes;
+            let domain_name = domain.to_string();
+            state
+                .store
+                .run(move |s| system.ensure_collection(s, &domain_name))
+                .await?;
+            system.prepare_create(&mut fields).map_err(unprocessable)?;
+            let record = insert_checked(state, &table, new_key(), fields).await?;
+            system.after_write(state, domain, Some(&record)).await?;
+            Ok((StatusCode::CREATED, Json(record)))
+        }
+    }
+}
+
+async fn stored_versions(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+) -> ApiResult<Vec<CodeVersion>> {
+    caller.require(state, PROCESSES, "*", Access::Read).await?;
+    let (domain, name_owned) = (caller.domain.clone(), name.to_string());
+    let versions = state
+        .store
+        .run(move |s| s.code_versions(&domain, &name_owned))
+        .await?;
+    if versions.is_empty() {
+        return Err(ApiError::not_found(format!("no function `{name}`")));
+    }
+    Ok(versions)
+}
+
+async fn versions(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Vec<CodeVersion>>> {
+    Ok(Json(stored_versions(&state, &caller, &name).await?))
+}
+
+async fn pick(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    version: &str,
+) -> ApiResult<CodeVersion> {
+    let wanted: u64 = version
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("version `{version}` is not a number")))?;
+    stored_versions(state, caller, name)
+        .await?
+        .into_iter()
+        .find(|v| v.version == wanted)
+        .ok_or_else(|| ApiError::not_found(format!("function `{name}` has no version {wanted}")))
+}
+
+async fn version(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, version)): Path<(String, String)>,
+) -> ApiResult<Json<CodeVersion>> {
+    Ok(Json(pick(&state, &caller, &name, &version).await?))
+}
+
+/// Makes an old version's code current again, as a new version.
+async fn restore(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, version)): Path<(String, String)>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    caller
+        .require(&state, PROCESSES, "*", Access::Write)
+        .await?;
+    let old = pick(&state, &caller, &name, &version).await?;
+    if record_by_name(&state, SystemTable::Processes, &caller.domain, &name)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::not_found(format!("no function `{name}`")));
+    }
+    let code = Code {
+        code: old.code,
+        modules: old.modules,
+        module: old.module,
+    };
+    let (_, record) = save_code(&state, &caller.domain, &name, code).await?;
+    Ok((StatusCode::OK, record))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn zip_of(files: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = std::io::Cursor::new(Vec::new());
+        let mut writer = zip::ZipWriter::new(&mut out);
+        for (name, text) in files {
+            writer
+                .start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            writer.write_all(text.as_bytes()).unwrap();
+        }
+        writer.finish().unwrap();
+        out.into_inner()
+    }
+
+    #[test]
+    fn file_types() {
+        let js = code_of("f.js", b"1").unwrap();
+        assert!(!js.module && js.code == "1");
+        assert!(code_of("F.MJS", b"export default 1").unwrap().module);
+        for bad in ["f.py", "f.txt", "f", "f.exe"] {
+            let err = code_of(bad, b"x").unwrap_err();
+            assert_eq!(err.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+        }
+        assert_eq!(
+            code_of("f.js", &[0xff, 0xfe]).unwrap_err().status,
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+    }
+
+    #[test]
+    fn bundles() {
+        let zip = zip_of(&[
+            ("manifest.json", r#"{"main":"index.mjs"}"#),
+            (
+                "index.mjs",
+                "import {k} from 'lib.js'; export default () => k;",
+            ),
+            ("lib.js", "export const k = 2;"),
+            ("README.md", "ignored"),
+        ]);
+        let code = code_of("b.zip", &zip).unwrap();
+        assert!(code.module && code.code.starts_with("import"));
+        assert_eq!(code.modules.keys().collect::<Vec<_>>(), ["lib.js"]);
+        for bad in [
+            zip_of(&[("index.mjs", "x")]),
+            zip_of(&[("manifest.json", r#"{"main":"nope.mjs"}"#)]),
+            zip_of(&[("manifest.json", "{")]),
+            b"not a zip".to_vec(),
+        ] {
+            assert_eq!(
+                code_of("b.zip", &bad).unwrap_err().status,
+                StatusCode::UNPROCESSABLE_ENTITY
+            );
+        }
+        let bomb = "x".repeat(MAX_CODE_BYTES + 10);
+        let zip = zip_of(&[("manifest.json", r#"{"main":"a.mjs"}"#), ("a.mjs", &bomb)]);
+        assert_eq!(
+            code_of("b.zip", &zip).unwrap_err().status,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! Flow routes beyond the generic record routes of the `flows` table: start and stop a flow,
+//! inject a message by hand, and read its run log.
+
+use super::caller::{Access, Caller};
+use super::error::{ApiError, ApiResult};
+use super::json::JsonBody;
+use super::processes::RunsQuery;
+use super::records::update_checked;
+use super::system_tables::{record_by_name, SystemTable, FLOWS};
+use super::AppState;
+use crate::flows::FlowExecution;
+use crate::functions::RunRecord;
+use crate::ids::{RecordId, TableRef};
+use crate::store::RunOwner;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/svc/flows/execute", post(execute))
+        .route("/svc/flows/{name}/start", post(start))
+        .route("/svc/flows/{name}/stop", post(stop))
+        .route("/svc/flows/{name}/runs", get(runs))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecuteRequest {
+    name: String,
+    #[serde(default)]
+    input: Value,
+    /// The node to inject at; default: the flow's inject nodes, else its tag-in nodes.
+    node: Option<String>,
+}
+
+/// Injects `input` as a message's payload and waits for everything it causes (delays
+/// included) to finish; answers with the debug output, or 422 naming the node that failed.
+async fn execute(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(request): JsonBody<ExecuteRequest>,
+) -> ApiResult<Json<FlowExecution>> {
+    caller.require(&state, FLOWS, "*", Access::Write).await?;
+    let record = flow_record(&state, &caller, &request.name).await?;
+    let running = match state.automation.flow(&caller.domain, &request.name) {
+        Some(running) => running,
+        None => state
+            .automation
+            .standalone_flow(&state, &caller.domain, &record)
+            .ok_or_else(|| ApiError::internal("the stored flow is not valid any more"))?,
+    };
+    let execution = running
+        .execute(request.input, request.node.as_deref())
+        .await
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?;
+    Ok(Json(execution))
+}
+
+async fn flow_record(state: &AppState, caller: &Caller, name: &str) -> ApiResult<Value> {
+    record_by_name(state, SystemTable::Flows, &caller.domain, name)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no flow `{name}`")))
+}
+
+async fn set_running(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    running: bool,
+) -> ApiResult<Json<Value>> {
+    caller.require(state, FLOWS, "*", Access::Write).await?;
+    let record = flow_record(state, caller, name).await?;
+    let id = record
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::internal("a flow record has no id"))?;
+    let key = RecordId::parse(id).map_err(ApiError::internal)?.key;
+    let table = TableRef::new(&caller.domain, FLOWS).map_err(ApiError::bad_request)?;
+    let mut patch = Map::new();
+    patch.insert("running".into(), Value::Bool(running));
+    let updated = update_checked(state, &table, &key, patch)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no flow `{name}`")))?;
+    Ok(Json(updated))
+}
+
+async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    set_running(&state, &caller, &name, true).await
+}
+
+async fn stop(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    set_running(&state, &caller, &name, false).await
+}
+
+/// A flow's newest runs (manual executions and messages that reached a debug node or failed).
+async fn runs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    Query(query): Query<RunsQuery>,
+) -> ApiResult<Json<Vec<RunRecord>>> {
+    caller.require(&state, FLOWS, "*", Access::Read).await?;
+    let limit = query.limit()?;
+    flow_record(&state, &caller, &name).await?;
+    let domain = caller.domain.clone();
+    let runs = state
+        .store
+        .run(move |s| s.runs(&domain, RunOwner::Flow, &name, limit))
+        .await?;
+    Ok(Json(runs))
+}

@@ -1,0 +1,167 @@
+//! Function routes beyond the generic record routes of the `processes` table: execute a
+//! function by name, list the domain's functions, replace a function's triggers, and read its
+//! run log.
+
+use super::caller::{Access, Caller};
+use super::error::{ApiError, ApiResult};
+use super::json::JsonBody;
+use super::records::update_checked;
+use super::system_tables::{record_by_name, SystemTable};
+use super::AppState;
+use crate::functions::{parse_triggers, ExecuteResponse, RunRecord, PROCESSES};
+use crate::ids::{is_record_key, RecordId, TableRef};
+use crate::store::RunOwner;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/svc/processes/execute", post(execute))
+        .route("/svc/processes/domain", get(list))
+        .route("/svc/processes/triggers/{id}", put(set_triggers))
+        .route("/svc/processes/runs/{name}", get(runs))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecuteRequest {
+    name: String,
+    #[serde(default)]
+    input: Value,
+}
+
+/// Runs a function now and answers with its output, or 422 saying why it failed.
+async fn execute(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(request): JsonBody<ExecuteRequest>,
+) -> ApiResult<Json<ExecuteResponse>> {
+    caller
+        .require(&state, PROCESSES, "*", Access::Write)
+        .await?;
+    let deployed = state
+        .automation
+        .function(&caller.domain, &request.name)
+        .ok_or_else(|| ApiError::not_found(format!("no function `{}`", request.name)))?;
+    if !deployed.def.enabled {
+        return Err(ApiError::conflict(format!(
+            "function `{}` is disabled",
+            request.name
+        )));
+    }
+    let (result, duration_ms) = deployed
+        .call(request.input, "http")
+        .await
+        .ok_or_else(|| ApiError::internal("the function's worker stopped"))?;
+    match result {
+        Ok(outcome) => Ok(Json(ExecuteResponse {
+            success: true,
+            output: outcome.output,
+            logs: outcome.logs,
+            duration_ms,
+        })),
+        Err(failure) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            failure.explain(&deployed.def.limits()),
+        )),
+    }
+}
+
+/// The domain's functions, by name.
+async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Value>>> {
+    caller.require(&state, PROCESSES, "*", Access::Read).await?;
+    let table = TableRef::new(&caller.domain, PROCESSES).map_err(ApiError::bad_request)?;
+    let query = crate::query::parse(&[("sort".into(), "name".into())])
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let records = state
+        .store
+        .run(move |s| s.list_records(&table, &query))
+        .await?;
+    Ok(Json(records))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TriggersRequest {
+    triggers: Value,
+}
+
+/// Replaces a function's triggers; `:id` is its RecordID or key.
+async fn set_triggers(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<TriggersRequest>,
+) -> ApiResult<Json<Value>> {
+    caller
+        .require(&state, PROCESSES, "*", Access::Write)
+        .await?;
+    let table = TableRef::new(&caller.domain, PROCESSES).map_err(ApiError::bad_request)?;
+    let key = function_key(&table, &id)?;
+    let triggers = parse_triggers(request.triggers).map_err(ApiError::bad_request)?;
+    let mut patch = Map::new();
+    patch.insert(
+        "triggers".into(),
+        serde_json::to_value(triggers).map_err(|e| ApiError::internal(e.to_string()))?,
+    );
+    let updated = update_checked(&state, &table, &key, patch)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no function `{id}`")))?;
+    Ok(Json(updated))
+}
+
+/// A function's key from a RecordID of this domain's `processes` table or a bare key; another
+/// domain's id reads as absent.
+fn function_key(table: &TableRef, id: &str) -> ApiResult<String> {
+    if is_record_key(id) {
+        return Ok(id.to_string());
+    }
+    match RecordId::parse(id) {
+        Ok(parsed) if parsed.table == *table => Ok(parsed.key),
+        Ok(_) => Err(ApiError::not_found(format!("no function `{id}`"))),
+        Err(e) => Err(ApiError::bad_request(e)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunsQuery {
+    limit: Option<usize>,
+}
+
+impl RunsQuery {
+    pub fn limit(&self) -> ApiResult<usize> {
+        match self.limit {
+            None => Ok(100),
+            Some(n @ 1..=1000) => Ok(n),
+            Some(_) => Err(ApiError::bad_request("`limit` must be 1 to 1000")),
+        }
+    }
+}
+
+/// A function's newest runs, newest first.
+async fn runs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    Query(query): Query<RunsQuery>,
+) -> ApiResult<Json<Vec<RunRecord>>> {
+    caller.require(&state, PROCESSES, "*", Access::Read).await?;
+    let limit = query.limit()?;
+    if record_by_name(&state, SystemTable::Processes, &caller.domain, &name)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::not_found(format!("no function `{name}`")));
+    }
+    let domain = caller.domain.clone();
+    let runs = state
+        .store
+        .run(move |s| s.runs(&domain, RunOwner::Function, &name, limit))
+        .await?;
+    Ok(Json(runs))
+}

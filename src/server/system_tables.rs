@@ -1,0 +1,246 @@
+//! The built-in tables that live among a domain's records and are written through the generic
+//! record routes: `tags`, `processes` (functions) and `flows`. Each has its own permission
+//! feature, a schema svc creates on first use, rules checked on every write, and derived state
+//! (tag registry, deployed functions and flows) refreshed after every write.
+
+use super::error::{ApiError, ApiResult};
+use super::tags::{self, check_tag, with_tag_defaults};
+use super::AppState;
+use crate::flows::graph;
+use crate::functions::{engine, FunctionDef, PROCESSES};
+use crate::ids::TableRef;
+use crate::schema::Collection;
+use crate::store::{version_now, Store, StoreError, StoreResult, TAGS};
+use serde_json::{json, Map, Value};
+
+/// Name of the per-domain system table holding flows.
+pub const FLOWS: &str = "flows";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemTable {
+    Tags,
+    Processes,
+    Flows,
+}
+
+impl SystemTable {
+    pub fn of(table: &TableRef) -> Option<SystemTable> {
+        match table.table.as_str() {
+            TAGS => Some(SystemTable::Tags),
+            PROCESSES => Some(SystemTable::Processes),
+            FLOWS => Some(SystemTable::Flows),
+            _ => None,
+        }
+    }
+
+    /// The permission feature its records fall under (scope `*`).
+    pub fn feature(self) -> &'static str {
+        match self {
+            SystemTable::Tags => tags::FEATURE,
+            SystemTable::Processes => PROCESSES,
+            SystemTable::Flows => FLOWS,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            SystemTable::Tags => TAGS,
+            SystemTable::Processes => PROCESSES,
+            SystemTable::Flows => FLOWS,
+        }
+    }
+
+    fn collection(self) -> Collection {
+        let definition = match self {
+            SystemTable::Tags => tags::collection_definition(),
+            SystemTable::Processes => json!({
+                "name": PROCESSES,
+                "description": "functions of the domain: sandboxed code and its triggers",
+                "fields": [
+                    {"name": "name", "type": "string", "required": true},
+                    {"name": "language", "type": "string"},
+                    {"name": "code", "type": "string", "required": true},
+                    {"name": "enabled", "type": "boolean"},
+                    {"name": "version", "type": "number"},
+                    {"name": "triggers", "type": "json"},
+                    {"name": "timeout_ms", "type": "number"},
+                    {"name": "memory_mb", "type": "number"}
+                ],
+                "indexDetails": [{"fields": ["name"], "isUnique": true}]
+            }),
+            SystemTable::Flows => json!({
+                "name": FLOWS,
+                "description": "flows of the domain: graphs of nodes run by svc",
+                "fields": [
+                    {"name": "name", "type": "string", "required": true},
+                    {"name": "description", "type": "string"},
+                    {"name": "nodes", "type": "json", "required": true},
+                    {"name": "running", "type": "boolean"}
+                ],
+                "indexDetails": [{"fields": ["name"], "isUnique": true}]
+            }),
+        };
+        serde_json::from_value(definition)
+            .unwrap_or_else(|_| unreachable!("the built-in collections are valid"))
+    }
+
+    /// Makes sure the domain's table has its schema (its first write).
+    pub fn ensure_collection(self, store: &Store, domain: &str) -> StoreResult<()> {
+        let table = TableRef::new(domain, self.name()).map_err(StoreError::Invalid)?;
+        if store.collection(&table)?.is_some() {
+            return Ok(());
+        }
+        match store.create_collection(domain, &self.collection()) {
+            Ok(_) | Err(StoreError::Conflict(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Fills defaults into a new record and checks it.
+    pub fn prepare_create(self, fields: &mut Map<String, Value>) -> Result<(), String> {
+        match self {
+            SystemTable::Tags => {
+                with_tag_defaults(fields);
+                check_tag(fields)
+            }
+            SystemTable::Processes => {
+                let mut def = checked_function(fields)?;
+                def.version = 1;
+                *fields = def.to_fields();
+                Ok(())
+            }
+            SystemTable::Flows => check_flow(fields),
+        }
+    }
+
+    /// Checks a merged update (`stored` is the record before it) and normalises it.
+    pub fn prepare_update(
+        self,
+        stored: &Map<String, Value>,
+        merged: &mut Map<String, Value>,
+    ) -> Result<(), String> {
+        match self {
+            SystemTable::Tags => check_tag(merged),
+            SystemTable::Processes => {
+                let mut def = checked_function(merged)?;
+                if let Ok(before) = FunctionDef::from_fields(stored) {
+                    if before.name != def.name {
+                        return Err("a function cannot be renamed; create a new one".into());
+                    }
+                    def.version = if before.code_differs(&def) {
+                        before.version + 1
+                    } else {
+                        before.version
+                    };
+                }
+                *merged = def.to_fields();
+                Ok(())
+            }
+            SystemTable::Flows => {
+                if stored.get("name") != merged.get("name") {
+                    return Err("a flow cannot be renamed; create a new one".into());
+                }
+                check_flow(merged)
+            }
+        }
+    }
+
+    /// Brings derived state in step after `record` was written (or, with `None`, deleted).
+    pub async fn after_write(
+        self,
+        state: &AppState,
+        domain: &str,
+        written: Option<&Value>,
+    ) -> ApiResult<()> {
+        match self {
+            SystemTable::Tags => state.tags.reload(&state.store, domain).await?,
+            SystemTable::Processes => {
+                if let Some(def) = written
+                    .and_then(Value::as_object)
+                    .and_then(|f| FunctionDef::from_fields(f).ok())
+                {
+                    let version = version_now(def.version, &def);
+                    let domain = domain.to_string();
+                    state
+                        .store
+                        .run(move |s| s.keep_code_version(&domain, &def.name, &version))
+                        .await?;
+                }
+                state.automation.reload(state, domain).await?;
+            }
+            SystemTable::Flows => state.automation.reload(state, domain).await?,
+        }
+        Ok(())
+    }
+
+    /// Cleans up after a record of this table was deleted.
+    pub async fn after_delete(
+        self,
+        state: &AppState,
+        domain: &str,
+        deleted: &Value,
+    ) -> ApiResult<()> {
+        if let (SystemTable::Processes, Some(name)) =
+            (self, deleted.get("name").and_then(Value::as_str))
+        {
+            let (domain, name) = (domain.to_string(), name.to_string());
+            state
+                .store
+                .run(move |s| s.forget_function(&domain, &name))
+                .await?;
+        }
+        self.after_write(state, domain, None).await
+    }
+}
+
+/// A function record's definition, checked, code included.
+fn checked_function(fields: &Map<String, Value>) -> Result<FunctionDef, String> {
+    let def = FunctionDef::from_fields(fields)?;
+    engine::check(&def.source()).map_err(|e| format!("the code does not compile: {e}"))?;
+    Ok(def)
+}
+
+/// A flow record: a valid graph (whose function nodes compile), plus `running`.
+fn check_flow(fields: &mut Map<String, Value>) -> Result<(), String> {
+    let running = match fields.remove("running") {
+        None => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => return Err("field `running` must be a boolean".into()),
+    };
+    for system in ["id", "created_dt", "updated_dt"] {
+        fields.remove(system);
+    }
+    let flow =
+        graph::parse(&Value::Object(fields.clone()), &check_js).map_err(|e| e.to_string())?;
+    let Value::Object(mut normalised) = flow.to_json() else {
+        return Err("the flow cannot be encoded".into());
+    };
+    normalised.insert("running".into(), Value::Bool(running));
+    *fields = normalised;
+    Ok(())
+}
+
+/// Syntax check of a flow's function node.
+pub fn check_js(code: &str) -> Result<(), String> {
+    engine::check(&engine::Source {
+        code,
+        modules: &Default::default(),
+        module: false,
+    })
+}
+
+/// A system table's record by name (functions and flows are addressed by name in routes).
+pub async fn record_by_name(
+    state: &AppState,
+    table: SystemTable,
+    domain: &str,
+    name: &str,
+) -> ApiResult<Option<Value>> {
+    let table_ref = TableRef::new(domain, table.name()).map_err(ApiError::bad_request)?;
+    let name = name.to_string();
+    let found = state
+        .store
+        .run(move |s| s.record_by_field(&table_ref, "name", &Value::String(name)))
+        .await?;
+    Ok(found)
+}

@@ -1,0 +1,220 @@
+//! Storage of what functions and flows leave behind: every version of a function's code (so an
+//! upload can be undone) and the log of runs, kept to the newest [`RUNS_KEPT`] per function or
+//! flow. Both tables carry the domain as a column and are only read by (domain, name).
+
+use super::{Store, StoreResult};
+use crate::functions::{CodeVersion, RunRecord};
+use crate::time::now_rfc3339;
+use rusqlite::params;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Runs kept per function or flow; older ones are deleted as new ones arrive.
+pub const RUNS_KEPT: i64 = 1000;
+
+pub(super) const AUTOMATION_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS fn_versions (
+    domain TEXT NOT NULL,
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    language TEXT NOT NULL,
+    module INTEGER NOT NULL,
+    code TEXT NOT NULL,
+    modules TEXT NOT NULL,
+    created_dt TEXT NOT NULL,
+    PRIMARY KEY (domain, name, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fn_runs (
+    id INTEGER PRIMARY KEY,
+    domain TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    started_dt TEXT NOT NULL,
+    trigger TEXT NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    success INTEGER NOT NULL,
+    error TEXT,
+    logs TEXT NOT NULL,
+    output TEXT
+);
+CREATE INDEX IF NOT EXISTS fn_runs_by_name ON fn_runs (domain, kind, name, id);
+";
+
+/// Whose runs: a function's or a flow's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOwner {
+    Function,
+    Flow,
+}
+
+impl RunOwner {
+    fn as_str(self) -> &'static str {
+        match self {
+            RunOwner::Function => "function",
+            RunOwner::Flow => "flow",
+        }
+    }
+}
+
+impl Store {
+    /// Keeps a version of a function's code; a version already kept is left as it was.
+    pub fn keep_code_version(
+        &self,
+        domain: &str,
+        name: &str,
+        version: &CodeVersion,
+    ) -> StoreResult<()> {
+        self.conn()?.execute(
+            "INSERT OR IGNORE INTO fn_versions \
+             (domain, name, version, language, module, code, modules, created_dt) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                domain,
+                name,
+                version.version as i64,
+                version.language,
+                version.module,
+                version.code,
+                serde_json::to_string(&version.modules)?,
+                version.created_dt,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Every kept version of a function, oldest first.
+    pub fn code_versions(&self, domain: &str, name: &str) -> StoreResult<Vec<CodeVersion>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT version, language, module, code, modules, created_dt FROM fn_versions \
+             WHERE domain = ?1 AND name = ?2 ORDER BY version",
+        )?;
+        let rows = stmt.query_map(params![domain, name], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, bool>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+            ))
+        })?;
+        let mut versions = Vec::new();
+        for row in rows {
+            let (version, language, module, code, modules, created_dt) = row?;
+            let modules: BTreeMap<String, String> = serde_json::from_str(&modules)?;
+            versions.push(CodeVersion {
+                version: version as u64,
+                language,
+                module,
+                code,
+                modules,
+                created_dt,
+            });
+        }
+        Ok(versions)
+    }
+
+    /// Forgets a deleted function's versions and runs.
+    pub fn forget_function(&self, domain: &str, name: &str) -> StoreResult<()> {
+        let conn = self.conn()?;
+        conn.execute(
+            "DELETE FROM fn_versions WHERE domain = ?1 AND name = ?2",
+            params![domain, name],
+        )?;
+        conn.execute(
+            "DELETE FROM fn_runs WHERE domain = ?1 AND kind = 'function' AND name = ?2",
+            params![domain, name],
+        )?;
+        Ok(())
+    }
+
+    /// Logs a run and drops the owner's runs beyond the newest [`RUNS_KEPT`].
+    pub fn record_run(&self, domain: &str, owner: RunOwner, run: &RunRecord) -> StoreResult<i64> {
+        let conn = self.conn()?;
+        let output = run.output.as_ref().map(Value::to_string);
+        conn.prepare_cached(
+            "INSERT INTO fn_runs (domain, kind, name, started_dt, trigger, duration_ms, success, \
+             error, logs, output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?
+        .execute(params![
+            domain,
+            owner.as_str(),
+            run.name,
+            run.started_dt,
+            run.trigger,
+            run.duration_ms as i64,
+            run.success,
+            run.error,
+            serde_json::to_string(&run.logs)?,
+            output,
+        ])?;
+        let id = conn.last_insert_rowid();
+        if id % 50 == 0 {
+            conn.prepare_cached(
+                "DELETE FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 AND id <= \
+                 (SELECT id FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 \
+                  ORDER BY id DESC LIMIT 1 OFFSET ?4)",
+            )?
+            .execute(params![domain, owner.as_str(), run.name, RUNS_KEPT])?;
+        }
+        Ok(id)
+    }
+
+    /// The newest runs of a function or flow, newest first.
+    pub fn runs(
+        &self,
+        domain: &str,
+        owner: RunOwner,
+        name: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<RunRecord>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, name, started_dt, trigger, duration_ms, success, error, logs, output \
+             FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 \
+             ORDER BY id DESC LIMIT ?4",
+        )?;
+        let rows = stmt.query_map(params![domain, owner.as_str(), name, limit as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, bool>(5)?,
+                r.get::<_, Option<String>>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, Option<String>>(8)?,
+            ))
+        })?;
+        let mut runs = Vec::new();
+        for row in rows {
+            let (id, name, started_dt, trigger, duration_ms, success, error, logs, output) = row?;
+            runs.push(RunRecord {
+                id,
+                name,
+                started_dt,
+                trigger,
+                duration_ms: duration_ms.max(0) as u64,
+                success,
+                error,
+                logs: serde_json::from_str(&logs)?,
+                output: output.map(|o| serde_json::from_str(&o)).transpose()?,
+            });
+        }
+        Ok(runs)
+    }
+}
+
+/// A version stamped now.
+pub fn version_now(version: u64, def: &crate::functions::FunctionDef) -> CodeVersion {
+    CodeVersion {
+        version,
+        language: def.language.clone(),
+        module: def.module,
+        code: def.code.clone(),
+        modules: def.modules.clone(),
+        created_dt: now_rfc3339(),
+    }
+}
