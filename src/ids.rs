@@ -28,6 +28,22 @@ pub fn is_identifier(s: &str) -> bool {
 }
 
 /// `^[A-Za-z0-9_-]{1,128}$`
+/// Names of functions and flows (`what`): 1 to 64 letters, digits, `_` or `-`, so they fit in
+/// a URL path segment as they are.
+pub fn check_name(what: &str, name: &str) -> Result<(), String> {
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} name `{name}` must be 1 to 64 letters, digits, `_` or `-`"
+        ))
+    }
+}
+
 pub fn is_record_key(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 128

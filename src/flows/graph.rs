@@ -223,7 +223,7 @@ pub fn parse(
 ) -> Result<Flow, GraphError> {
     let raw: RawFlow = serde_json::from_value(value.clone())
         .map_err(|e| GraphError::flow(format!("not a flow: {e}")))?;
-    validate_flow_name(&raw.name).map_err(GraphError::flow)?;
+    crate::ids::check_name("flow", &raw.name).map_err(GraphError::flow)?;
     if raw.nodes.len() > MAX_NODES {
         return Err(GraphError::flow(format!(
             "a flow has at most {MAX_NODES} nodes"
@@ -247,20 +247,6 @@ pub fn parse(
     flow.check_wires()?;
     flow.check_cycles()?;
     Ok(flow)
-}
-
-fn validate_flow_name(name: &str) -> Result<(), String> {
-    let ok = (1..=64).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "flow name `{name}` must be 1 to 64 letters, digits, `_` or `-`"
-        ))
-    }
 }
 
 fn parse_node(

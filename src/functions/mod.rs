@@ -154,17 +154,7 @@ pub struct CodeVersion {
 
 /// Function names: what `POST /svc/code/:name` and the execute route address them by.
 pub fn validate_name(name: &str) -> Result<(), String> {
-    let ok = (1..=64).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "function name `{name}` must be 1 to 64 letters, digits, `_` or `-`"
-        ))
-    }
+    crate::ids::check_name("function", name)
 }
 
 /// Parses a trigger list as `PUT /svc/processes/triggers/:id` receives it.
