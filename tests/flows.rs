@@ -350,3 +350,58 @@ fn start_stop_inject_timers_and_rate_limits() {
         .count();
     assert_eq!(dropped, 3, "{runs}");
 }
+
+#[test]
+fn running_flows_and_triggered_functions_come_back_after_a_restart() {
+    let mut server = Server::start();
+    create_flow(
+        &server,
+        &json!({"name": "relay", "running": true, "nodes": [
+            {"id": "in", "type": "tag-in", "config": {"topic": "relay/in"}, "wires": ["out"]},
+            {"id": "out", "type": "svc.tag.write", "config": {"topic": "relay/out"}}
+        ]}),
+    );
+    create_flow(
+        &server,
+        &json!({"name": "idle", "nodes": [
+            {"id": "in", "type": "tag-in", "config": {"topic": "relay/in"}, "wires": ["out"]},
+            {"id": "out", "type": "svc.tag.write", "config": {"topic": "idle/out"}}
+        ]}),
+    );
+    let resp = server
+        .admin(Method::POST, "/svc/processes")
+        .json(&json!({"name": "double", "code": "function main(v) { svc.tag.write('relay/doubled', v * 2); }",
+                      "triggers": [{"type": "tag_change", "topic": "relay/in"}]}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    assert!(server.terminate().success());
+    server.restart();
+
+    let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "after-restart");
+    watcher.subscribe("relay/+", 1);
+    watcher.subscribe("idle/out", 1);
+    let mut device = server.mqtt_admin(Proto::V3, Via::Tcp, "relay-device");
+    device.publish("relay/in", "21", 1, false);
+    let mut got: Vec<(String, String)> = (0..3)
+        .map(|_| {
+            let m = watcher
+                .next_publish(Duration::from_secs(10))
+                .expect("relay/in, relay/out and relay/doubled");
+            (m.topic.clone(), m.text())
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("relay/doubled".to_string(), "42".to_string()),
+            ("relay/in".into(), "21".into()),
+            ("relay/out".into(), "21".into()),
+        ]
+    );
+    assert!(
+        watcher.next_publish(Duration::from_millis(500)).is_none(),
+        "the stopped flow stays stopped"
+    );
+}
