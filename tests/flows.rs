@@ -405,3 +405,88 @@ fn running_flows_and_triggered_functions_come_back_after_a_restart() {
         "the stopped flow stays stopped"
     );
 }
+
+#[test]
+fn flows_need_the_flows_permission_and_stay_in_their_domain() {
+    let server = Server::start();
+    server.create_domain("a");
+    server.create_domain("b");
+    server.create_tag("domains:a", "a/in", false);
+    server.create_tag("domains:a", "a/out", false);
+    server.create_tag("domains:b", "b/in", false);
+    let body = json!({"name": "watch", "running": true, "nodes": [
+        {"id": "in", "type": "tag-in", "config": {"topic": "#"}, "wires": ["out", "dbg"]},
+        {"id": "out", "type": "svc.tag.write", "config": {"topic": "a/out"}},
+        {"id": "dbg", "type": "debug"}
+    ]});
+    let reader = server.user_with_grants("domains:a", "flow-reader", &[("flows", "read", "*")]);
+    let as_reader =
+        |method: Method, path: &str| server.with_token_in(&reader, "domains:a", method, path);
+    let resp = as_reader(Method::POST, "/svc/flows")
+        .json(&body)
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::UNAUTHORIZED, &[]);
+    let resp = server
+        .admin_in("domains:a", Method::POST, "/svc/flows")
+        .json(&body)
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    for path in ["/svc/flows/watch/stop", "/svc/flows/watch/start"] {
+        assert_error(
+            as_reader(Method::POST, path).send().unwrap(),
+            StatusCode::UNAUTHORIZED,
+            &[],
+        );
+    }
+    let resp = as_reader(Method::POST, "/svc/flows/execute")
+        .json(&json!({"name": "watch"}))
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::UNAUTHORIZED, &[]);
+    let resp = as_reader(Method::GET, "/svc/flows/watch/runs")
+        .send()
+        .unwrap();
+    assert_eq!(json_ok(resp, StatusCode::OK), json!([]));
+    let resp = server
+        .admin_in("domains:b", Method::GET, "/svc/flows/watch/runs")
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::NOT_FOUND, &["watch"]);
+
+    // `#` in domain a sees a's tags only; b's tag never reaches it.
+    let mut device = server.mqtt_admin(Proto::V3, Via::Tcp, "ab-device");
+    device.publish("b/in", "1", 1, false);
+    device.publish("a/in", "2", 1, false);
+    server.poll(Duration::from_secs(10), "the a/in run", || {
+        let runs = server.get_json("domains:a", "/svc/flows/watch/runs");
+        (!runs.as_array()?.is_empty()).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let runs = server.get_json("domains:a", "/svc/flows/watch/runs");
+    let logs = runs.to_string();
+    assert!(logs.contains("a/in") && !logs.contains("b/in"), "{runs}");
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+
+    // Writing another domain's tag fails the run, naming the node.
+    let resp = server
+        .admin_in("domains:a", Method::POST, "/svc/flows")
+        .json(&json!({"name": "trespass", "nodes": [
+            {"id": "in", "type": "inject", "wires": ["w"]},
+            {"id": "w", "type": "svc.tag.write", "config": {"topic": "b/in"}}
+        ]}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    let resp = server
+        .admin_in("domains:a", Method::POST, "/svc/flows/execute")
+        .json(&json!({"name": "trespass", "input": 5}))
+        .send()
+        .unwrap();
+    assert_error(
+        resp,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &["node `w`", "not a tag of domain"],
+    );
+}
