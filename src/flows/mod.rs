@@ -3,6 +3,7 @@
 //! flow's JSON; [`nodes`] holds the pure per-message logic of switch and change nodes. The
 //! server's automation runs deployed flows.
 
+mod config;
 pub mod graph;
 pub mod nodes;
 

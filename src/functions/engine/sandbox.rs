@@ -1,0 +1,169 @@
+//! What fences a run in: the capped allocator behind the memory limit, and the module loader
+//! that resolves imports to the bundle's own files only.
+
+use super::*;
+
+// ---- memory ------------------------------------------------------------------------------
+
+/// The Rust allocator with a cap: past `limit` bytes (`0`: none) it refuses and says so in
+/// `refused`, which tells an out-of-memory failure from a script that throws `null` (what
+/// QuickJS throws when it cannot even allocate the error).
+pub(super) struct CappedAllocator {
+    pub(super) used: usize,
+    pub(super) limit: usize,
+    pub(super) refused: Rc<Cell<bool>>,
+}
+
+impl CappedAllocator {
+    fn admit(&mut self, more: usize) -> bool {
+        let fits = self.limit == 0 || self.used.saturating_add(more) <= self.limit;
+        if !fits {
+            self.refused.set(true);
+        }
+        fits
+    }
+
+    fn track(&mut self, ptr: *mut u8) -> *mut u8 {
+        if !ptr.is_null() {
+            // SAFETY: `ptr` was just allocated by `RustAllocator`.
+            self.used += unsafe { RustAllocator::usable_size(ptr) };
+        }
+        ptr
+    }
+}
+
+// SAFETY: every allocation is made, sized and freed by `RustAllocator`, which meets the
+// trait's contract; this wrapper only counts bytes and may return null instead.
+unsafe impl Allocator for CappedAllocator {
+    fn alloc(&mut self, size: usize) -> *mut u8 {
+        if !self.admit(size) {
+            return std::ptr::null_mut();
+        }
+        let ptr = RustAllocator.alloc(size);
+        self.track(ptr)
+    }
+
+    fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
+        let Some(total) = count.checked_mul(size) else {
+            return std::ptr::null_mut();
+        };
+        if !self.admit(total) {
+            return std::ptr::null_mut();
+        }
+        let ptr = RustAllocator.calloc(count, size);
+        self.track(ptr)
+    }
+
+    unsafe fn dealloc(&mut self, ptr: *mut u8) {
+        self.used = self.used.saturating_sub(RustAllocator::usable_size(ptr));
+        RustAllocator.dealloc(ptr);
+    }
+
+    unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
+        if ptr.is_null() {
+            return self.alloc(new_size);
+        }
+        let old_size = RustAllocator::usable_size(ptr);
+        if new_size > old_size && !self.admit(new_size - old_size) {
+            return std::ptr::null_mut();
+        }
+        let new = RustAllocator.realloc(ptr, new_size);
+        if !new.is_null() {
+            self.used = self.used.saturating_sub(old_size) + RustAllocator::usable_size(new);
+        }
+        new
+    }
+
+    unsafe fn usable_size(ptr: *mut u8) -> usize {
+        RustAllocator::usable_size(ptr)
+    }
+}
+
+// ---- module loading ----------------------------------------------------------------------
+
+/// Resolver and loader over the bundle's files only.
+#[derive(Clone)]
+pub(super) struct Bundle {
+    pub(super) files: Rc<BTreeMap<String, String>>,
+    /// The files loaded so far.
+    pub(super) loaded: Rc<RefCell<BTreeSet<String>>>,
+}
+
+impl Bundle {
+    pub(super) fn new(modules: &BTreeMap<String, String>) -> Bundle {
+        let files = modules
+            .iter()
+            .filter_map(|(name, code)| Some((normalize("", name)?, code.clone())))
+            .collect();
+        Bundle {
+            files: Rc::new(files),
+            loaded: Rc::default(),
+        }
+    }
+
+    /// The bundle file `name` names when imported from `base`.
+    fn resolve(&self, base: &str, name: &str) -> Option<String> {
+        let dir = base.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let path = normalize(dir, name)?;
+        [path.clone(), format!("{path}.js"), format!("{path}.mjs")]
+            .into_iter()
+            .find(|candidate| candidate == ENTRY || self.files.contains_key(candidate))
+    }
+}
+
+/// `name` relative to folder `dir` (when it starts with `./` or `../`), as a path from the
+/// bundle root without `.`/`..`; `None` when it climbs above the root.
+pub(super) fn normalize(dir: &str, name: &str) -> Option<String> {
+    let relative = name.starts_with("./") || name.starts_with("../");
+    let mut parts: Vec<&str> = Vec::new();
+    let start = if relative { dir } else { "" };
+    for part in start.split('/').chain(name.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    if parts.is_empty() {
+        None
+    } else {
+        Some(parts.join("/"))
+    }
+}
+
+impl Resolver for Bundle {
+    fn resolve<'js>(
+        &mut self,
+        _ctx: &Ctx<'js>,
+        base: &str,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> rquickjs::Result<String> {
+        Bundle::resolve(self, base, name).ok_or_else(|| {
+            rquickjs::Error::new_resolving_message(
+                base,
+                name,
+                "only the files of the function's bundle can be imported",
+            )
+        })
+    }
+}
+
+impl Loader for Bundle {
+    fn load<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> rquickjs::Result<Module<'js>> {
+        match self.files.get(name) {
+            Some(code) => {
+                self.loaded.borrow_mut().insert(name.to_string());
+                Module::declare(ctx.clone(), name, code.as_str())
+            }
+            None => Err(rquickjs::Error::new_loading(name)),
+        }
+    }
+}
