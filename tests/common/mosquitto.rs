@@ -1,0 +1,127 @@
+//! The Debian `mosquitto_pub`/`mosquitto_sub` clients as independent MQTT peers of the broker.
+
+use super::*;
+
+/// A `mosquitto_sub` process printing `topic qos retain payload` lines, ready once its SUBACK
+/// arrived.
+pub struct MosquittoSub {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Server {
+    /// Starts `mosquitto_sub` on the TCP listener (`v5`: `-V mqttv5`, else `mqttv311`) and waits
+    /// for its SUBACK.
+    pub fn mosquitto_sub(
+        &self,
+        v5: bool,
+        filter: &str,
+        qos: u8,
+        user: &str,
+        password: &str,
+    ) -> MosquittoSub {
+        let port = self.listener_port("mqtt").to_string();
+        // stdbuf: mosquitto_sub block-buffers its stdout when it is a pipe.
+        let mut child = Command::new("stdbuf")
+            .args(["-oL", "mosquitto_sub"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-t",
+                filter,
+                "-q",
+                &qos.to_string(),
+            ])
+            .args(["-V", if v5 { "mqttv5" } else { "mqttv311" }])
+            .args(["-u", user, "-P", password, "-d", "-F", "MSG %t %q %r %p"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mosquitto_sub (apt-get install mosquitto-clients)");
+        let stdout = child.stdout.take().expect("mosquitto_sub stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut sub = MosquittoSub {
+            child,
+            lines: rx,
+            seen: Vec::new(),
+        };
+        sub.wait_line(|l| l.contains("SUBACK"), "its SUBACK");
+        sub
+    }
+
+    /// Runs `mosquitto_pub` against the TCP listener; returns (exit success, stdout+stderr).
+    pub fn mosquitto_pub(&self, v5: bool, args: &[&str]) -> (bool, String) {
+        let port = self.listener_port("mqtt").to_string();
+        let out = Command::new("mosquitto_pub")
+            .args(["-h", "127.0.0.1", "-p", &port])
+            .args(["-V", if v5 { "mqttv5" } else { "mqttv311" }])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run mosquitto_pub (apt-get install mosquitto-clients)");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+}
+
+impl MosquittoSub {
+    /// Waits for a stdout line matching `pred`; panics naming `what` (with the output so far).
+    pub fn wait_line(&mut self, pred: impl Fn(&str) -> bool, what: &str) -> String {
+        let deadline = Instant::now() + MQTT_WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if pred(&line) {
+                        return line;
+                    }
+                }
+                Err(e) => {
+                    let _ = self.child.kill();
+                    let mut err = String::new();
+                    if let Some(mut s) = self.child.stderr.take() {
+                        let _ = std::io::Read::read_to_string(&mut s, &mut err);
+                    }
+                    panic!(
+                        "mosquitto_sub: no {what} ({e:?}); stdout: {:?}; stderr: {err}",
+                        self.seen
+                    );
+                }
+            }
+        }
+    }
+
+    /// Waits for the message line `MSG <topic> <qos> <retain> <payload>`.
+    pub fn expect_msg(&mut self, topic: &str, payload: &str) -> String {
+        let prefix = format!("MSG {topic} ");
+        let suffix = format!(" {payload}");
+        self.wait_line(
+            |l| l.starts_with(&prefix) && l.ends_with(&suffix),
+            &format!("message `{payload}` on `{topic}`"),
+        )
+    }
+}
+
+impl Drop for MosquittoSub {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
