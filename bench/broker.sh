@@ -41,17 +41,10 @@ RESULTS="$ROOT/bench/broker-results.md"
 NICE=()
 if [ -n "${BENCH_NICE:-}" ]; then NICE=(nice -n "$BENCH_NICE"); fi
 
-log() { printf '[bench] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 # --- tools --------------------------------------------------------------------------------
-install_deb() {
-    local sudo=()
-    if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-    log "installing $* from Debian packages"
-    "${sudo[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@" >/dev/null
-}
 MOSQUITTO=$(command -v mosquitto || true)
 [ -n "$MOSQUITTO" ] || [ ! -x /usr/sbin/mosquitto ] || MOSQUITTO=/usr/sbin/mosquitto
 if [ -z "$MOSQUITTO" ]; then
@@ -62,58 +55,12 @@ command -v curl >/dev/null 2>&1 || install_deb curl
 command -v sqlite3 >/dev/null 2>&1 || install_deb sqlite3
 if [ -n "${BENCH_PERF:-}" ]; then command -v perf >/dev/null 2>&1 || die "BENCH_PERF needs perf"; fi
 
-if [ -n "${BENCH_SVC:-}" ]; then
-    SVC=$(realpath "$BENCH_SVC")
-    log "using the svc binary $SVC; building (release): example mqtt_load"
-    cargo build --release --quiet --example mqtt_load
-else
-    log "building (release): svc, example mqtt_load"
-    cargo build --release --quiet --bin svc --example mqtt_load
-    SVC="$ROOT/target/release/svc"
-fi
+build_tools mqtt_load
 LOADER="$ROOT/target/release/examples/mqtt_load"
 
 # --- brokers ------------------------------------------------------------------------------
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/svc-broker-bench.XXXXXX")
-PIDS=()
-cleanup() {
-    local status=$?
-    for pid in "${PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    for pid in "${PIDS[@]}"; do
-        wait "$pid" 2>/dev/null || true
-    done
-    if [ "$status" -ne 0 ]; then
-        for name in svc mosquitto; do
-            if [ -s "$WORK/$name.log" ]; then
-                log "$name log (last lines):"
-                tail -n 20 "$WORK/$name.log" >&2 || true
-            fi
-        done
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log "starting svc serve (fresh data dir)"
-env SVC_LOG="${SVC_LOG:-info}" "${NICE[@]}" "$SVC" serve --data-dir "$WORK/data" \
-    --http-port 0 --mqtt-port 0 --ws-port 0 --admin-password "$PASSWORD" \
-    >"$WORK/svc.out" 2>"$WORK/svc.log" &
-SVC_PID=$!
-PIDS+=("$SVC_PID")
-READY=""
-for _ in $(seq 1 300); do
-    READY=$(sed -n 's/^ready //p' "$WORK/svc.out")
-    [ -n "$READY" ] && break
-    kill -0 "$SVC_PID" 2>/dev/null || die "svc exited early"
-    sleep 0.1
-done
-[ -n "$READY" ] || die "svc printed no ready line within 30s"
-SVC_URL="http://$(echo "$READY" | sed -n 's/.*"http":"\([^"]*\)".*/\1/p')"
-SVC_MQTT_PORT=$(echo "$READY" | sed -n 's/.*"mqtt":"[^"]*:\([0-9]*\)".*/\1/p')
-log "svc ready: http $SVC_URL, mqtt port $SVC_MQTT_PORT (pid $SVC_PID)"
+bench_workdir broker-bench
+start_svc "${NICE[@]}"
 
 # Mosquitto takes a port from its config: try a few random free-looking ports.
 MOSQUITTO_PID=""
@@ -152,23 +99,7 @@ MOSQUITTO_VERSION=$({ "$MOSQUITTO" -h 2>/dev/null || true; } | sed -n 's/^mosqui
 log "mosquitto ${MOSQUITTO_VERSION:-?} ready on port $MOSQUITTO_PORT (pid $MOSQUITTO_PID)"
 
 # --- svc credentials and historized tags --------------------------------------------------
-# call METHOD PATH [BODY] : the response body on stdout; fails unless the status is 2xx.
-TOKEN=""
-call() {
-    local method=$1 path=$2 body=${3:-}
-    local args=(-sS -o "$WORK/body" -w '%{http_code}' -X "$method" "$SVC_URL$path")
-    [ -n "$TOKEN" ] && args+=(-H "Authorization: Bearer $TOKEN")
-    [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data "$body")
-    local code
-    code=$(curl "${args[@]}")
-    case $code in
-        2??) cat "$WORK/body" ;;
-        *) die "$method $path → $code: $(cat "$WORK/body")" ;;
-    esac
-}
-TOKEN=$(call POST /auth/login "{\"username\":\"admin\",\"password\":\"$PASSWORD\"}" |
-    sed -n 's/.*"tkn":"\([^"]*\)".*/\1/p')
-[ -n "$TOKEN" ] || die "login failed"
+login_admin
 API_KEY=$(call POST /auth/keys '{"name":"bench"}' | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
 [ -n "$API_KEY" ] || die "no API key"
 log "declaring $PUBLISHERS historized tags bench/p0..bench/p$((PUBLISHERS - 1))"

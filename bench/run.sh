@@ -43,106 +43,29 @@ LINES=1000
 PASSWORD="bench-$(date +%s)-$$"
 RESULTS="$ROOT/bench/results.md"
 
-log() { printf '[bench] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 # --- tools --------------------------------------------------------------------------------
-install_deb() {
-    local sudo=()
-    if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-    log "installing $* from Debian packages"
-    "${sudo[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@" >/dev/null
-}
 command -v wrk >/dev/null 2>&1 || install_deb wrk
 command -v curl >/dev/null 2>&1 || install_deb curl
 
-if [ -n "${BENCH_SVC:-}" ]; then
-    SVC=$(realpath "$BENCH_SVC")
-    log "using the svc binary $SVC; building (release): examples hello and bench_load"
-    cargo build --release --quiet --example hello --example bench_load
-else
-    log "building (release): svc, examples hello and bench_load"
-    cargo build --release --quiet --bin svc --example hello --example bench_load
-    SVC="$ROOT/target/release/svc"
-fi
+build_tools hello bench_load
 HELLO="$ROOT/target/release/examples/hello"
 LOADER="$ROOT/target/release/examples/bench_load"
 
 # --- servers ------------------------------------------------------------------------------
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/svc-bench.XXXXXX")
-PIDS=()
-cleanup() {
-    local status=$?
-    for pid in "${PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    for pid in "${PIDS[@]}"; do
-        wait "$pid" 2>/dev/null || true
-    done
-    if [ "$status" -ne 0 ] && [ -f "$WORK/svc.log" ]; then
-        log "svc log (last lines):"
-        tail -n 20 "$WORK/svc.log" >&2 || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start NAME CMD... : runs CMD in the background and sets ADDR from its `ready` line and PID.
-start() {
-    local name=$1
-    shift
-    "$@" >"$WORK/$name.out" 2>"$WORK/$name.log" &
-    local pid=$!
-    PID=$pid
-    PIDS+=("$pid")
-    local i
-    for i in $(seq 1 300); do
-        ADDR=$(sed -n 's/^ready .*"http":"\([^"]*\)".*/\1/p' "$WORK/$name.out")
-        if [ -n "$ADDR" ]; then
-            log "$name ready on $ADDR (pid $pid)"
-            return 0
-        fi
-        kill -0 "$pid" 2>/dev/null || { cat "$WORK/$name.log" >&2; die "$name exited early"; }
-        sleep 0.1
-    done
-    die "$name printed no ready line within 30s"
-}
-
-start svc env SVC_LOG="${SVC_LOG:-info}" "$SVC" serve --data-dir "$WORK/data" \
-    --http-port 0 --mqtt-port 0 --ws-port 0 --admin-password "$PASSWORD"
-SVC_URL="http://$ADDR"
-SVC_PID=$PID
-start hello "$HELLO"
+bench_workdir bench
+start_svc
+start_ready hello "$HELLO"
 HELLO_URL="http://$ADDR"
 HELLO_PID=$PID
 
 # --- data ---------------------------------------------------------------------------------
-# call METHOD PATH [BODY] : the response body on stdout; fails unless the status is 2xx.
-TOKEN=""
-call() {
-    local method=$1 path=$2 body=${3:-}
-    local args=(-sS -o "$WORK/body" -w '%{http_code}' -X "$method" "$SVC_URL$path"
-                -H 'Domain: domains:bench')
-    [ -n "$TOKEN" ] && args+=(-H "Authorization: Bearer $TOKEN")
-    [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data "$body")
-    local code
-    code=$(curl "${args[@]}")
-    case $code in
-        2??) cat "$WORK/body" ;;
-        *) die "$method $path → $code: $(cat "$WORK/body")" ;;
-    esac
-}
-
 log "logging in, creating domain bench and collection items"
-TOKEN=$(curl -sS "$SVC_URL/auth/login" -H 'Content-Type: application/json' \
-    --data "{\"username\":\"admin\",\"password\":\"$PASSWORD\"}" |
-    sed -n 's/.*"tkn":"\([^"]*\)".*/\1/p')
-[ -n "$TOKEN" ] || die "login failed"
-CODE=$(curl -sS -o "$WORK/body" -w '%{http_code}' "$SVC_URL/auth/domains" \
-    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' --data '{"name":"bench"}')
-[ "$CODE" = 201 ] || die "POST /auth/domains → $CODE: $(cat "$WORK/body")"
+login_admin
+call POST /auth/domains '{"name":"bench"}' >/dev/null
+CALL_HEADERS=('Domain: domains:bench')
 call POST /svc/collections '{"name":"items","fields":[{"name":"sku","type":"string"},{"name":"line","type":"string"},{"name":"value","type":"number"}],"indexDetails":[{"fields":["line"],"isUnique":false},{"fields":["sku"],"isUnique":true}]}' >/dev/null
 
 log "loading $RECORDS records with $LOAD_THREADS threads"
