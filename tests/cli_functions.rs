@@ -6,22 +6,13 @@
 mod cli_support;
 mod common;
 
-use cli_support::Cli;
-use common::Server;
+use cli_support::{acme, Cli};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
 const DOUBLE: &str = "function main(input){ return {y: input.x * 2}; }";
 const TRIPLE: &str =
     "function main(input){ console.log('tripling', input.x); return {y: input.x * 3}; }";
-
-fn setup() -> (Server, Cli) {
-    let server = Server::start();
-    server.create_domain("acme");
-    let cli = Cli::new(&server);
-    cli.login_admin(&["--domain", "acme"]);
-    (server, cli)
-}
 
 /// Writes `text` to `name` in the CLI user's home and returns its path as a string.
 fn write(cli: &Cli, name: &str, text: &str) -> String {
@@ -40,7 +31,7 @@ fn one<'a>(list: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn deploy_run_list_versions_restore_and_logs() {
-    let (_server, cli) = setup();
+    let (_server, cli) = acme();
     let file = write(&cli, "f.js", DOUBLE);
     let record = cli.json(&["functions", "deploy", &file, "--trigger", "http"]);
     assert_eq!(record["name"], "f", "the name is the file stem: {record}");
@@ -155,7 +146,7 @@ fn deploy_run_list_versions_restore_and_logs() {
 
 #[test]
 fn deploy_options_and_failures() {
-    let (_server, cli) = setup();
+    let (_server, cli) = acme();
     let file = write(&cli, "ticker.js", DOUBLE);
     let record = cli.json(&[
         "functions",
@@ -237,7 +228,7 @@ fn deploy_options_and_failures() {
 
 #[test]
 fn flows_import_list_run_start_stop_and_logs() {
-    let (_server, cli) = setup();
+    let (_server, cli) = acme();
     let nodes = json!([
         {"id": "i", "type": "inject", "config": {}, "wires": [["d"]]},
         {"id": "d", "type": "debug", "config": {}}
@@ -306,7 +297,7 @@ fn flows_import_list_run_start_stop_and_logs() {
 
 #[test]
 fn flow_failures() {
-    let (_server, cli) = setup();
+    let (_server, cli) = acme();
     let bad = json!({"name": "broken", "nodes": [
         {"id": "lonely", "type": "inject", "config": {}, "wires": [["ghost"]]}
     ]});

@@ -4,17 +4,8 @@
 mod cli_support;
 mod common;
 
-use cli_support::Cli;
-use common::Server;
+use cli_support::acme;
 use serde_json::{json, Value};
-
-fn setup() -> (Server, Cli) {
-    let server = Server::start();
-    server.create_domain("acme");
-    let cli = Cli::new(&server);
-    cli.login_admin(&["--domain", "acme"]);
-    (server, cli)
-}
 
 fn names(list: &Value) -> Vec<String> {
     list.as_array()
@@ -26,7 +17,7 @@ fn names(list: &Value) -> Vec<String> {
 
 #[test]
 fn crud_in_every_output_format() {
-    let (server, cli) = setup();
+    let (server, cli) = acme();
     let created = cli.json(&[
         "records",
         "create",
@@ -145,7 +136,7 @@ fn crud_in_every_output_format() {
 
 #[test]
 fn filters_reach_the_server_intact() {
-    let (server, cli) = setup();
+    let (server, cli) = acme();
     for rec in [
         json!({"name": "Pump 1", "code": "007", "n": 7, "note": "a=b c", "quote": "say \"hi\"", "status": "on"}),
         json!({"name": "Pump 2", "code": 7, "n": 8, "note": "x&y=%20", "quote": "it's", "status": "idle"}),
@@ -218,7 +209,7 @@ fn filters_reach_the_server_intact() {
 
 #[test]
 fn expand_replaces_references() {
-    let (server, cli) = setup();
+    let (server, cli) = acme();
     let site = server.create_record("domains:acme", "sites", &json!({"name": "Gent"}));
     let site_id = site["id"].as_str().unwrap();
     server.create_record(

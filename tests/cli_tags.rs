@@ -5,25 +5,16 @@
 mod cli_support;
 mod common;
 
-use cli_support::Cli;
-use common::Server;
+use cli_support::acme;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-fn setup() -> (Server, Cli) {
-    let server = Server::start();
-    server.create_domain("acme");
-    let cli = Cli::new(&server);
-    cli.login_admin(&["--domain", "acme"]);
-    (server, cli)
-}
-
 #[test]
 fn watch_sees_what_publish_sends() {
-    let (_server, cli) = setup();
+    let (_server, cli) = acme();
     cli.ok(&["tags", "create", "acme/line1/temp", "--unit", "degC"]);
     cli.ok(&[
         "tags",
@@ -137,7 +128,7 @@ fn watch_sees_what_publish_sends() {
 
 #[test]
 fn watch_with_a_rejected_credential_fails_cleanly() {
-    let (_server, cli) = setup();
+    let (_server, cli) = acme();
     let run = cli.run_with(
         &["tags", "watch", "#", "--count", "1"],
         &[("SVC_API_KEY", "svcx_nope")],
@@ -149,7 +140,7 @@ fn watch_with_a_rejected_credential_fails_cleanly() {
 
 #[test]
 fn historian_subcommands() {
-    let (server, cli) = setup();
+    let (server, cli) = acme();
     let topic = "acme/line1/temp";
     let tag = cli.json(&["tags", "create", topic, "--historize", "--unit", "degC"]);
     assert_eq!(

@@ -157,3 +157,13 @@ impl Cli {
             .expect_code(0, "login");
     }
 }
+
+/// A server with the domain `acme` and a CLI user logged in as admin with `acme` as the
+/// profile's domain.
+pub fn acme() -> (Server, Cli) {
+    let server = Server::start();
+    server.create_domain("acme");
+    let cli = Cli::new(&server);
+    cli.login_admin(&["--domain", "acme"]);
+    (server, cli)
+}
