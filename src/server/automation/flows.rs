@@ -6,8 +6,8 @@
 //! output and errors and tells when everything it caused has finished.
 
 use super::host::{publish_value, user_table};
-use super::Automation;
-use crate::flows::graph::{DelayConfig, Flow, NodeKind};
+use super::{chain_origin, Automation};
+use crate::flows::graph::{DelayConfig, Flow, FunctionConfig, NodeKind};
 use crate::flows::nodes::{apply_change, switch_ports, Msg};
 use crate::flows::FlowExecution;
 use crate::functions::engine::{self, Limits, Source};
@@ -70,6 +70,8 @@ struct Delivery {
     msg: Msg,
     /// The node the message entered the flow at (the run log's trigger).
     source: String,
+    /// Place in a chain of automations (see [`super::MAX_CHAIN`]).
+    depth: u32,
     trace: Option<Arc<Trace>>,
 }
 
@@ -156,9 +158,9 @@ impl Running {
     }
 
     /// A message from a tag-in node's subscription.
-    pub fn inject_tag(&self, node: &str, topic: &str, payload: Value) {
+    pub fn inject_tag(&self, node: &str, topic: &str, payload: Value, depth: u32) {
         let msg = message(Some(topic), payload);
-        self.context.deliver(node, msg, node, None);
+        self.context.deliver(node, msg, node, depth, None);
     }
 
     /// Injects `input` at `node` (default: every inject node, else every tag-in node) and
@@ -203,7 +205,8 @@ impl Running {
                 _ => None,
             };
             let msg = message(topic.as_deref(), input.clone());
-            self.context.deliver(&entry.id, msg, "manual", Some(&trace));
+            self.context
+                .deliver(&entry.id, msg, "manual", 1, Some(&trace));
         }
         let finished = async {
             loop {
@@ -269,7 +272,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Context {
     /// Queues a message for a node; a full inbox drops it (and says so in the log).
-    fn deliver(&self, node: &str, msg: Msg, source: &str, trace: Option<&Arc<Trace>>) {
+    fn deliver(&self, node: &str, msg: Msg, source: &str, depth: u32, trace: Option<&Arc<Trace>>) {
         if let Some(trace) = trace {
             trace.start();
         }
@@ -277,6 +280,7 @@ impl Context {
             node: node.to_string(),
             msg,
             source: source.to_string(),
+            depth,
             trace: trace.cloned(),
         };
         if let Err(error) = self.inbox.try_send(delivery) {
@@ -312,6 +316,7 @@ impl Context {
         let started_dt = crate::time::now_rfc3339();
         let started = Instant::now();
         let trace = delivery.trace.clone();
+        let origin = chain_origin(&self.origin, delivery.depth);
         let mut queue = VecDeque::from([(delivery.node, delivery.msg)]);
         let mut debug = Vec::new();
         let mut errors = Vec::new();
@@ -319,7 +324,7 @@ impl Context {
             let Some(node) = self.flow.node(&id) else {
                 continue;
             };
-            match self.step(&id, &node.kind, msg, &mut debug).await {
+            match self.step(&id, &node.kind, msg, &origin, &mut debug).await {
                 Ok(Step::Emit(outputs)) => {
                     for (port, msg) in outputs {
                         for target in node.wires.get(port).into_iter().flatten() {
@@ -335,6 +340,7 @@ impl Context {
                             target,
                             msg.clone(),
                             &delivery.source,
+                            delivery.depth,
                             trace.as_ref(),
                         );
                     }
@@ -368,6 +374,7 @@ impl Context {
         node: String,
         msg: Msg,
         source: &str,
+        depth: u32,
         trace: Option<&Arc<Trace>>,
     ) {
         if let Some(trace) = trace {
@@ -376,7 +383,7 @@ impl Context {
         let (context, source, trace) = (Arc::clone(self), source.to_string(), trace.cloned());
         tokio::spawn(async move {
             tokio::time::sleep(pause).await;
-            context.deliver(&node, msg, &source, trace.as_ref());
+            context.deliver(&node, msg, &source, depth, trace.as_ref());
             if let Some(trace) = trace {
                 trace.finish();
             }
@@ -388,6 +395,7 @@ impl Context {
         id: &str,
         kind: &NodeKind,
         mut msg: Msg,
+        origin: &Arc<str>,
         debug: &mut Vec<Value>,
     ) -> Result<Step, String> {
         let pass = |msg| Ok(Step::Emit(vec![(0, msg)]));
@@ -404,13 +412,7 @@ impl Context {
                 pass(msg)
             }
             NodeKind::Function(config) => {
-                let limits = Limits {
-                    timeout: Duration::from_millis(config.timeout_ms),
-                    memory_bytes: (config.memory_mb as usize) << 20,
-                };
-                let output = self
-                    .run_js(&config.code, msg.clone(), limits, debug, id)
-                    .await?;
+                let output = self.run_js(config, msg.clone(), origin, debug, id).await?;
                 Ok(Step::Emit(function_outputs(output, &msg)))
             }
             NodeKind::TagWrite(config) => {
@@ -423,7 +425,7 @@ impl Context {
                 publish_value(
                     &self.state,
                     &self.domain,
-                    Arc::clone(&self.origin),
+                    Arc::clone(origin),
                     &topic,
                     &value,
                     config.qos,
@@ -494,20 +496,24 @@ impl Context {
     /// A function node: the message is the input; logs become debug output.
     async fn run_js(
         &self,
-        code: &str,
+        config: &FunctionConfig,
         msg: Msg,
-        limits: Limits,
+        origin: &Arc<str>,
         debug: &mut Vec<Value>,
         id: &str,
     ) -> Result<Value, String> {
+        let limits = Limits {
+            timeout: Duration::from_millis(config.timeout_ms),
+            memory_bytes: (config.memory_mb as usize) << 20,
+        };
         let _slot = self.state.automation.slots.acquire().await;
         let host = super::host::ServerHost::new(
             self.state.clone(),
             &self.domain,
-            Arc::clone(&self.origin),
+            Arc::clone(origin),
             tokio::runtime::Handle::current(),
         );
-        let code = code.to_string();
+        let code = config.code.clone();
         let result = tokio::task::spawn_blocking(move || {
             engine::run(&Source::script(&code), &Value::Object(msg), &limits, &host)
                 .map_err(|e| (e.explain(&limits), e.logs))
@@ -577,7 +583,7 @@ async fn fire_inject(context: Arc<Context>, node: String, schedule: crate::sched
             .clone()
             .unwrap_or_else(|| Value::String(crate::time::now_rfc3339()));
         let msg = message(config.topic.as_deref(), payload);
-        context.deliver(&node, msg, &node, None);
+        context.deliver(&node, msg, &node, 1, None);
     }
 }
 

@@ -3,7 +3,7 @@
 //! the run itself: the sandbox on a blocking thread, then one entry in the run log.
 
 use super::host::ServerHost;
-use super::Automation;
+use super::{chain_origin, Automation};
 use crate::functions::engine::{self, Outcome, RunError};
 use crate::functions::{FunctionDef, RunRecord};
 use crate::schedule::Schedule;
@@ -24,6 +24,8 @@ pub type RunResult = Result<Outcome, RunError>;
 /// One run to do.
 pub struct Job {
     pub input: Value,
+    /// Place in a chain of automations (1: started by a device, a timer or a call).
+    pub depth: u32,
     pub trigger: &'static str,
     pub reply: Option<oneshot::Sender<(RunResult, u64)>>,
 }
@@ -95,6 +97,7 @@ impl Deployed {
         self.pending.fetch_add(1, Ordering::SeqCst);
         let job = Job {
             input,
+            depth: 1,
             trigger,
             reply: Some(reply),
         };
@@ -136,7 +139,7 @@ async fn run_job(
     job: Job,
     pending: Arc<AtomicUsize>,
 ) {
-    let outcome = run_function(&state, &domain, def, job.input, job.trigger).await;
+    let outcome = run_function(&state, &domain, def, job.input, job.trigger, job.depth).await;
     pending.fetch_sub(1, Ordering::SeqCst);
     if let Some(reply) = job.reply {
         let _ = reply.send(outcome);
@@ -166,6 +169,7 @@ async fn fire_on_schedule(
         pending.fetch_add(1, Ordering::SeqCst);
         let job = Job {
             input: serde_json::json!({"trigger": trigger, "time": crate::time::now_rfc3339()}),
+            depth: 1,
             trigger,
             reply: None,
         };
@@ -182,10 +186,11 @@ pub async fn run_function(
     def: Arc<FunctionDef>,
     input: Value,
     trigger: &str,
+    depth: u32,
 ) -> (RunResult, u64) {
     let started_dt = crate::time::now_rfc3339();
     let started = Instant::now();
-    let result = run_sandboxed(state, domain, &def, input).await;
+    let result = run_sandboxed(state, domain, &def, input, depth).await;
     let duration_ms = started.elapsed().as_millis() as u64;
     let error = result.as_ref().err().map(|e| e.explain(&def.limits()));
     let run = run_record(&def.name, started_dt, trigger, duration_ms, &result, error);
@@ -206,10 +211,11 @@ pub async fn run_sandboxed(
     domain: &str,
     def: &Arc<FunctionDef>,
     input: Value,
+    depth: u32,
 ) -> RunResult {
     let automation: &Automation = &state.automation;
     let _slot = automation.slots.acquire().await;
-    let origin: Arc<str> = Automation::function_origin(domain, &def.name).into();
+    let origin = chain_origin(&Automation::function_origin(domain, &def.name), depth);
     let host = ServerHost::new(
         state.clone(),
         domain,

@@ -58,6 +58,26 @@ impl Default for Automation {
     }
 }
 
+/// How many functions and flows a message may pass through, each triggered by a tag the one
+/// before wrote, before svc stops the chain: two automations that trigger each other would
+/// otherwise loop for ever.
+pub const MAX_CHAIN: u32 = 8;
+
+/// The origin an automation's writes carry: who wrote (`function:domain/name`) and how deep in
+/// a chain of automations the write is (`#2`: written by an automation that a write of another
+/// automation triggered).
+pub fn chain_origin(writer: &str, depth: u32) -> Arc<str> {
+    format!("{writer}#{depth}").into()
+}
+
+/// The writer and chain depth of a message's origin; a device's publish is depth 0.
+pub fn parse_origin(origin: Option<&str>) -> (Option<&str>, u32) {
+    match origin.and_then(|o| o.rsplit_once('#')) {
+        Some((writer, depth)) => (Some(writer), depth.parse().unwrap_or(MAX_CHAIN)),
+        None => (origin, 0),
+    }
+}
+
 impl Automation {
     pub fn function_origin(domain: &str, name: &str) -> String {
         format!("function:{domain}/{name}")
@@ -183,7 +203,7 @@ impl Automation {
 
     /// Hands a published message to every trigger and flow input whose filter matches, in
     /// domains that own the topic (any topic for `svc_admin`). A writer's own messages do not
-    /// re-trigger it.
+    /// re-trigger it, and a message [`MAX_CHAIN`] automations deep triggers nothing.
     pub fn on_message(
         &self,
         topic: &str,
@@ -195,17 +215,23 @@ impl Automation {
         if subscriptions.is_empty() {
             return;
         }
+        let (writer, depth) = parse_origin(origin);
         let mut input: Option<Value> = None;
+        let mut chain_cut = false;
         for sub in subscriptions.iter() {
             let visible =
                 sub.domain == ADMIN_DOMAIN || owners.iter().any(|o| o.domain == sub.domain);
             if !visible || !filter_matches(&sub.filter, topic) {
                 continue;
             }
+            if depth >= MAX_CHAIN {
+                chain_cut = true;
+                continue;
+            }
             let value = input.get_or_insert_with(|| decode_payload(payload)).clone();
             match &sub.target {
                 Target::Function(name) => {
-                    if origin == Some(Self::function_origin(&sub.domain, name).as_str()) {
+                    if writer == Some(Self::function_origin(&sub.domain, name).as_str()) {
                         continue;
                     }
                     let Some(deployed) = self.function(&sub.domain, name) else {
@@ -213,6 +239,7 @@ impl Automation {
                     };
                     let job = Job {
                         input: value,
+                        depth: depth + 1,
                         trigger: "tag_change",
                         reply: None,
                     };
@@ -225,14 +252,21 @@ impl Automation {
                     }
                 }
                 Target::Flow { name, node } => {
-                    if origin == Some(Self::flow_origin(&sub.domain, name).as_str()) {
+                    if writer == Some(Self::flow_origin(&sub.domain, name).as_str()) {
                         continue;
                     }
                     if let Some(flow) = self.flow(&sub.domain, name) {
-                        flow.inject_tag(node, topic, value);
+                        flow.inject_tag(node, topic, value, depth + 1);
                     }
                 }
             }
+        }
+        if chain_cut {
+            tracing::warn!(
+                "`{topic}` was written by `{}` after {depth} automations triggered each other; \
+                 not triggering more (a loop between functions or flows?)",
+                writer.unwrap_or("?")
+            );
         }
     }
 }
@@ -255,4 +289,22 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_carry_the_writer_and_the_chain_depth() {
+        let origin = chain_origin(&Automation::function_origin("d", "f#1"), 3);
+        assert_eq!(&*origin, "function:d/f#1#3");
+        assert_eq!(parse_origin(Some(&origin)), (Some("function:d/f#1"), 3));
+        assert_eq!(parse_origin(None), (None, 0));
+        assert_eq!(parse_origin(Some("device")), (Some("device"), 0));
+        assert_eq!(
+            parse_origin(Some("flow:d/x#junk")),
+            (Some("flow:d/x"), MAX_CHAIN)
+        );
+    }
 }
