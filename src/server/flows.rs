@@ -4,7 +4,7 @@
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
-use super::processes::RunsQuery;
+use super::processes::{run_log, RunsQuery};
 use super::records::update_checked;
 use super::system_tables::{record_by_name, SystemTable, FLOWS};
 use super::AppState;
@@ -111,13 +111,5 @@ async fn runs(
     Path(name): Path<String>,
     Query(query): Query<RunsQuery>,
 ) -> ApiResult<Json<Vec<RunRecord>>> {
-    caller.require(&state, FLOWS, "*", Access::Read).await?;
-    let limit = query.limit()?;
-    flow_record(&state, &caller, &name).await?;
-    let domain = caller.domain.clone();
-    let runs = state
-        .store
-        .run(move |s| s.runs(&domain, RunOwner::Flow, &name, limit))
-        .await?;
-    Ok(Json(runs))
+    run_log(&state, &caller, RunOwner::Flow, name, query).await
 }

@@ -150,18 +150,38 @@ async fn runs(
     Path(name): Path<String>,
     Query(query): Query<RunsQuery>,
 ) -> ApiResult<Json<Vec<RunRecord>>> {
-    caller.require(&state, PROCESSES, "*", Access::Read).await?;
+    run_log(&state, &caller, RunOwner::Function, name, query).await
+}
+
+/// The newest runs of a function or flow of the caller's domain, newest first.
+pub(super) async fn run_log(
+    state: &AppState,
+    caller: &Caller,
+    owner: RunOwner,
+    name: String,
+    query: RunsQuery,
+) -> ApiResult<Json<Vec<RunRecord>>> {
+    let table = match owner {
+        RunOwner::Function => SystemTable::Processes,
+        RunOwner::Flow => SystemTable::Flows,
+    };
+    caller
+        .require(state, table.feature(), "*", Access::Read)
+        .await?;
     let limit = query.limit()?;
-    if record_by_name(&state, SystemTable::Processes, &caller.domain, &name)
+    if record_by_name(state, table, &caller.domain, &name)
         .await?
         .is_none()
     {
-        return Err(ApiError::not_found(format!("no function `{name}`")));
+        return Err(ApiError::not_found(format!(
+            "no {} `{name}`",
+            owner.as_str()
+        )));
     }
     let domain = caller.domain.clone();
     let runs = state
         .store
-        .run(move |s| s.runs(&domain, RunOwner::Function, &name, limit))
+        .run(move |s| s.runs(&domain, owner, &name, limit))
         .await?;
     Ok(Json(runs))
 }

@@ -48,7 +48,7 @@ pub enum RunOwner {
 }
 
 impl RunOwner {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             RunOwner::Function => "function",
             RunOwner::Flow => "flow",
