@@ -34,7 +34,7 @@ RSS=$(awk '/VmRSS/ {printf "%.0f MB", $2 / 1024}' "/proc/$SVC_PID/status")
 {
     echo "# Functions and flows benchmark"
     echo
-    echo "\`bash bench/functions.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, svc $("$SVC" --version 2>/dev/null | head -1)."
+    echo "\`bash bench/functions.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, $("$SVC" --version 2>/dev/null | head -1)."
     echo
     echo "$TABLE"
     echo
