@@ -8,10 +8,10 @@ use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::files::multipart_error;
 use super::records::{insert_checked, update_checked};
-use super::system_tables::{record_by_name, SystemTable};
+use super::system_tables::{record_by_name, record_key, SystemTable};
 use super::AppState;
 use crate::functions::{validate_name, CodeVersion, MAX_CODE_BYTES, PROCESSES};
-use crate::ids::{new_key, RecordId, TableRef};
+use crate::ids::{new_key, TableRef};
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -208,13 +208,9 @@ async fn save_code(
             e
         }
     };
-    match existing
-        .as_ref()
-        .and_then(|r| r.get("id"))
-        .and_then(Value::as_str)
-    {
-        Some(id) => {
-            let key = RecordId::parse(id).map_err(ApiError::internal)?.key;
+    match existing {
+        Some(record) => {
+            let key = record_key(&record)?;
             let updated = update_checked(state, &table, &key, fields)
                 .await
                 .map_err(code_error)?
@@ -223,15 +219,11 @@ async fn save_code(
         }
         None => {
             fields.insert("name".into(), Value::String(name.to_string()));
-            let system = SystemTable::Processes;
-            let domain_name = domain.to_string();
-            state
-                .store
-                .run(move |s| system.ensure_collection(s, &domain_name))
-                .await?;
-            system.prepare_create(&mut fields).map_err(unprocessable)?;
+            SystemTable::Processes
+                .prepare_new(state, domain, &mut fields)
+                .await
+                .map_err(code_error)?;
             let record = insert_checked(state, &table, new_key(), fields).await?;
-            system.after_write(state, domain, Some(&record)).await?;
             Ok((StatusCode::CREATED, Json(record)))
         }
     }

@@ -6,11 +6,11 @@ use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::processes::{run_log, RunsQuery};
 use super::records::update_checked;
-use super::system_tables::{record_by_name, SystemTable, FLOWS};
+use super::system_tables::{record_by_name, record_key, SystemTable, FLOWS};
 use super::AppState;
 use crate::flows::FlowExecution;
 use crate::functions::RunRecord;
-use crate::ids::{RecordId, TableRef};
+use crate::ids::TableRef;
 use crate::store::RunOwner;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -74,11 +74,7 @@ async fn set_running(
 ) -> ApiResult<Json<Value>> {
     caller.require(state, FLOWS, "*", Access::Write).await?;
     let record = flow_record(state, caller, name).await?;
-    let id = record
-        .get("id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ApiError::internal("a flow record has no id"))?;
-    let key = RecordId::parse(id).map_err(ApiError::internal)?.key;
+    let key = record_key(&record)?;
     let table = TableRef::new(&caller.domain, FLOWS).map_err(ApiError::bad_request)?;
     let mut patch = Map::new();
     patch.insert("running".into(), Value::Bool(running));

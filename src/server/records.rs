@@ -173,24 +173,13 @@ async fn create(
         return create_collection(&state, &caller, fields).await;
     }
     let key = requested_key(&table, fields.remove("id"))?;
-    let system = SystemTable::of(&table);
-    if let Some(system) = system {
-        let domain = table.domain.clone();
-        state
-            .store
-            .run(move |s| system.ensure_collection(s, &domain))
-            .await?;
+    if let Some(system) = SystemTable::of(&table) {
         system
-            .prepare_create(&mut fields)
-            .map_err(ApiError::bad_request)?;
+            .prepare_new(&state, &table.domain, &mut fields)
+            .await?;
     }
     store_uploads(&state, &table, &key, uploads, &mut fields).await?;
     let record = insert_checked(&state, &table, key, fields).await?;
-    if let Some(system) = system {
-        system
-            .after_write(&state, &table.domain, Some(&record))
-            .await?;
-    }
     Ok((StatusCode::CREATED, Json(record)))
 }
 
@@ -210,7 +199,9 @@ async fn create_collection(
     Ok((StatusCode::CREATED, Json(record)))
 }
 
-/// Inserts a record after checking it against its table's collection schema, if any.
+/// Inserts a record after checking it against its table's collection schema, if any, then
+/// refreshes derived state (a system table's record must have been readied with
+/// [`SystemTable::prepare_new`]).
 pub(super) async fn insert_checked(
     state: &AppState,
     table: &TableRef,
@@ -222,11 +213,17 @@ pub(super) async fn insert_checked(
             .check_record(&fields)
             .map_err(ApiError::bad_request)?;
     }
-    let table = table.clone();
-    Ok(state
+    let written = table.clone();
+    let record = state
         .store
-        .run(move |s| s.insert_record(&table, &key, &fields))
-        .await?)
+        .run(move |s| s.insert_record(&written, &key, &fields))
+        .await?;
+    if let Some(system) = SystemTable::of(table) {
+        system
+            .after_write(state, &table.domain, Some(&record))
+            .await?;
+    }
+    Ok(record)
 }
 
 /// The key for a new record: the body's `id` (a bare key, or a RecordID of this table) or a

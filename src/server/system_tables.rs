@@ -8,7 +8,7 @@ use super::tags::{self, check_tag, with_tag_defaults};
 use super::AppState;
 use crate::flows::graph;
 use crate::functions::{engine, FunctionDef, PROCESSES};
-use crate::ids::TableRef;
+use crate::ids::{RecordId, TableRef};
 use crate::schema::Collection;
 use crate::store::{version_now, Store, StoreError, StoreResult, TAGS};
 use serde_json::{json, Map, Value};
@@ -96,8 +96,24 @@ impl SystemTable {
         }
     }
 
+    /// Readies a new record of this table in `domain`: the table has its schema, and the
+    /// record its defaults and the table's rules (400 otherwise).
+    pub async fn prepare_new(
+        self,
+        state: &AppState,
+        domain: &str,
+        fields: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        let owned = domain.to_string();
+        state
+            .store
+            .run(move |s| self.ensure_collection(s, &owned))
+            .await?;
+        self.prepare_create(fields).map_err(ApiError::bad_request)
+    }
+
     /// Fills defaults into a new record and checks it.
-    pub fn prepare_create(self, fields: &mut Map<String, Value>) -> Result<(), String> {
+    fn prepare_create(self, fields: &mut Map<String, Value>) -> Result<(), String> {
         match self {
             SystemTable::Tags => {
                 with_tag_defaults(fields);
@@ -243,4 +259,13 @@ pub async fn record_by_name(
         .run(move |s| s.record_by_field(&table_ref, "name", &Value::String(name)))
         .await?;
     Ok(found)
+}
+
+/// The key of a stored record (the part of its `id` after the table).
+pub fn record_key(record: &Value) -> ApiResult<String> {
+    let id = record
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::internal("a stored record has no id"))?;
+    Ok(RecordId::parse(id).map_err(ApiError::internal)?.key)
 }
