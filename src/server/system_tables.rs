@@ -237,7 +237,7 @@ fn check_flow(fields: &mut Map<String, Value>) -> Result<(), String> {
 }
 
 /// Syntax check of a flow's function node.
-pub fn check_js(code: &str) -> Result<(), String> {
+fn check_js(code: &str) -> Result<(), String> {
     engine::check(&engine::Source {
         code,
         modules: &Default::default(),

@@ -6,14 +6,13 @@
 //! output and errors and tells when everything it caused has finished.
 
 use super::host::{publish_value, user_table};
-use super::{chain_origin, Automation};
+use super::{chain_origin, Automation, Tasks};
 use crate::flows::graph::{DelayConfig, Flow, FunctionConfig, NodeKind};
 use crate::flows::nodes::{apply_change, switch_ports, Msg};
 use crate::flows::FlowExecution;
 use crate::functions::engine::{self, Limits, Source};
 use crate::functions::RunRecord;
 use crate::server::records::insert_checked;
-use crate::server::system_tables::check_js;
 use crate::server::AppState;
 use crate::store::RunOwner;
 use serde_json::{json, Value};
@@ -22,7 +21,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
-use tokio::task::JoinHandle;
 
 /// Messages waiting per flow before new ones are dropped (and logged).
 const INBOX: usize = 10_000;
@@ -31,6 +29,9 @@ const EXECUTE_WAIT: Duration = Duration::from_secs(60);
 
 /// A flow record's graph and whether it should run; `None` when the record is not a valid
 /// flow (it was checked when written, so only a manual edit of the database gets here).
+/// Function nodes are not compiled again: that was done when the record was written, and a
+/// reload (every write to the domain's functions or flows) would otherwise compile every
+/// function node of every flow of the domain.
 pub fn from_record(record: &Value) -> Option<(Flow, bool)> {
     let mut fields = record.as_object()?.clone();
     let running = fields
@@ -40,7 +41,7 @@ pub fn from_record(record: &Value) -> Option<(Flow, bool)> {
     for system in ["id", "created_dt", "updated_dt"] {
         fields.remove(system);
     }
-    let flow = crate::flows::graph::parse(&Value::Object(fields), &check_js).ok()?;
+    let flow = crate::flows::graph::parse(&Value::Object(fields), &|_| Ok(())).ok()?;
     Some((flow, running))
 }
 
@@ -95,15 +96,8 @@ struct Context {
 pub struct Running {
     pub flow: Arc<Flow>,
     context: Arc<Context>,
-    tasks: Vec<JoinHandle<()>>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
+    /// Held for their lifetime: dropping the flow stops them.
+    _tasks: Tasks,
 }
 
 /// What a node does with one message.
@@ -136,16 +130,13 @@ impl Running {
             inbox,
             rates: Mutex::default(),
         });
-        let mut tasks = vec![tokio::spawn(process(Arc::clone(&context), deliveries))];
+        let mut tasks = Tasks::default();
+        tasks.spawn(process(Arc::clone(&context), deliveries));
         if timers {
             for node in &flow.nodes {
                 if let NodeKind::Inject(config) = &node.kind {
                     if let Some(schedule) = config.schedule.clone() {
-                        tasks.push(tokio::spawn(fire_inject(
-                            Arc::clone(&context),
-                            node.id.clone(),
-                            schedule,
-                        )));
+                        tasks.spawn(fire_inject(Arc::clone(&context), node.id.clone(), schedule));
                     }
                 }
             }
@@ -153,7 +144,7 @@ impl Running {
         Running {
             flow,
             context,
-            tasks,
+            _tasks: tasks,
         }
     }
 

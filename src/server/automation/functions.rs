@@ -3,7 +3,7 @@
 //! the run itself: the sandbox on a blocking thread, then one entry in the run log.
 
 use super::host::ServerHost;
-use super::{chain_origin, Automation};
+use super::{chain_origin, Automation, Tasks};
 use crate::functions::engine::{self, Outcome, RunError};
 use crate::functions::{FunctionDef, RunRecord};
 use crate::schedule::Schedule;
@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 /// Events queued per function before new ones are dropped (and logged).
 pub const QUEUE: usize = 10_000;
@@ -36,15 +35,8 @@ pub struct Deployed {
     jobs: mpsc::Sender<Job>,
     /// Jobs queued or running.
     pending: Arc<AtomicUsize>,
-    tasks: Vec<JoinHandle<()>>,
-}
-
-impl Drop for Deployed {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
+    /// Held for their lifetime: dropping the deployment stops them.
+    _tasks: Tasks,
 }
 
 impl Deployed {
@@ -52,23 +44,24 @@ impl Deployed {
         let def = Arc::new(def);
         let (jobs, queue) = mpsc::channel(QUEUE);
         let pending = Arc::new(AtomicUsize::new(0));
-        let mut tasks = vec![tokio::spawn(serve_jobs(
+        let mut tasks = Tasks::default();
+        tasks.spawn(serve_jobs(
             state.clone(),
             domain.to_string(),
             Arc::clone(&def),
             queue,
             Arc::clone(&pending),
-        ))];
+        ));
         if def.enabled {
             for trigger in &def.triggers {
                 if let Some(Ok(schedule)) = trigger.schedule() {
-                    tasks.push(tokio::spawn(fire_on_schedule(
+                    tasks.spawn(fire_on_schedule(
                         schedule,
                         trigger.kind(),
                         jobs.clone(),
                         Arc::clone(&pending),
                         def.allow_overlap,
-                    )));
+                    ));
                 }
             }
         }
@@ -76,7 +69,7 @@ impl Deployed {
             def,
             jobs,
             pending,
-            tasks,
+            _tasks: tasks,
         }
     }
 

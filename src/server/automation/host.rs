@@ -50,9 +50,17 @@ pub fn user_table(domain: &str, table: &str) -> Result<TableRef, String> {
     Ok(table)
 }
 
-/// Whether `domain` may read or write `topic`: a tag it declares, or anything for `svc_admin`.
-pub fn topic_in_domain(state: &AppState, domain: &str, topic: &str) -> bool {
-    domain == ADMIN_DOMAIN || state.tags.owners(topic).iter().any(|o| o.domain == domain)
+/// `topic` is a topic name that `domain` may read or write: a tag it declares, or anything
+/// for `svc_admin`.
+fn check_topic(state: &AppState, domain: &str, topic: &str) -> Result<(), String> {
+    validate_topic_name(topic)?;
+    let owned =
+        domain == ADMIN_DOMAIN || state.tags.owners(topic).iter().any(|o| o.domain == domain);
+    if owned {
+        Ok(())
+    } else {
+        Err(format!("`{topic}` is not a tag of domain `{domain}`"))
+    }
 }
 
 /// Publishes a value as JSON on behalf of an in-process writer.
@@ -65,10 +73,7 @@ pub async fn publish_value(
     qos: u8,
     retain: bool,
 ) -> Result<(), String> {
-    validate_topic_name(topic)?;
-    if !topic_in_domain(state, domain, topic) {
-        return Err(format!("`{topic}` is not a tag of domain `{domain}`"));
-    }
+    check_topic(state, domain, topic)?;
     let payload = serde_json::to_vec(value).map_err(|e| e.to_string())?;
     let broker = state.broker().map_err(|e| e.message)?;
     broker
@@ -79,13 +84,7 @@ pub async fn publish_value(
 
 impl Host for ServerHost {
     fn tag_read(&self, topic: &str) -> Result<Option<Value>, String> {
-        validate_topic_name(topic)?;
-        if !topic_in_domain(&self.state, &self.domain, topic) {
-            return Err(format!(
-                "`{topic}` is not a tag of domain `{}`",
-                self.domain
-            ));
-        }
+        check_topic(&self.state, &self.domain, topic)?;
         Ok(self.state.last_values.get(topic).map(|(_, value)| value))
     }
 

@@ -19,10 +19,31 @@ use crate::topic::filter_matches;
 use functions::{Deployed, Job};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, RwLock};
 use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
 type Key = (String, String);
+
+/// The tasks serving a deployed function or a running flow: aborted when their owner is
+/// dropped (redeployed, stopped or deleted).
+#[derive(Default)]
+pub struct Tasks(Vec<JoinHandle<()>>);
+
+impl Tasks {
+    pub fn spawn(&mut self, task: impl Future<Output = ()> + Send + 'static) {
+        self.0.push(tokio::spawn(task));
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
 
 /// Where a matching message goes.
 #[derive(Debug, Clone)]
