@@ -6,10 +6,11 @@ use super::client::{segment, Client};
 use super::error::{CliError, CliResult};
 use super::functions::{list, parse_input, print_runs, record_id};
 use super::output;
+use super::records::read_file_or_stdin;
 use super::{FlowsCommand, OutputFormat};
 use reqwest::Method;
 use serde_json::{json, Map, Value};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 
 /// Fields of a flow file that belong to the stored record, not to the flow.
 const SERVER_FIELDS: [&str; 3] = ["id", "created_dt", "updated_dt"];
@@ -106,17 +107,7 @@ fn import(
 
 /// The flow file (`-`: standard input): a JSON object with a name.
 fn read_flow(file: &str) -> CliResult<Map<String, Value>> {
-    let (text, source) = if file == "-" {
-        let mut text = String::new();
-        io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| CliError::failed(format!("cannot read standard input: {e}")))?;
-        (text, "standard input".to_string())
-    } else {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| CliError::failed(format!("cannot read `{file}`: {e}")))?;
-        (text, format!("`{file}`"))
-    };
+    let (text, source) = read_file_or_stdin(file)?;
     parse_flow(&text, &source)
 }
 

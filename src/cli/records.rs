@@ -82,18 +82,10 @@ pub fn run(client: &Client, format: OutputFormat, command: RecordsCommand) -> Cl
 
 /// `--data`: inline JSON, `@file`, or `-` for stdin; must be a JSON object.
 pub fn read_data(data: &str) -> CliResult<Value> {
-    let (text, source) = if data == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| CliError::failed(format!("cannot read standard input: {e}")))?;
-        (text, "standard input".to_string())
-    } else if let Some(path) = data.strip_prefix('@') {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| CliError::failed(format!("cannot read `{path}`: {e}")))?;
-        (text, format!("`{path}`"))
-    } else {
-        (data.to_string(), "--data".to_string())
+    let (text, source) = match data.strip_prefix('@') {
+        Some(path) => read_file_or_stdin(path)?,
+        None if data == "-" => read_file_or_stdin(data)?,
+        None => (data.to_string(), "--data".to_string()),
     };
     let value: Value = serde_json::from_str(&text)
         .map_err(|e| CliError::usage(format!("{source} is not valid JSON: {e}")))?;
@@ -101,6 +93,20 @@ pub fn read_data(data: &str) -> CliResult<Value> {
         return Err(CliError::usage(format!("{source} must be a JSON object")));
     }
     Ok(value)
+}
+
+/// The text of a file (`-`: standard input) and how to name it in messages.
+pub fn read_file_or_stdin(path: &str) -> CliResult<(String, String)> {
+    if path == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::failed(format!("cannot read standard input: {e}")))?;
+        return Ok((text, "standard input".to_string()));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::failed(format!("cannot read `{path}`: {e}")))?;
+    Ok((text, format!("`{path}`")))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use super::client::{Client, Credential};
 use super::error::{CliError, CliResult};
 use super::output;
 use super::{OutputFormat, TagsCommand};
+use crate::historian::decode_payload;
 use crate::model::{DeviceInfo, NewTag, Success, TagWriteRequest};
 use reqwest::Method;
 use rumqttc::{ConnectionError, Event, MqttOptions, Packet, QoS, SubscribeReasonCode};
@@ -77,12 +78,6 @@ fn publish_value(text: &str, string: bool) -> CliResult<Value> {
             "the value `{text}` is not JSON ({e}); quote text as '\"{text}\"' or pass --string"
         ))
     })
-}
-
-/// A payload as JSON when it is JSON, else as a string.
-fn decode_payload(payload: &[u8]) -> Value {
-    serde_json::from_slice(payload)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()))
 }
 
 /// The broker's host: the listener's, unless it is a wildcard address, then the REST host.
