@@ -2,7 +2,7 @@
 //! filters, schedules, switch rules, change rules, delay modes, function limits).
 
 use super::graph::{NodeKind, MAX_PORTS};
-use crate::functions::{MAX_CODE_BYTES, MAX_MEMORY_MB, MAX_TIMEOUT_MS};
+use crate::functions::{check_limits, default_memory_mb, default_timeout_ms};
 use crate::schedule::Schedule;
 use crate::topic::{validate_topic_filter, validate_topic_name};
 use regex::Regex;
@@ -136,15 +136,7 @@ pub(super) fn parse_kind(
             if !(1..=MAX_PORTS).contains(&c.outputs) {
                 return Err(format!("`outputs` must be 1 to {MAX_PORTS}"));
             }
-            if !(1..=MAX_TIMEOUT_MS).contains(&c.timeout_ms) {
-                return Err(format!("`timeout_ms` must be 1 to {MAX_TIMEOUT_MS}"));
-            }
-            if !(1..=MAX_MEMORY_MB).contains(&c.memory_mb) {
-                return Err(format!("`memory_mb` must be 1 to {MAX_MEMORY_MB}"));
-            }
-            if c.code.len() > MAX_CODE_BYTES {
-                return Err(format!("the code is larger than {MAX_CODE_BYTES} bytes"));
-            }
+            check_limits(c.timeout_ms, c.memory_mb, c.code.len())?;
             check_js(&c.code).map_err(|e| format!("the code does not compile: {e}"))?;
             NodeKind::Function(c)
         }
@@ -428,12 +420,4 @@ fn payload() -> String {
 
 fn delay_mode() -> String {
     "delay".into()
-}
-
-fn default_timeout_ms() -> u64 {
-    1000
-}
-
-fn default_memory_mb() -> u64 {
-    32
 }

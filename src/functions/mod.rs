@@ -59,11 +59,36 @@ fn yes() -> bool {
 fn first_version() -> u64 {
     1
 }
-fn default_timeout_ms() -> u64 {
+/// A function's (or function node's) time limit when it sets none.
+pub fn default_timeout_ms() -> u64 {
     1000
 }
-fn default_memory_mb() -> u64 {
+/// A function's (or function node's) memory cap when it sets none.
+pub fn default_memory_mb() -> u64 {
     32
+}
+
+/// Checks a time limit, a memory cap and a code size against the bounds every piece of user
+/// code (function or flow function node) must keep.
+pub fn check_limits(timeout_ms: u64, memory_mb: u64, code_bytes: usize) -> Result<(), String> {
+    if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+        return Err(format!("`timeout_ms` must be 1 to {MAX_TIMEOUT_MS}"));
+    }
+    if !(1..=MAX_MEMORY_MB).contains(&memory_mb) {
+        return Err(format!("`memory_mb` must be 1 to {MAX_MEMORY_MB}"));
+    }
+    if code_bytes > MAX_CODE_BYTES {
+        return Err(format!("the code is larger than {MAX_CODE_BYTES} bytes"));
+    }
+    Ok(())
+}
+
+/// The sandbox limits of a time limit in milliseconds and a memory cap in MiB.
+pub fn limits(timeout_ms: u64, memory_mb: u64) -> engine::Limits {
+    engine::Limits {
+        timeout: std::time::Duration::from_millis(timeout_ms),
+        memory_bytes: (memory_mb as usize) << 20,
+    }
 }
 
 /// What starts a run.
@@ -189,16 +214,8 @@ impl FunctionDef {
                 self.language
             ));
         }
-        if !(1..=MAX_TIMEOUT_MS).contains(&self.timeout_ms) {
-            return Err(format!("`timeout_ms` must be 1 to {MAX_TIMEOUT_MS}"));
-        }
-        if !(1..=MAX_MEMORY_MB).contains(&self.memory_mb) {
-            return Err(format!("`memory_mb` must be 1 to {MAX_MEMORY_MB}"));
-        }
         let size = self.code.len() + self.modules.values().map(String::len).sum::<usize>();
-        if size > MAX_CODE_BYTES {
-            return Err(format!("the code is larger than {MAX_CODE_BYTES} bytes"));
-        }
+        check_limits(self.timeout_ms, self.memory_mb, size)?;
         if !self.modules.is_empty() && !self.module {
             return Err("bundled modules need an ES-module entry (`module`: true)".into());
         }
@@ -231,10 +248,7 @@ impl FunctionDef {
     }
 
     pub fn limits(&self) -> engine::Limits {
-        engine::Limits {
-            timeout: std::time::Duration::from_millis(self.timeout_ms),
-            memory_bytes: (self.memory_mb as usize) << 20,
-        }
+        limits(self.timeout_ms, self.memory_mb)
     }
 }
 

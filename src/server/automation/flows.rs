@@ -10,7 +10,7 @@ use super::{chain_origin, Automation, Tasks};
 use crate::flows::graph::{DelayConfig, Flow, FunctionConfig, NodeKind};
 use crate::flows::nodes::{apply_change, switch_ports, Msg};
 use crate::flows::FlowExecution;
-use crate::functions::engine::{self, Limits, Source};
+use crate::functions::engine::{self, Source};
 use crate::functions::RunRecord;
 use crate::server::records::insert_checked;
 use crate::server::AppState;
@@ -493,10 +493,7 @@ impl Context {
         debug: &mut Vec<Value>,
         id: &str,
     ) -> Result<Value, String> {
-        let limits = Limits {
-            timeout: Duration::from_millis(config.timeout_ms),
-            memory_bytes: (config.memory_mb as usize) << 20,
-        };
+        let limits = crate::functions::limits(config.timeout_ms, config.memory_mb);
         let _slot = self.state.automation.slots.acquire().await;
         let host = super::host::ServerHost::new(
             self.state.clone(),
