@@ -215,18 +215,9 @@ impl Running {
         if timed_out {
             errors.push(format!("still running after {} s", EXECUTE_WAIT.as_secs()));
         }
-        let run = RunRecord {
-            id: 0,
-            name: self.flow.name.clone(),
-            started_dt,
-            trigger: "manual".into(),
-            duration_ms,
-            success: errors.is_empty(),
-            error: (!errors.is_empty()).then(|| errors.join("; ")),
-            logs: debug.iter().map(debug_line).collect(),
-            output: None,
-        };
-        self.context.log_run(run).await;
+        self.context
+            .log_run(started_dt, "manual", duration_ms, &debug, &errors)
+            .await;
         if !errors.is_empty() {
             return Err(errors.join("; "));
         }
@@ -290,7 +281,26 @@ impl Context {
         }
     }
 
-    async fn log_run(&self, run: RunRecord) {
+    /// Logs one run: what reached debug nodes, and the node errors (none: a success).
+    async fn log_run(
+        &self,
+        started_dt: String,
+        trigger: &str,
+        duration_ms: u64,
+        debug: &[Value],
+        errors: &[String],
+    ) {
+        let run = RunRecord {
+            id: 0,
+            name: self.flow.name.clone(),
+            started_dt,
+            trigger: trigger.to_string(),
+            duration_ms,
+            success: errors.is_empty(),
+            error: (!errors.is_empty()).then(|| errors.join("; ")),
+            logs: debug.iter().map(debug_line).collect(),
+            output: None,
+        };
         let domain = self.domain.clone();
         if let Err(e) = self
             .state
@@ -344,18 +354,9 @@ impl Context {
             lock(&trace.errors).extend(errors.iter().cloned());
             trace.finish();
         } else if !debug.is_empty() || !errors.is_empty() {
-            let run = RunRecord {
-                id: 0,
-                name: self.flow.name.clone(),
-                started_dt,
-                trigger: delivery.source.clone(),
-                duration_ms: started.elapsed().as_millis() as u64,
-                success: errors.is_empty(),
-                error: (!errors.is_empty()).then(|| errors.join("; ")),
-                logs: debug.iter().map(debug_line).collect(),
-                output: None,
-            };
-            self.log_run(run).await;
+            let duration_ms = started.elapsed().as_millis() as u64;
+            self.log_run(started_dt, &delivery.source, duration_ms, &debug, &errors)
+                .await;
         }
     }
 
