@@ -56,6 +56,18 @@ pub async fn principal_of(session: &Session) -> Option<Principal> {
         .cloned()
 }
 
+/// The user holding the session (online or persisted) of a client id, if another user than
+/// `who` holds it. Sessions belong to the user who created them: another user's CONNECT with the
+/// same client id must neither disconnect that client nor inherit its session and queue.
+async fn held_by_another_user(scx: &ServerContext, id: &Id, who: &Principal) -> bool {
+    let Some(session) = scx.extends.shared().await.entry(id.clone()).session() else {
+        return false;
+    };
+    principal_of(&session)
+        .await
+        .is_some_and(|holder| holder.user_key != who.user_key)
+}
+
 /// Longest wait for the previous connection of a client id to finish leaving.
 const DEPARTURE_WAIT: Duration = Duration::from_secs(2);
 
@@ -98,6 +110,15 @@ impl Handler for Hooks {
                 let username = info.username().map(|u| u.as_ref());
                 let password = info.password().map(|p| p.as_ref());
                 let result = match self.policy.authenticate(username, password).await {
+                    Some(principal)
+                        if held_by_another_user(&self.scx, info.id(), &principal).await =>
+                    {
+                        tracing::info!(
+                            client_id = %info.id().client_id,
+                            "CONNECT refused: the client id belongs to another user's session"
+                        );
+                        AuthResult::NotAuthorized
+                    }
                     Some(principal) => {
                         if info.clean_start() {
                             take_over(&self.scx, info.id()).await;
@@ -147,17 +168,26 @@ impl Handler for Hooks {
                     let rejected = PublishAclResult::rejected(false, None);
                     return (false, Some(HookResult::PublishAclResult(rejected)));
                 }
-                self.policy
+                let stored = self
+                    .policy
                     .on_message(Message {
                         topic: publish.topic.to_string(),
                         payload: publish.payload.clone(),
                         received_ms: publish
                             .create_time
                             .unwrap_or_else(rmqtt::utils::timestamp_millis),
+                        qos: publish.qos.value(),
                         origin: None,
                     })
                     .await;
-                (true, acc)
+                match stored {
+                    Ok(()) => (true, acc),
+                    Err(reason) => {
+                        tracing::warn!(topic = %publish.topic, reason, "a publish was not stored");
+                        let refused = PublishAclResult::rejected(true, Some(reason.into()));
+                        (false, Some(HookResult::PublishAclResult(refused)))
+                    }
+                }
             }
             // Runs before every delivery: a message the session may not receive is dropped as if
             // it had expired.

@@ -44,6 +44,8 @@ pub struct Message {
     pub topic: String,
     pub payload: Bytes,
     pub received_ms: i64,
+    /// The publish's QoS: 1 and 2 are acknowledged only after `on_message` succeeds.
+    pub qos: u8,
     /// Who inside svc published it (a function or flow), `None` for MQTT clients; lets
     /// automation skip messages that would re-trigger their own writer.
     pub origin: Option<std::sync::Arc<str>>,
@@ -60,8 +62,10 @@ pub trait Policy: Send + Sync + 'static {
     async fn may_publish(&self, who: &Principal, topic: &str) -> bool;
     async fn may_receive(&self, who: &Principal, topic: &str) -> bool;
     /// Sees every publish that passed authorization, client or internal, before it is
-    /// acknowledged to a QoS 1/2 publisher.
-    async fn on_message(&self, message: Message);
+    /// delivered and acknowledged to a QoS 1/2 publisher. An error means the message could not
+    /// be stored: it is neither delivered nor acknowledged (the client is disconnected, so it
+    /// publishes again when it reconnects).
+    async fn on_message(&self, message: Message) -> Result<(), String>;
 }
 
 pub struct BrokerConfig {
@@ -253,6 +257,7 @@ impl Broker {
         qos: u8,
         retain: bool,
     ) -> Result<()> {
+        let qos_level = qos.min(2);
         let qos = match qos {
             0 => QoS::AtMostOnce,
             1 => QoS::AtLeastOnce,
@@ -282,9 +287,11 @@ impl Broker {
                 topic: topic.to_string(),
                 payload,
                 received_ms,
+                qos: qos_level,
                 origin,
             })
-            .await;
+            .await
+            .map_err(|e| anyhow::anyhow!("the message was not stored: {e}"))?;
         SessionState::forwards(&self.scx, from, publish, false, None)
             .await
             .map_err(|e| anyhow::anyhow!("cannot deliver the message: {e}"))

@@ -34,12 +34,7 @@ async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<V
 
 /// Fails with 404 unless the topic is a tag of the caller's domain.
 fn require_tag(state: &AppState, caller: &Caller, topic: &str) -> ApiResult<()> {
-    if state
-        .tags
-        .owners(topic)
-        .iter()
-        .any(|owner| owner.domain == caller.domain)
-    {
+    if state.tags.is_owner(topic, &caller.domain) {
         Ok(())
     } else {
         Err(ApiError::not_found(format!(

@@ -1,11 +1,15 @@
 //! Request-wide behaviour: the `App-CorrelationID` header on every response, one structured log
 //! line per request carrying it, and plain-text bodies for errors the framework produces itself
-//! (unknown routes, wrong methods, oversize bodies, panics).
+//! (unknown routes, wrong methods, oversize bodies, panics), and svc's limits on the request head
+//! (URI length, header count and size, one `Domain` header).
 
-use super::error::{default_sentence, text_response, ErrorDetail, TEXT_PLAIN};
+use super::error::{default_sentence, text_response, ApiError, ErrorDetail, TEXT_PLAIN};
+use super::http::{MAX_HEADERS, MAX_HEADER_BYTES, MAX_URI_BYTES};
 use axum::extract::Request;
+use axum::http::StatusCode;
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::middleware::Next;
+use axum::response::IntoResponse;
 use axum::response::Response;
 use std::time::Instant;
 
@@ -29,7 +33,10 @@ pub async fn correlate(request: Request, next: Next) -> Response {
     let id = correlation_id(&request);
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    let response = next.run(request).await;
+    let response = match check_head(&request) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused.into_response(),
+    };
     let mut response = ensure_text_error(response);
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(CORRELATION_HEADER, value);
@@ -47,6 +54,48 @@ pub async fn correlate(request: Request, next: Next) -> Response {
         ),
     }
     response
+}
+
+/// svc's limits on a request head, checked before any route sees it.
+fn check_head(request: &Request) -> Result<(), ApiError> {
+    let uri = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |p| p.as_str().len());
+    if uri > MAX_URI_BYTES {
+        return Err(ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            format!("the request URI is {uri} bytes; svc accepts at most {MAX_URI_BYTES}"),
+        ));
+    }
+    let headers = request.headers();
+    if headers.len() > MAX_HEADERS {
+        return Err(ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            format!(
+                "the request has {} headers; svc accepts at most {MAX_HEADERS}",
+                headers.len()
+            ),
+        ));
+    }
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if bytes > MAX_HEADER_BYTES {
+        return Err(ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            format!(
+                "the request headers take {bytes} bytes; svc accepts at most {MAX_HEADER_BYTES}"
+            ),
+        ));
+    }
+    if headers.get_all("domain").iter().nth(1).is_some() {
+        return Err(ApiError::bad_request(
+            "the `Domain` header is sent more than once; send it once",
+        ));
+    }
+    Ok(())
 }
 
 /// Replaces a framework-made error body (empty, JSON, or other types) with a plain sentence.

@@ -11,6 +11,7 @@ mod error;
 mod files;
 mod flows;
 mod historian;
+mod http;
 mod info;
 mod json;
 mod log_writer;
@@ -135,7 +136,8 @@ async fn serve(settings: Settings) -> Result<()> {
         http_addr: http.local_addr()?,
         tags: Arc::new(tag_registry::TagRegistry::load(&store).context("cannot load the tags")?),
         last_values: Arc::default(),
-        historian: HistorianWriter::start(store.clone()),
+        historian: HistorianWriter::start(store.clone())
+            .context("cannot start the historian writer")?,
         broker: Arc::default(),
         automation: automation::Automation::default(),
     }));
@@ -159,18 +161,16 @@ async fn serve(settings: Settings) -> Result<()> {
     listeners.extend(addrs.wss.map(|a| ("wss", a)));
     announce_ready(&listeners);
 
-    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let stopping = state.clone();
-    axum::serve(http, app)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            tracing::info!("shutting down");
-            if let Some(broker) = stopping.broker.get() {
-                broker.shutdown().await;
-            }
-        })
-        .await
-        .context("HTTP server failed")?;
+    http::serve(http, router(state.clone()), async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        if let Some(broker) = stopping.broker.get() {
+            broker.shutdown().await;
+        }
+    })
+    .await
+    .context("HTTP server failed")?;
     state.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;
     tracing::info!("stopped");

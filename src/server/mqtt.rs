@@ -32,23 +32,22 @@ impl PlatformPolicy {
         }
     }
 
-    /// Whether the principal holds `action` on tags in some domain that declares `topic`.
+    /// Whether the principal holds `action` on tags in the domain that owns `topic`.
     async fn holds_on_topic(&self, who: &Principal, topic: &str, action: &str) -> bool {
         if who.admin {
             return true;
         }
-        for owner in self.state.tags.owners(topic) {
-            if let Ok(grants) = grants_of(&self.state, &who.user_key, &owner.domain).await {
-                if grants
+        let Some(owner) = self.state.tags.owner(topic) else {
+            return false;
+        };
+        grants_of(&self.state, &who.user_key, &owner.domain)
+            .await
+            .is_ok_and(|grants| {
+                grants
                     .actions(TAGS_FEATURE, "*")
                     .iter()
                     .any(|a| a == action)
-                {
-                    return true;
-                }
-            }
-        }
-        false
+            })
     }
 
     /// Declares an undeclared topic as a tag of `svc_admin` (not historized), in the background.
@@ -64,33 +63,42 @@ impl PlatformPolicy {
         let registering = self.registering.clone();
         let topic = topic.to_string();
         tokio::spawn(async move {
-            let path = topic.clone();
-            let result = state
-                .store
-                .run(move |s| {
-                    SystemTable::Tags.ensure_collection(s, ADMIN_DOMAIN)?;
-                    let table = TableRef::new(ADMIN_DOMAIN, TAGS).map_err(StoreError::Invalid)?;
-                    let mut fields = Map::new();
-                    fields.insert("path".into(), json!(path));
-                    fields.insert("historize".into(), json!(false));
-                    match s.insert_record(&table, &crate::ids::new_key(), &fields) {
-                        Ok(_) | Err(StoreError::Conflict(_)) => Ok(()),
-                        Err(e) => Err(e),
-                    }
-                })
-                .await;
-            match result {
-                Ok(()) => {
-                    if let Err(e) = state.tags.reload(&state.store, ADMIN_DOMAIN).await {
-                        tracing::warn!(error = %e, "cannot reload the tags of svc_admin");
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, topic, "cannot register a published topic"),
-            }
+            register_in_admin(&state, &topic).await;
             if let Ok(mut set) = registering.lock() {
                 set.remove(&topic);
             }
         });
+    }
+}
+
+/// Declares `topic` in `svc_admin` unless a domain declared it since it was published.
+async fn register_in_admin(state: &AppState, topic: &str) {
+    let _declaring = state.tags.declaring().await;
+    if state.tags.owner(topic).is_some() {
+        return;
+    }
+    let path = topic.to_string();
+    let result = state
+        .store
+        .run(move |s| {
+            SystemTable::Tags.ensure_collection(s, ADMIN_DOMAIN)?;
+            let table = TableRef::new(ADMIN_DOMAIN, TAGS).map_err(StoreError::Invalid)?;
+            let mut fields = Map::new();
+            fields.insert("path".into(), json!(path));
+            fields.insert("historize".into(), json!(false));
+            match s.insert_record(&table, &crate::ids::new_key(), &fields) {
+                Ok(_) | Err(StoreError::Conflict(_)) => Ok(()),
+                Err(e) => Err(e),
+            }
+        })
+        .await;
+    match result {
+        Ok(()) => {
+            if let Err(e) = state.tags.reload(&state.store, ADMIN_DOMAIN).await {
+                tracing::warn!(error = %e, "cannot reload the tags of svc_admin");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, topic, "cannot register a published topic"),
     }
 }
 
@@ -144,10 +152,30 @@ impl Policy for PlatformPolicy {
         self.holds_on_topic(who, topic, READ).await
     }
 
-    async fn on_message(&self, message: Message) {
-        let owners = self.state.tags.owners(&message.topic);
-        if owners.is_empty() && crate::topic::validate_topic_name(&message.topic).is_ok() {
+    /// Records a historized value (committed before a QoS 1/2 publish is acknowledged), then
+    /// updates the last value and hands the message to automation.
+    async fn on_message(&self, message: Message) -> Result<(), String> {
+        let owner = self.state.tags.owner(&message.topic);
+        if owner.is_none() && crate::topic::validate_topic_name(&message.topic).is_ok() {
             self.register_topic(&message.topic);
+        }
+        if let Some(owner) = owner.as_ref().filter(|o| o.historize) {
+            let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
+            let write = HistoryWrite {
+                domain: owner.domain.to_string(),
+                topic: message.topic.clone(),
+                ts_ms,
+                value,
+            };
+            if message.qos == 0 {
+                self.state.historian.record(write).await;
+            } else {
+                self.state
+                    .historian
+                    .commit(write)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
         }
         self.state
             .last_values
@@ -155,24 +183,9 @@ impl Policy for PlatformPolicy {
         self.state.automation.on_message(
             &message.topic,
             &message.payload,
-            &owners,
+            owner.as_ref(),
             message.origin.as_deref(),
         );
-        let mut historized = owners.into_iter().filter(|o| o.historize).peekable();
-        if historized.peek().is_none() {
-            return;
-        }
-        let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
-        for owner in historized {
-            self.state
-                .historian
-                .record(HistoryWrite {
-                    domain: owner.domain,
-                    topic: message.topic.clone(),
-                    ts_ms,
-                    value: value.clone(),
-                })
-                .await;
-        }
+        Ok(())
     }
 }

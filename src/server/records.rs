@@ -173,7 +173,12 @@ async fn create(
         return create_collection(&state, &caller, fields).await;
     }
     let key = requested_key(&table, fields.remove("id"))?;
-    if let Some(system) = SystemTable::of(&table) {
+    let system = SystemTable::of(&table);
+    let _declaring = match system {
+        Some(system) => system.write_lock(&state).await,
+        None => None,
+    };
+    if let Some(system) = system {
         system
             .prepare_new(&state, &table.domain, &mut fields)
             .await?;
@@ -297,6 +302,14 @@ pub(super) async fn update_checked(
 ) -> ApiResult<Option<Value>> {
     let schema = collection_of(state, table).await?;
     let system = SystemTable::of(table);
+    let _declaring = match system {
+        Some(system) => {
+            let guard = system.write_lock(state).await;
+            system.check_owner(state, &table.domain, &patch)?;
+            guard
+        }
+        None => None,
+    };
     let (written, key) = (table.clone(), key.to_string());
     let updated = state
         .store
@@ -331,6 +344,10 @@ async fn remove(
         .await?;
     let (table, key) = (id.table.clone(), id.key.clone());
     let system = SystemTable::of(&table);
+    let _declaring = match system {
+        Some(system) => system.write_lock(&state).await,
+        None => None,
+    };
     let before = match system {
         Some(_) => {
             let (table, key) = (table.clone(), key.clone());

@@ -96,6 +96,32 @@ impl SystemTable {
         }
     }
 
+    /// Tag writes take this lock and hold it until the tag registry is reloaded, so that the
+    /// owner check and the write relying on it cannot interleave with another domain's.
+    pub async fn write_lock(self, state: &AppState) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match self {
+            SystemTable::Tags => Some(state.tags.declaring().await),
+            SystemTable::Processes | SystemTable::Flows => None,
+        }
+    }
+
+    /// A tag record may not take a path another domain owns (409, without naming it). Call
+    /// under [`SystemTable::write_lock`].
+    pub fn check_owner(
+        self,
+        state: &AppState,
+        domain: &str,
+        fields: &Map<String, Value>,
+    ) -> ApiResult<()> {
+        match (self, fields.get("path").and_then(Value::as_str)) {
+            (SystemTable::Tags, Some(path)) => state
+                .tags
+                .may_declare(domain, path)
+                .map_err(ApiError::conflict),
+            _ => Ok(()),
+        }
+    }
+
     /// Readies a new record of this table in `domain`: the table has its schema, and the
     /// record its defaults and the table's rules (400 otherwise).
     pub async fn prepare_new(
@@ -109,7 +135,8 @@ impl SystemTable {
             .store
             .run(move |s| self.ensure_collection(s, &owned))
             .await?;
-        self.prepare_create(fields).map_err(ApiError::bad_request)
+        self.prepare_create(fields).map_err(ApiError::bad_request)?;
+        self.check_owner(state, domain, fields)
     }
 
     /// Fills defaults into a new record and checks it.

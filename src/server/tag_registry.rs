@@ -1,36 +1,83 @@
-//! In-memory views of the tags that the broker consults on every message: which domains declare
-//! each topic (and whether they historize it), the latest value of every topic, and the
+//! In-memory views of the tags that the broker consults on every message: which domain owns
+//! each topic (and whether it historizes it), the latest value of every topic, and the
 //! historian retention sweep.
+//!
+//! A topic has at most one owner, and every authorization decision (MQTT publish and delivery,
+//! tag reads and writes, functions, flows, the historian) asks that owner. Declaring a path that
+//! another domain owns is refused; `svc_admin`, which holds the topics no tenant declared
+//! (auto-registered on first publish), yields to a tenant's declaration. A data dir written
+//! before this rule may hold duplicates: the earliest declaration owns the topic and the others
+//! stay inert (logged once at start).
 
 use crate::duration::parse_duration;
 use crate::historian::point_from_payload;
+use crate::ids::ADMIN_DOMAIN;
 use crate::store::{Store, StoreResult, TagRow};
 use bytes::Bytes;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-/// A domain that declares a topic as a tag.
+/// The domain that owns a topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TagOwner {
-    pub domain: String,
+    pub domain: Arc<str>,
     pub historize: bool,
 }
 
-/// Which domains declare each topic; reloaded per domain after every tag write.
+/// One domain's declaration of a topic.
+#[derive(Debug, Clone)]
+struct Declaration {
+    domain: Arc<str>,
+    historize: bool,
+    created: String,
+}
+
+impl Declaration {
+    /// Ownership order: tenants before `svc_admin`, then the earliest declaration.
+    fn rank(&self) -> (bool, &str, &str) {
+        (&*self.domain == ADMIN_DOMAIN, &self.created, &self.domain)
+    }
+}
+
+#[derive(Default)]
+struct Index {
+    by_domain: HashMap<String, Vec<TagRow>>,
+    /// Every declaration of a topic, the owner first.
+    by_topic: HashMap<String, Vec<Declaration>>,
+}
+
+impl Index {
+    fn owner(&self, topic: &str) -> Option<&Declaration> {
+        self.by_topic.get(topic).and_then(|d| d.first())
+    }
+}
+
+/// Which domain owns each topic; reloaded per domain after every tag write.
 #[derive(Default)]
 pub struct TagRegistry {
-    by_domain: RwLock<HashMap<String, Vec<TagRow>>>,
-    by_topic: RwLock<HashMap<String, Vec<TagOwner>>>,
+    index: RwLock<Index>,
+    /// Held across "check the owner, write the tag, reload": two domains declaring the same
+    /// path at once cannot both pass the check.
+    declaring: tokio::sync::Mutex<()>,
 }
 
 impl TagRegistry {
-    /// Loads the tags of every domain.
+    /// Loads the tags of every domain and logs the topics that older versions let several
+    /// domains declare.
     pub fn load(store: &Store) -> StoreResult<TagRegistry> {
         let registry = TagRegistry::default();
         for domain in store.list_domains()? {
             registry.replace_domain(&domain.name, store.tags_of(&domain.name)?);
+        }
+        for (topic, owner, others) in registry.contested() {
+            tracing::warn!(
+                topic,
+                owner,
+                ignored = others.join(", "),
+                "a tag is declared by several domains; the earliest declaration owns it"
+            );
         }
         Ok(registry)
     }
@@ -43,72 +90,128 @@ impl TagRegistry {
         Ok(())
     }
 
+    /// Serializes tag declarations: hold the guard from [`TagRegistry::may_declare`] until the
+    /// written tag is reloaded.
+    pub async fn declaring(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.declaring.lock().await
+    }
+
+    /// Whether `domain` may declare `path`: no other tenant owns it. The refusal does not name
+    /// the owner.
+    pub fn may_declare(&self, domain: &str, path: &str) -> Result<(), String> {
+        let Ok(index) = self.index.read() else {
+            return Err("the tag registry is unavailable".into());
+        };
+        match index.owner(path) {
+            Some(owner) if &*owner.domain != domain && &*owner.domain != ADMIN_DOMAIN => Err(
+                format!("tag path `{path}` is already declared by another domain"),
+            ),
+            // svc_admin may not take a topic from the tenant that owns it either.
+            _ if domain == ADMIN_DOMAIN => match index.by_topic.get(path) {
+                Some(all) if all.iter().any(|d| &*d.domain != ADMIN_DOMAIN) => Err(format!(
+                    "tag path `{path}` is already declared by another domain"
+                )),
+                _ => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
     fn replace_domain(&self, domain: &str, tags: Vec<TagRow>) {
-        let (Ok(mut by_domain), Ok(mut by_topic)) = (self.by_domain.write(), self.by_topic.write())
-        else {
+        let Ok(mut index) = self.index.write() else {
             return;
         };
-        if let Some(old) = by_domain.get(domain) {
+        if let Some(old) = index.by_domain.remove(domain) {
             for tag in old {
-                if let Some(owners) = by_topic.get_mut(&tag.path) {
-                    owners.retain(|o| o.domain != domain);
-                    if owners.is_empty() {
-                        by_topic.remove(&tag.path);
+                if let Some(declarations) = index.by_topic.get_mut(&tag.path) {
+                    declarations.retain(|d| &*d.domain != domain);
+                    if declarations.is_empty() {
+                        index.by_topic.remove(&tag.path);
                     }
                 }
             }
         }
+        let name: Arc<str> = Arc::from(domain);
         for tag in &tags {
-            by_topic
-                .entry(tag.path.clone())
-                .or_default()
-                .push(TagOwner {
-                    domain: domain.to_string(),
-                    historize: tag.historize,
-                });
+            let declarations = index.by_topic.entry(tag.path.clone()).or_default();
+            declarations.push(Declaration {
+                domain: name.clone(),
+                historize: tag.historize,
+                created: tag.created.clone(),
+            });
+            declarations.sort_by(|a, b| a.rank().cmp(&b.rank()));
         }
-        by_domain.insert(domain.to_string(), tags);
+        index.by_domain.insert(domain.to_string(), tags);
     }
 
-    /// The domains declaring a topic (empty when none does).
-    pub fn owners(&self, topic: &str) -> Vec<TagOwner> {
-        self.by_topic
+    /// The domain that owns a topic, if any declares it.
+    pub fn owner(&self, topic: &str) -> Option<TagOwner> {
+        let index = self.index.read().ok()?;
+        index.owner(topic).map(|d| TagOwner {
+            domain: d.domain.clone(),
+            historize: d.historize,
+        })
+    }
+
+    /// Whether `domain` owns `topic`.
+    pub fn is_owner(&self, topic: &str, domain: &str) -> bool {
+        self.index
             .read()
-            .ok()
-            .and_then(|m| m.get(topic).cloned())
-            .unwrap_or_default()
+            .is_ok_and(|index| index.owner(topic).is_some_and(|o| &*o.domain == domain))
     }
 
-    /// A domain's tag paths, sorted; only the historized ones when asked.
+    /// The paths a domain owns, sorted; only the historized ones when asked.
     pub fn paths(&self, domain: &str, historized_only: bool) -> Vec<String> {
-        self.by_domain
-            .read()
-            .ok()
-            .and_then(|m| {
-                m.get(domain).map(|tags| {
-                    tags.iter()
-                        .filter(|t| t.historize || !historized_only)
-                        .map(|t| t.path.clone())
-                        .collect()
-                })
+        let Ok(index) = self.index.read() else {
+            return Vec::new();
+        };
+        let Some(tags) = index.by_domain.get(domain) else {
+            return Vec::new();
+        };
+        tags.iter()
+            .filter(|t| t.historize || !historized_only)
+            .filter(|t| index.owner(&t.path).is_some_and(|o| &*o.domain == domain))
+            .map(|t| t.path.clone())
+            .collect()
+    }
+
+    /// Topics declared by more than one tenant: (topic, owner, the others).
+    fn contested(&self) -> Vec<(String, String, Vec<String>)> {
+        let Ok(index) = self.index.read() else {
+            return Vec::new();
+        };
+        let mut contested: Vec<_> = index
+            .by_topic
+            .iter()
+            .filter(|(_, d)| d.iter().filter(|d| &*d.domain != ADMIN_DOMAIN).count() > 1)
+            .map(|(topic, d)| {
+                let others = d[1..].iter().map(|d| d.domain.to_string()).collect();
+                (topic.clone(), d[0].domain.to_string(), others)
             })
-            .unwrap_or_default()
+            .collect();
+        contested.sort();
+        contested
     }
 
     /// (domain, topic, retention) of every historized tag that has a retention, its own or the
-    /// global one.
+    /// global one; only the owner's declaration counts.
     pub fn retentions(&self, global: Option<Duration>) -> Vec<(String, String, Duration)> {
-        let Ok(by_domain) = self.by_domain.read() else {
+        let Ok(index) = self.index.read() else {
             return Vec::new();
         };
-        by_domain
+        index
+            .by_domain
             .iter()
             .flat_map(|(domain, tags)| {
-                tags.iter().filter(|t| t.historize).filter_map(move |t| {
-                    let own = t.retention.as_deref().and_then(|r| parse_duration(r).ok());
-                    own.or(global)
-                        .map(|keep| (domain.clone(), t.path.clone(), keep))
-                })
+                let index = &index;
+                tags.iter()
+                    .filter(|t| t.historize)
+                    .filter(move |t| index.owner(&t.path).is_some_and(|o| &*o.domain == domain))
+                    .filter_map(move |t| {
+                        let own = t.retention.as_deref().and_then(|r| parse_duration(r).ok());
+                        own.or(global)
+                            .map(|keep| (domain.clone(), t.path.clone(), keep))
+                    })
             })
             .collect()
     }
@@ -160,30 +263,75 @@ mod tests {
     use super::*;
 
     fn tag(path: &str, historize: bool, retention: Option<&str>) -> TagRow {
+        declared(path, historize, retention, "2026-01-01T00:00:00.000Z")
+    }
+
+    fn declared(path: &str, historize: bool, retention: Option<&str>, created: &str) -> TagRow {
         TagRow {
             path: path.into(),
             historize,
             retention: retention.map(str::to_string),
+            created: created.into(),
         }
     }
 
+    fn owner_of(registry: &TagRegistry, topic: &str) -> Option<String> {
+        registry.owner(topic).map(|o| o.domain.to_string())
+    }
+
     #[test]
-    fn registry_tracks_domains_per_topic() {
+    fn one_owner_per_topic_the_earliest_tenant() {
         let registry = TagRegistry::default();
-        registry.replace_domain("a", vec![tag("x/1", true, None), tag("x/2", false, None)]);
-        registry.replace_domain("b", vec![tag("x/1", false, None)]);
-        assert_eq!(registry.owners("x/1").len(), 2);
-        assert_eq!(registry.paths("a", true), ["x/1"]);
-        assert_eq!(registry.paths("a", false), ["x/1", "x/2"]);
-        registry.replace_domain("a", vec![tag("x/2", true, None)]);
-        assert_eq!(
-            registry.owners("x/1"),
-            [TagOwner {
-                domain: "b".into(),
-                historize: false
-            }]
+        registry.replace_domain(
+            "b",
+            vec![declared("x/1", false, None, "2026-01-02T00:00:00.000Z")],
         );
-        assert!(registry.owners("nope").is_empty());
+        registry.replace_domain(
+            "a",
+            vec![
+                declared("x/1", true, None, "2026-01-03T00:00:00.000Z"),
+                tag("x/2", false, None),
+            ],
+        );
+        assert_eq!(owner_of(&registry, "x/1").as_deref(), Some("b"));
+        assert!(!registry.owner("x/1").is_some_and(|o| o.historize));
+        assert!(registry.is_owner("x/1", "b") && !registry.is_owner("x/1", "a"));
+        assert_eq!(registry.paths("a", false), ["x/2"]);
+        assert!(registry.paths("a", true).is_empty());
+        assert_eq!(
+            registry.contested(),
+            [("x/1".into(), "b".into(), vec!["a".to_string()])]
+        );
+        // The owner drops its tag: the other declaration takes over.
+        registry.replace_domain("b", vec![]);
+        assert_eq!(owner_of(&registry, "x/1").as_deref(), Some("a"));
+        assert_eq!(registry.paths("a", true), ["x/1"]);
+        assert!(registry.owner("nope").is_none());
+    }
+
+    #[test]
+    fn tenants_may_not_declare_each_others_topics_but_take_them_from_svc_admin() {
+        let registry = TagRegistry::default();
+        registry.replace_domain("beta", vec![tag("beta/line/temp", true, None)]);
+        registry.replace_domain(ADMIN_DOMAIN, vec![tag("loose/topic", false, None)]);
+        let refused = registry.may_declare("acme", "beta/line/temp").unwrap_err();
+        assert!(refused.contains("another domain") && !refused.contains("domain `beta`"));
+        assert!(registry.may_declare("beta", "beta/line/temp").is_ok());
+        assert!(registry
+            .may_declare(ADMIN_DOMAIN, "beta/line/temp")
+            .is_err());
+        assert!(registry.may_declare("acme", "loose/topic").is_ok());
+        registry.replace_domain(
+            "acme",
+            vec![declared(
+                "loose/topic",
+                true,
+                None,
+                "2027-01-01T00:00:00.000Z",
+            )],
+        );
+        assert_eq!(owner_of(&registry, "loose/topic").as_deref(), Some("acme"));
+        assert!(registry.may_declare("beta", "loose/topic").is_err());
     }
 
     #[test]

@@ -78,11 +78,7 @@ async fn write(
     if request.qos > 2 {
         return Err(ApiError::bad_request("`qos` must be 0, 1 or 2"));
     }
-    let declared = state
-        .tags
-        .owners(&request.topic)
-        .iter()
-        .any(|o| o.domain == caller.domain);
+    let declared = state.tags.is_owner(&request.topic, &caller.domain);
     if !declared && caller.domain != ADMIN_DOMAIN {
         return Err(ApiError::not_found(format!(
             "`{}` is not a tag of domain `{}`",

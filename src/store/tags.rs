@@ -13,6 +13,8 @@ pub struct TagRow {
     pub historize: bool,
     /// The tag's own historian retention (a duration such as `30d`), if it has one.
     pub retention: Option<String>,
+    /// When the tag was declared (RFC 3339), which decides ownership between old duplicates.
+    pub created: String,
 }
 
 impl Store {
@@ -24,7 +26,7 @@ impl Store {
         let conn = self.conn()?;
         let sql = format!(
             "SELECT json_extract(data, '$.path'), coalesce(json_extract(data, '$.historize'), 0), \
-             json_extract(data, '$.retention') \
+             json_extract(data, '$.retention'), created_dt \
              FROM {} WHERE json_type(data, '$.path') = 'text' ORDER BY 1",
             quoted(&table.qualified())
         );
@@ -36,6 +38,7 @@ impl Store {
                 path: r.get(0)?,
                 historize: r.get::<_, i64>(1)? != 0,
                 retention: r.get::<_, Option<String>>(2).unwrap_or(None),
+                created: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

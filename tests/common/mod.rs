@@ -106,6 +106,12 @@ impl Server {
         }
     }
 
+    /// Kills the process with SIGKILL (no shutdown, no flush) and waits until it is gone.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Starts the server again on the same data directory with the same arguments (the
     /// previous process must have exited, e.g. through [`Server::terminate`]).
     pub fn restart(&mut self) {

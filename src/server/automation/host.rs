@@ -54,8 +54,7 @@ pub fn user_table(domain: &str, table: &str) -> Result<TableRef, String> {
 /// for `svc_admin`.
 fn check_topic(state: &AppState, domain: &str, topic: &str) -> Result<(), String> {
     validate_topic_name(topic)?;
-    let owned =
-        domain == ADMIN_DOMAIN || state.tags.owners(topic).iter().any(|o| o.domain == domain);
+    let owned = domain == ADMIN_DOMAIN || state.tags.is_owner(topic, domain);
     if owned {
         Ok(())
     } else {

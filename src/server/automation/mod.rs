@@ -223,13 +223,13 @@ impl Automation {
     }
 
     /// Hands a published message to every trigger and flow input whose filter matches, in
-    /// domains that own the topic (any topic for `svc_admin`). A writer's own messages do not
+    /// the domain that owns the topic (any topic for `svc_admin`). A writer's own messages do not
     /// re-trigger it, and a message [`MAX_CHAIN`] automations deep triggers nothing.
     pub fn on_message(
         &self,
         topic: &str,
         payload: &[u8],
-        owners: &[TagOwner],
+        owner: Option<&TagOwner>,
         origin: Option<&str>,
     ) {
         let subscriptions = read(&self.subscriptions);
@@ -241,7 +241,7 @@ impl Automation {
         let mut chain_cut = false;
         for sub in subscriptions.iter() {
             let visible =
-                sub.domain == ADMIN_DOMAIN || owners.iter().any(|o| o.domain == sub.domain);
+                sub.domain == ADMIN_DOMAIN || owner.is_some_and(|o| *o.domain == *sub.domain);
             if !visible || !filter_matches(&sub.filter, topic) {
                 continue;
             }

@@ -1,0 +1,600 @@
+//! Tenant isolation, tried as an attacker with full rights in one domain would. Alice holds
+//! every feature read-write in `acme`; Bob holds them in `beta`, which owns the tag
+//! `plant/line/temp`, a record, a file, a function and a flow, all marked with [`SECRET`].
+//!
+//! - [`ROUTES`] is one table of "Alice tries to reach beta's X by route Y", run for every
+//!   route family; a new route family adds its rows here.
+//! - The tag-squatting sequence: Alice cannot declare beta's topic (409, beta not named) and so
+//!   reaches it by no path: MQTT 3.1.1 and 5 subscriptions (direct and `#`), publishes,
+//!   historian, tag routes, a function's `svc.tag.read`, `tag_change` triggers, flow `tag-in`.
+//! - MQTT sessions belong to their user: another user's CONNECT with the same client id neither
+//!   disconnects the owner nor takes over its persistent session and queued messages.
+
+mod common;
+
+use common::*;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const ACME: &str = "domains:acme";
+const BETA: &str = "domains:beta";
+const BETA_TAG: &str = "plant/line/temp";
+const ACME_TAG: &str = "acme/line/temp";
+/// Every piece of beta's data carries this; no answer to Alice may.
+const SECRET: &str = "beta-secret-4711";
+
+const FEATURES: [&str; 5] = ["collections", "tags", "historian", "processes", "flows"];
+
+struct World {
+    server: Server,
+    alice: String,
+    alice_key: String,
+    bob: String,
+    bob_key: String,
+    beta_record: String,
+    beta_file: String,
+}
+
+fn grants() -> Vec<(&'static str, &'static str, &'static str)> {
+    FEATURES.iter().map(|f| (*f, "read-write", "*")).collect()
+}
+
+/// Two domains, each with a user holding every feature; beta's data as the module doc says.
+fn world() -> World {
+    let server = Server::start();
+    server.create_domain("acme");
+    server.create_domain("beta");
+    let alice = server.user_with_grants(ACME, "alice", &grants());
+    let bob = server.user_with_grants(BETA, "bob", &grants());
+    let alice_key = server.create_api_key(&alice, "alice-device").1;
+    let bob_key = server.create_api_key(&bob, "bob-device").1;
+    let as_bob = |method: Method, path: &str| server.with_token_in(&bob, BETA, method, path);
+    let resp = as_bob(Method::POST, "/svc/tags")
+        .json(&json!({"path": BETA_TAG, "historize": true, "description": SECRET}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    let form = reqwest::blocking::multipart::Form::new()
+        .text("record", json!({"note": SECRET}).to_string())
+        .part(
+            "doc",
+            reqwest::blocking::multipart::Part::bytes(SECRET.as_bytes().to_vec())
+                .file_name("s.txt")
+                .mime_str("text/plain")
+                .unwrap(),
+        );
+    let resp = as_bob(Method::POST, "/svc/secrets")
+        .multipart(form)
+        .send()
+        .unwrap();
+    let record = json_ok(resp, StatusCode::CREATED);
+    let beta_record = record["id"].as_str().unwrap().to_string();
+    let beta_file = record["doc"].as_str().unwrap().to_string();
+    let resp = as_bob(Method::POST, "/svc/processes")
+        .json(&json!({"name": "beta_fn", "code": format!("function main() {{ return '{SECRET}'; }}")}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    let resp = as_bob(Method::POST, "/svc/flows")
+        .json(
+            &json!({"name": "beta_flow", "description": SECRET, "nodes": [
+                {"id": "in", "type": "inject", "wires": ["dbg"]},
+                {"id": "dbg", "type": "debug"}
+            ]}),
+        )
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    let resp = as_bob(Method::POST, "/svc/processes/execute")
+        .json(&json!({"name": "beta_fn"}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::OK);
+    let mut bob_device =
+        server.mqtt(MqttOpts::new(Proto::V5, Via::Tcp, "bob-seed").creds("bob", &bob_key));
+    assert_eq!(bob_device.publish(BETA_TAG, "4711", 1, false), "Success");
+    bob_device.disconnect();
+    World {
+        server,
+        alice,
+        alice_key,
+        bob,
+        bob_key,
+        beta_record,
+        beta_file,
+    }
+}
+
+/// One attempt: Alice's credential, the Domain she sends, the route, and the status svc must
+/// answer (never anything carrying [`SECRET`]).
+struct Attempt {
+    what: &'static str,
+    domain: &'static str,
+    method: Method,
+    path: String,
+    body: Option<Value>,
+    status: StatusCode,
+}
+
+fn attempt(
+    what: &'static str,
+    domain: &'static str,
+    method: Method,
+    path: impl Into<String>,
+    body: Option<Value>,
+    status: StatusCode,
+) -> Attempt {
+    Attempt {
+        what,
+        domain,
+        method,
+        path: path.into(),
+        body,
+        status,
+    }
+}
+
+/// Every route family, tried against beta's data with Alice's credential.
+#[allow(non_snake_case)]
+fn ROUTES(w: &World) -> Vec<Attempt> {
+    use Method as M;
+    use StatusCode as S;
+    let record = rec_path(&w.beta_record);
+    let file = format!(
+        "/svc/file/{}/doc/{}",
+        enc(&w.beta_record),
+        enc(&w.beta_file)
+    );
+    let topic = || Some(json!({"topic": BETA_TAG, "start_time": "2000-01-01T00:00:00Z"}));
+    vec![
+        // records, by full RecordID and by table name
+        attempt("record by id", ACME, M::GET, &record, None, S::NOT_FOUND),
+        attempt(
+            "record update",
+            ACME,
+            M::PUT,
+            &record,
+            Some(json!({"note": "x"})),
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "record delete",
+            ACME,
+            M::DELETE,
+            &record,
+            None,
+            S::NOT_FOUND,
+        ),
+        attempt("record list", ACME, M::GET, "/svc/secrets/all", None, S::OK),
+        attempt(
+            "record count",
+            ACME,
+            M::GET,
+            "/svc/secrets/count",
+            None,
+            S::OK,
+        ),
+        attempt(
+            "collections",
+            ACME,
+            M::GET,
+            "/svc/collections/all",
+            None,
+            S::OK,
+        ),
+        attempt(
+            "beta's domain",
+            BETA,
+            M::GET,
+            "/svc/secrets/all",
+            None,
+            S::UNAUTHORIZED,
+        ),
+        attempt(
+            "beta's record in beta",
+            BETA,
+            M::GET,
+            &record,
+            None,
+            S::UNAUTHORIZED,
+        ),
+        // files
+        attempt("file by path", ACME, M::GET, &file, None, S::NOT_FOUND),
+        attempt(
+            "file by body",
+            ACME,
+            M::PATCH,
+            "/svc/file",
+            Some(json!({"fileName": w.beta_file, "collectionName": "secrets",
+                        "fieldName": "doc", "recordID": w.beta_record})),
+            S::NOT_FOUND,
+        ),
+        // tags
+        attempt("tag list", ACME, M::GET, "/svc/tag/list", None, S::OK),
+        attempt("tag values", ACME, M::GET, "/svc/tag/values", None, S::OK),
+        attempt("tag records", ACME, M::GET, "/svc/tags/all", None, S::OK),
+        attempt(
+            "tag write",
+            ACME,
+            M::POST,
+            "/svc/tag/write",
+            Some(json!({"topic": BETA_TAG, "value": 666})),
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "tag squat",
+            ACME,
+            M::POST,
+            "/svc/tags",
+            Some(json!({"path": BETA_TAG, "historize": true})),
+            S::CONFLICT,
+        ),
+        attempt(
+            "tag list in beta",
+            BETA,
+            M::GET,
+            "/svc/tag/list",
+            None,
+            S::UNAUTHORIZED,
+        ),
+        // historian
+        attempt(
+            "historian list",
+            ACME,
+            M::GET,
+            "/svc/historian/list",
+            None,
+            S::OK,
+        ),
+        attempt(
+            "historian query",
+            ACME,
+            M::PATCH,
+            "/svc/historian",
+            topic(),
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "historian last",
+            ACME,
+            M::PATCH,
+            "/svc/historian/last",
+            Some(json!({"topic": BETA_TAG, "limit": 10})),
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "historian export",
+            ACME,
+            M::POST,
+            "/svc/historian/export",
+            Some(
+                json!({"topics": [BETA_TAG], "startDate": "2000-01-01T00:00:00Z",
+                        "endDate": "2100-01-01T00:00:00Z"}),
+            ),
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "historian in beta",
+            BETA,
+            M::PATCH,
+            "/svc/historian",
+            topic(),
+            S::UNAUTHORIZED,
+        ),
+        // functions
+        attempt(
+            "function execute",
+            ACME,
+            M::POST,
+            "/svc/processes/execute",
+            Some(json!({"name": "beta_fn"})),
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "function runs",
+            ACME,
+            M::GET,
+            "/svc/processes/runs/beta_fn",
+            None,
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "function list",
+            ACME,
+            M::GET,
+            "/svc/processes/domain",
+            None,
+            S::OK,
+        ),
+        attempt(
+            "function code",
+            ACME,
+            M::GET,
+            "/svc/code/beta_fn/versions",
+            None,
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "function in beta",
+            BETA,
+            M::GET,
+            "/svc/processes/domain",
+            None,
+            S::UNAUTHORIZED,
+        ),
+        // flows
+        attempt(
+            "flow execute",
+            ACME,
+            M::POST,
+            "/svc/flows/execute",
+            Some(json!({"name": "beta_flow"})),
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "flow runs",
+            ACME,
+            M::GET,
+            "/svc/flows/beta_flow/runs",
+            None,
+            S::NOT_FOUND,
+        ),
+        attempt(
+            "flow stop",
+            ACME,
+            M::POST,
+            "/svc/flows/beta_flow/stop",
+            None,
+            S::NOT_FOUND,
+        ),
+        attempt("flow list", ACME, M::GET, "/svc/flows/all", None, S::OK),
+        attempt(
+            "flow in beta",
+            BETA,
+            M::GET,
+            "/svc/flows/all",
+            None,
+            S::UNAUTHORIZED,
+        ),
+    ]
+}
+
+#[test]
+fn no_route_reaches_another_domains_data() {
+    let w = world();
+    let mut failures = Vec::new();
+    for a in ROUTES(&w) {
+        let mut request = w
+            .server
+            .with_token_in(&w.alice, a.domain, a.method.clone(), &a.path);
+        if let Some(body) = &a.body {
+            request = request.json(body);
+        }
+        let resp = request.send().unwrap();
+        let status = resp.status();
+        let body = resp.text().unwrap_or_default();
+        if status != a.status || body.contains(SECRET) || body.contains("4711") {
+            failures.push(format!(
+                "{} ({} {} as {}): {status} {body}",
+                a.what, a.method, a.path, a.domain
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "leaks:\n{}", failures.join("\n"));
+    // Bob still has everything.
+    let as_bob = |m: Method, p: &str| w.server.with_token_in(&w.bob, BETA, m, p);
+    let resp = as_bob(Method::GET, &rec_path(&w.beta_record))
+        .send()
+        .unwrap();
+    assert!(json_ok(resp, StatusCode::OK).to_string().contains(SECRET));
+    let resp = as_bob(Method::PATCH, "/svc/historian/last")
+        .json(&json!({"topic": BETA_TAG, "limit": 10}))
+        .send()
+        .unwrap();
+    assert_eq!(json_ok(resp, StatusCode::OK)[0]["value"], json!(4711));
+}
+
+fn received(client: &mut Mqtt) -> Vec<String> {
+    client
+        .collect_until_match("Alice's own sentinel", |m| m.topic == ACME_TAG)
+        .iter()
+        .map(|m| format!("{} {}", m.topic, m.text()))
+        .collect()
+}
+
+#[test]
+fn a_tenant_cannot_squat_another_tenants_topic() {
+    let w = world();
+    let server = &w.server;
+    let as_alice = |m: Method, p: &str| server.with_token_in(&w.alice, ACME, m, p);
+    // Declaring beta's topic is refused without naming beta, for Alice and for an admin.
+    for resp in [
+        as_alice(Method::POST, "/svc/tags"),
+        server.admin_in(ACME, Method::POST, "/svc/tags"),
+    ] {
+        let resp = resp
+            .json(&json!({"path": BETA_TAG, "historize": true}))
+            .send()
+            .unwrap();
+        let text = assert_error(resp, StatusCode::CONFLICT, &[BETA_TAG, "another domain"]);
+        assert!(
+            !text.contains("beta"),
+            "the refusal names the owner: {text}"
+        );
+    }
+    // Renaming one of her own tags onto it is refused the same way.
+    let resp = as_alice(Method::POST, "/svc/tags")
+        .json(&json!({"path": ACME_TAG, "historize": true}))
+        .send()
+        .unwrap();
+    let own = json_ok(resp, StatusCode::CREATED);
+    let resp = as_alice(Method::PUT, &rec_path(own["id"].as_str().unwrap()))
+        .json(&json!({"path": BETA_TAG}))
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::CONFLICT, &["another domain"]);
+
+    // Automation in acme watching the whole namespace.
+    let resp = as_alice(Method::POST, "/svc/processes")
+        .json(&json!({"name": "peek", "code": format!("function main() {{ return svc.tag.read('{BETA_TAG}'); }}")}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    let resp = as_alice(Method::POST, "/svc/processes")
+        .json(
+            &json!({"name": "watch", "code": "function main(v) { return v; }",
+                      "triggers": [{"type": "tag_change", "topic": "#"}]}),
+        )
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    let resp = as_alice(Method::POST, "/svc/flows")
+        .json(&json!({"name": "spy", "running": true, "nodes": [
+            {"id": "in", "type": "tag-in", "config": {"topic": "#"}, "wires": ["dbg"]},
+            {"id": "dbg", "type": "debug"}
+        ]}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    let resp = as_alice(Method::POST, "/svc/processes/execute")
+        .json(&json!({"name": "peek"}))
+        .send()
+        .unwrap();
+    assert_error(
+        resp,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &["not a tag of domain"],
+    );
+
+    // Alice's subscribers, both protocol versions, on the topic itself and on `#`.
+    let mut subscribers: Vec<Mqtt> = [Proto::V3, Proto::V5]
+        .into_iter()
+        .map(|proto| {
+            let opts = MqttOpts::new(proto, Via::Tcp, &format!("alice-sub-{proto:?}"))
+                .creds("alice", &w.alice_key);
+            let mut client = server.mqtt(opts);
+            client.subscribe(BETA_TAG, 1);
+            client.subscribe("#", 1);
+            client
+        })
+        .collect();
+    let mut bob =
+        server.mqtt(MqttOpts::new(Proto::V5, Via::Tcp, "bob-dev").creds("bob", &w.bob_key));
+    bob.subscribe(BETA_TAG, 1);
+    let mut alice_v5 =
+        server.mqtt(MqttOpts::new(Proto::V5, Via::Tcp, "alice-pub").creds("alice", &w.alice_key));
+    let mut alice_v3 =
+        server.mqtt(MqttOpts::new(Proto::V3, Via::Tcp, "alice-pub3").creds("alice", &w.alice_key));
+
+    assert_eq!(bob.publish(BETA_TAG, "21.5", 1, false), "Success");
+    assert_eq!(bob.expect_publish(BETA_TAG).text(), "21.5");
+    alice_v3.publish(BETA_TAG, "667", 1, false);
+    assert_eq!(alice_v3.publish(ACME_TAG, "1", 1, false), "Success");
+    for subscriber in &mut subscribers {
+        let got = received(subscriber);
+        assert_eq!(
+            got,
+            [format!("{ACME_TAG} 1")],
+            "Alice received beta's values"
+        );
+    }
+    // MQTT 5 is told (rumqttc then drops the connection, so this comes last for this client).
+    assert_eq!(alice_v5.publish(BETA_TAG, "666", 1, false), "NotAuthorized");
+    bob.publish(BETA_TAG, "22.5", 1, false);
+    let got = bob.collect_until_match("Bob's second value", |m| m.text() == "22.5");
+    let texts: Vec<String> = got.iter().map(Msg::text).collect();
+    assert_eq!(texts, ["22.5"], "Alice's publishes reached Bob");
+
+    // beta's historian holds Bob's values only; acme's knows nothing of the topic.
+    let resp = server
+        .with_token_in(&w.bob, BETA, Method::PATCH, "/svc/historian/last")
+        .json(&json!({"topic": BETA_TAG, "limit": 10}))
+        .send()
+        .unwrap();
+    let values: Vec<Value> = json_ok(resp, StatusCode::OK)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["value"].clone())
+        .collect();
+    assert_eq!(values, [json!(22.5), json!(21.5), json!(4711)]);
+    let resp = as_alice(Method::PATCH, "/svc/historian/last")
+        .json(&json!({"topic": BETA_TAG, "limit": 10}))
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::NOT_FOUND, &[]);
+
+    // The trigger and the flow saw Alice's own tag, never beta's.
+    server.poll(Duration::from_secs(10), "the run on Alice's tag", || {
+        let runs = server.get_json(ACME, "/svc/processes/runs/watch");
+        (!runs.as_array()?.is_empty()).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let runs = server.get_json(ACME, "/svc/processes/runs/watch");
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    let flow_runs = server.get_json(ACME, "/svc/flows/spy/runs").to_string();
+    assert!(
+        flow_runs.contains(ACME_TAG) && !flow_runs.contains(BETA_TAG),
+        "{flow_runs}"
+    );
+}
+
+#[test]
+fn mqtt_sessions_belong_to_their_user() {
+    let w = world();
+    let server = &w.server;
+    for proto in [Proto::V3, Proto::V5] {
+        let id = format!("line-1-{proto:?}");
+        // Bob's persistent session, subscribed, then offline with messages queued for it.
+        let bob_opts = || {
+            MqttOpts::new(proto, Via::Tcp, &id)
+                .creds("bob", &w.bob_key)
+                .persistent()
+        };
+        let mut bob = server.mqtt(bob_opts());
+        bob.subscribe(BETA_TAG, 1);
+        bob.disconnect();
+        let mut admin = server.mqtt_admin(Proto::V3, Via::Tcp, &format!("feeder-{proto:?}"));
+        for v in ["1", "2", "3"] {
+            admin.publish(BETA_TAG, v, 1, false);
+        }
+        // Alice, then an admin, reuse the client id: refused, and Bob's session is untouched.
+        for (user, password) in [("alice", w.alice_key.as_str()), ("admin", ADMIN_PASSWORD)] {
+            let thief = MqttOpts::new(proto, Via::Tcp, &id)
+                .creds(user, password)
+                .persistent();
+            match server.try_mqtt(thief) {
+                Err(refusal) => assert!(
+                    refusal.contains("uthoriz"),
+                    "{proto:?} {user}: refusal {refusal}"
+                ),
+                Ok(client) => panic!(
+                    "{proto:?}: {user} connected with Bob's client id (session_present={})",
+                    client.session_present
+                ),
+            }
+        }
+        let mut bob = server.mqtt(bob_opts());
+        assert!(bob.session_present, "{proto:?}: Bob's session was lost");
+        let queued: Vec<String> = (0..3)
+            .map(|_| bob.expect_publish(BETA_TAG).text())
+            .collect();
+        assert_eq!(queued, ["1", "2", "3"], "{proto:?}: Bob's queue");
+        // Online: another user's CONNECT does not disconnect Bob.
+        let thief = MqttOpts::new(proto, Via::Tcp, &id).creds("alice", &w.alice_key);
+        assert!(server.try_mqtt(thief).is_err());
+        admin.publish(BETA_TAG, "4", 1, false);
+        assert_eq!(
+            bob.expect_publish(BETA_TAG).text(),
+            "4",
+            "{proto:?}: Bob was cut off"
+        );
+        // Bob himself may take his session over, as before.
+        let mut again = server.mqtt(bob_opts());
+        assert!(again.session_present);
+        admin.publish(BETA_TAG, "5", 1, false);
+        assert_eq!(again.expect_publish(BETA_TAG).text(), "5");
+        again.disconnect();
+    }
+}
