@@ -1,5 +1,6 @@
-//! Tags (SPEC 7): the per-domain `tags` table through `POST /svc/tags` (duplicate path in a
-//! domain → 409, wildcard or empty-level paths → 400), `GET /svc/tag/list`, domain isolation of
+//! Tags (SPEC 7): the per-domain `tags` table through `POST /svc/tags` (a path declared by this
+//! or another domain → 409, wildcard or empty-level paths → 400; a data dir from before the
+//! one-owner rule keeps the earliest declaration as owner), `GET /svc/tag/list`, domain isolation of
 //! tag lists and historian routes, auto-registration in `svc_admin` of topics no domain
 //! declares, `POST /svc/tag/write` reaching MQTT subscribers with the JSON of `value`, and
 //! `GET /svc/tag/values`.
@@ -24,6 +25,46 @@ fn post_tag(server: &Server, domain: &str, body: &Value) -> reqwest::blocking::R
         .unwrap()
 }
 
+/// An older version let two domains declare one topic. Such a data dir starts with the earliest
+/// declaration as the owner, whichever domain was written first, and logs the rest once.
+#[test]
+fn old_duplicate_declarations_leave_the_earliest_owner() {
+    let mut server = Server::start();
+    server.create_domain("a");
+    server.create_domain("b");
+    server.create_tag("domains:a", "a/line/temp", true);
+    server.create_tag("domains:b", "b/line/temp", false);
+    assert!(server.terminate().success());
+    let db = rusqlite::Connection::open(server.data_dir.join("svc.db")).unwrap();
+    db.execute(
+        "INSERT INTO \"b.tags\" (key, data, created_dt, updated_dt) VALUES \
+         ('olddup', '{\"path\":\"a/line/temp\",\"historize\":true}', \
+          '2001-01-01T00:00:00.000Z', '2001-01-01T00:00:00.000Z')",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    server.restart();
+    let b_tags = server.string_list(Some("domains:b"), "/svc/tag/list");
+    assert_eq!(b_tags, ["a/line/temp", "b/line/temp"], "b declared it first");
+    let a_tags = server.string_list(Some("domains:a"), "/svc/tag/list");
+    assert!(a_tags.is_empty(), "a's later duplicate is inert: {a_tags:?}");
+    let resp = server
+        .admin_in("domains:a", Method::PATCH, "/svc/historian/last")
+        .json(&json!({"topic": "a/line/temp"}))
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::NOT_FOUND, &[]);
+    assert!(server.wait_for_log("declared by several domains"));
+    let logs = server.logs();
+    assert_eq!(
+        logs.matches("declared by several domains").count(),
+        1,
+        "{logs}"
+    );
+    assert!(logs.contains(r#"owner="b" ignored="a""#), "{logs}");
+}
+
 #[test]
 fn duplicate_path_in_a_domain_is_409() {
     let server = Server::start();
@@ -42,8 +83,13 @@ fn duplicate_path_in_a_domain_is_409() {
         &json!({"path": "a/line/temp", "historize": false}),
     );
     assert_error(resp, StatusCode::CONFLICT, &[]);
-    // Unique per domain only.
-    server.create_tag("domains:b", "a/line/temp", false);
+    // One owner per topic (issue 11): another domain cannot declare it either.
+    let resp = post_tag(
+        &server,
+        "domains:b",
+        &json!({"path": "a/line/temp", "historize": false}),
+    );
+    assert_error(resp, StatusCode::CONFLICT, &["another domain"]);
     // Without `historize` it defaults to false.
     let resp = post_tag(&server, "domains:a", &json!({"path": "a/line/pressure"}));
     let tag = json_ok(resp, StatusCode::CREATED);

@@ -594,7 +594,12 @@ fn mqtt_sessions_belong_to_their_user() {
         let mut again = server.mqtt(bob_opts());
         assert!(again.session_present);
         admin.publish(BETA_TAG, "5", 1, false);
-        assert_eq!(again.expect_publish(BETA_TAG).text(), "5");
+        let got = again.collect_until_match("5 in the taken-over session", |m| m.text() == "5");
+        // "4" may come again: its PUBACK can be in flight when the session changes hands.
+        assert!(
+            got[..got.len() - 1].iter().all(|m| m.text() == "4"),
+            "{proto:?}: {got:?}"
+        );
         again.disconnect();
     }
 }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the test suite drives (when missing) and runs it: the README's test command.
+#   mosquitto-clients  mosquitto_pub / mosquitto_sub, real MQTT peers
+#   tmux               the TUI test drives `svc tui` in a real terminal
+# Needs only the Rust toolchain; system packages come from apt (as root, or through sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq "${need[@]}"
+fi
+
+exec cargo test --locked "$@"
