@@ -24,9 +24,11 @@
 # BENCH_QOS1_MESSAGES (5000), BENCH_SIZE (64), SVC_LOG (svc's log filter, default info; its log is
 # kept only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to
 # measure an already built svc binary instead of building target/release/svc, BENCH_PERF=<file>
-# to record `perf record -g` of svc during the first svc QoS 0 run, BENCH_NICE (run both brokers
+# to record `perf record -g` of svc during the first svc run at QoS BENCH_PERF_QOS (default 0), BENCH_NICE (run both brokers
 # and the load generator under `nice -n <value>`; a negative value, as root, keeps other jobs on a
-# shared machine from stealing the benchmark's CPU).
+# shared machine from stealing the benchmark's CPU), BENCH_SVC_BASELINE=<path> to measure a
+# second svc binary (e.g. the previous commit's) interleaved in the same rounds, reported as
+# `baseline` with the ratio svc / baseline.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -99,15 +101,29 @@ MOSQUITTO_VERSION=$({ "$MOSQUITTO" -h 2>/dev/null || true; } | sed -n 's/^mosqui
 log "mosquitto ${MOSQUITTO_VERSION:-?} ready on port $MOSQUITTO_PORT (pid $MOSQUITTO_PID)"
 
 # --- svc credentials and historized tags --------------------------------------------------
-login_admin
-API_KEY=$(call POST /auth/keys '{"name":"bench"}' | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
-[ -n "$API_KEY" ] || die "no API key"
-log "declaring $PUBLISHERS historized tags bench/p0..bench/p$((PUBLISHERS - 1))"
-for i in $(seq 0 $((PUBLISHERS - 1))); do
-    call POST /svc/tags "{\"path\":\"bench/p$i\",\"historize\":true}" >/dev/null
-done
-HISTORIZED=$(call GET /svc/historian/list | grep -o '"bench/p[0-9]*"' | wc -l)
-[ "$HISTORIZED" -eq "$PUBLISHERS" ] || die "GET /svc/historian/list has $HISTORIZED bench tags, expected $PUBLISHERS"
+# prepare_svc : API_KEY for the svc at SVC_URL, and the historized bench tags declared there.
+prepare_svc() {
+    login_admin
+    API_KEY=$(call POST /auth/keys '{"name":"bench"}' | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
+    [ -n "$API_KEY" ] || die "no API key"
+    log "declaring $PUBLISHERS historized tags bench/p0..bench/p$((PUBLISHERS - 1))"
+    for i in $(seq 0 $((PUBLISHERS - 1))); do
+        call POST /svc/tags "{\"path\":\"bench/p$i\",\"historize\":true}" >/dev/null
+    done
+    HISTORIZED=$(call GET /svc/historian/list | grep -o '"bench/p[0-9]*"' | wc -l)
+    [ "$HISTORIZED" -eq "$PUBLISHERS" ] || die "GET /svc/historian/list has $HISTORIZED bench tags, expected $PUBLISHERS"
+}
+prepare_svc
+BASELINE=${BENCH_SVC_BASELINE:-}
+if [ -n "$BASELINE" ]; then
+    [ -x "$BASELINE" ] || die "BENCH_SVC_BASELINE=$BASELINE is not an executable"
+    MAIN=("$SVC" "$SVC_PID" "$SVC_URL" "$SVC_MQTT_PORT" "$DB" "$API_KEY" "$TOKEN")
+    SVC=$BASELINE SVC_DATA="$WORK/baseline-data" SVC_NAME=baseline start_svc "${NICE[@]}"
+    prepare_svc
+    BASE_PID=$SVC_PID BASE_MQTT_PORT=$SVC_MQTT_PORT BASE_API_KEY=$API_KEY
+    SVC=${MAIN[0]} SVC_PID=${MAIN[1]} SVC_URL=${MAIN[2]} SVC_MQTT_PORT=${MAIN[3]} DB=${MAIN[4]}
+    API_KEY=${MAIN[5]} TOKEN=${MAIN[6]}
+fi
 
 # --- measure ------------------------------------------------------------------------------
 TICKS_PER_SEC=$(getconf CLK_TCK)
@@ -122,10 +138,12 @@ measure() {
     local broker=$1 qos=$2 messages=$3 port pid creds=() before after out perf_pid=""
     if [ "$broker" = svc ]; then
         port=$SVC_MQTT_PORT pid=$SVC_PID creds=(--username bench --password "$API_KEY")
+    elif [ "$broker" = baseline ]; then
+        port=$BASE_MQTT_PORT pid=$BASE_PID creds=(--username bench --password "$BASE_API_KEY")
     else
         port=$MOSQUITTO_PORT pid=$MOSQUITTO_PID
     fi
-    if [ "$broker" = svc ] && [ "$qos" = 0 ] && [ -n "${BENCH_PERF:-}" ] && [ -z "$PERF_DONE" ]; then
+    if [ "$broker" = svc ] && [ "$qos" = "${BENCH_PERF_QOS:-0}" ] && [ -n "${BENCH_PERF:-}" ] && [ -z "$PERF_DONE" ]; then
         perf record -g -o "$BENCH_PERF" -p "$SVC_PID" 2>"$WORK/perf.log" >&2 &
         perf_pid=$!
         PERF_DONE=1
@@ -155,12 +173,14 @@ for round in $(seq 1 "$ROUNDS"); do
     log "round $round of $ROUNDS"
     measure mosquitto 0 "$QOS0_MESSAGES"
     measure svc 0 "$QOS0_MESSAGES"
+    [ -z "$BASELINE" ] || measure baseline 0 "$QOS0_MESSAGES"
     measure mosquitto 1 "$QOS1_MESSAGES"
     measure svc 1 "$QOS1_MESSAGES"
+    [ -z "$BASELINE" ] || measure baseline 1 "$QOS1_MESSAGES"
 done >"$WORK/results"
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# The historian flushes at most every 100 ms: wait until the row count stops moving.
+# QoS 0 values are committed asynchronously: wait until the row count stops moving.
 EXPECTED_HIST=$((ROUNDS * PUBLISHERS * (QOS0_MESSAGES + QOS1_MESSAGES)))
 HIST=-1
 for _ in $(seq 1 60); do
@@ -184,7 +204,8 @@ if [ -z "${BENCH_SVC:-}" ] && [ -n "$(git status --porcelain -- src Cargo.toml C
 fi
 REPORT=$(awk -v svc_rss="$SVC_RSS" -v svc_hwm="$SVC_HWM" -v m_rss="$MOSQUITTO_RSS" \
     -v m_hwm="$MOSQUITTO_HWM" -v hist="$HIST" -v hist_expected="$EXPECTED_HIST" \
-    -v pubs="$PUBLISHERS" -v q0="$QOS0_MESSAGES" -v q1="$QOS1_MESSAGES" -v rounds="$ROUNDS" '
+    -v pubs="$PUBLISHERS" -v q0="$QOS0_MESSAGES" -v q1="$QOS1_MESSAGES" -v rounds="$ROUNDS" \
+    -v baseline="$BASELINE" '
     # $1 broker $2 qos $3 sent $4 received $5 lost $6 seconds $7 msgs/s $8 cpu us per 100 msgs
     { k = $1 " " $2; c[k]++; line[k, c[k]] = $0; r[k, c[k]] = $7; lost[k] += $5 }
     function pick(k,    i, j, t, idx, f) {
@@ -197,13 +218,13 @@ REPORT=$(awk -v svc_rss="$SVC_RSS" -v svc_hwm="$SVC_HWM" -v m_rss="$MOSQUITTO_RS
         for (i = 1; i <= c[k]; i++) all[k] = all[k] (i > 1 ? ", " : "") r[k, i]
     }
     END {
-        split("mosquitto svc", brokers, " ")
+        nb = split(baseline == "" ? "mosquitto svc" : "mosquitto svc baseline", brokers, " ")
         print "| broker | load | delivered msgs/s (median) | all rounds | seconds | lost (all rounds) | broker CPU/msg | svc / Mosquitto |"
         print "|---|---|---:|---|---:|---:|---:|---:|"
         for (q = 0; q <= 1; q++) {
-            for (b = 1; b <= 2; b++) {
+            for (b = 1; b <= nb; b++) {
                 k = brokers[b] " " q; pick(k)
-                ratio = (b == 2 && rate["mosquitto " q] > 0) ? sprintf("**%.2fx**", rate[k] / rate["mosquitto " q]) : ""
+                ratio = (b >= 2 && rate["mosquitto " q] > 0) ? sprintf("**%.2fx**", rate[k] / rate["mosquitto " q]) : ""
                 printf "| %s | QoS %d, %dx%d | %.0f | %s | %.2f | %d | %.2f µs | %s |\n", brokers[b], q, pubs, q == 0 ? q0 : q1, rate[k], all[k], secs[k], lost[k], cpu[k], ratio
             }
         }
@@ -221,6 +242,10 @@ REPORT=$(awk -v svc_rss="$SVC_RSS" -v svc_hwm="$SVC_HWM" -v m_rss="$MOSQUITTO_RS
         printf "- nothing lost by svc: %d lost → %s\n", lost["svc 0"] + lost["svc 1"], okl ? "**met**" : "**NOT met**"
         printf "- svc resident memory <= 100 MB after the run: %.1f MB → %s (peak during the run: %.1f MB, %s)\n", svc_rss / 1024, okm ? "**met**" : "**NOT met**", svc_hwm / 1024, svc_hwm <= 100 * 1024 ? "also within 100 MB" : "**above 100 MB**"
         printf "- every published value historized: %d of %d → %s\n", hist, hist_expected, okh ? "**yes**" : "**no**"
+        if (baseline != "") {
+            for (q = 0; q <= 1; q++)
+                printf "- svc / baseline (`%s`) at QoS %d: %.2fx msgs/s, CPU/msg %.2f µs against %.2f µs\n", baseline, q, rate["svc " q] / rate["baseline " q], cpu["svc " q], cpu["baseline " q]
+        }
         if (lost["mosquitto 0"] + lost["mosquitto 1"] > 0) print "- Mosquitto lost messages: its rate is not a clean reference"
         exit (ok0 && ok1 && okl && okm) ? 0 : 3
     }' "$WORK/results") && GOALS=0 || GOALS=$?

@@ -85,16 +85,18 @@ start_ready() {
     die "$name printed no ready line within 30s"
 }
 
-# start_svc [WRAPPER…] : `svc serve` on a fresh data dir and free ports, under WRAPPER (e.g.
-# `nice -n -10`); sets SVC_PID, SVC_URL, SVC_MQTT_PORT and DB (its database file).
+# start_svc [WRAPPER…] : `svc serve` (the binary SVC) on a fresh data dir (SVC_DATA, default
+# $WORK/data) and free ports, under WRAPPER (e.g. `nice -n -10`); sets SVC_PID, SVC_URL,
+# SVC_MQTT_PORT and DB (its database file). SVC_NAME (default svc) names its log files.
 start_svc() {
-    log "starting svc serve (fresh data dir)"
-    start_ready svc env SVC_LOG="${SVC_LOG:-info}" "$@" "$SVC" serve --data-dir "$WORK/data" \
+    local data=${SVC_DATA:-$WORK/data}
+    log "starting ${SVC_NAME:-svc} serve (fresh data dir)"
+    start_ready "${SVC_NAME:-svc}" env SVC_LOG="${SVC_LOG:-info}" "$@" "$SVC" serve --data-dir "$data" \
         --http-port 0 --mqtt-port 0 --ws-port 0 --admin-password "$PASSWORD"
     SVC_PID=$PID
     SVC_URL="http://$ADDR"
     SVC_MQTT_PORT=$(sed -n 's/.*"mqtt":"[^"]*:\([0-9]*\)".*/\1/p' <<<"$READY")
-    DB="$WORK/data/svc.db"
+    DB="$data/svc.db"
 }
 
 # call METHOD PATH [BODY] : the response body on stdout; fails unless the status is 2xx. Sends
