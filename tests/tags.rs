@@ -46,9 +46,16 @@ fn old_duplicate_declarations_leave_the_earliest_owner() {
     drop(db);
     server.restart();
     let b_tags = server.string_list(Some("domains:b"), "/svc/tag/list");
-    assert_eq!(b_tags, ["a/line/temp", "b/line/temp"], "b declared it first");
+    assert_eq!(
+        b_tags,
+        ["a/line/temp", "b/line/temp"],
+        "b declared it first"
+    );
     let a_tags = server.string_list(Some("domains:a"), "/svc/tag/list");
-    assert!(a_tags.is_empty(), "a's later duplicate is inert: {a_tags:?}");
+    assert!(
+        a_tags.is_empty(),
+        "a's later duplicate is inert: {a_tags:?}"
+    );
     let resp = server
         .admin_in("domains:a", Method::PATCH, "/svc/historian/last")
         .json(&json!({"topic": "a/line/temp"}))
