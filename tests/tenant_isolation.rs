@@ -40,6 +40,17 @@ fn grants() -> Vec<(&'static str, &'static str, &'static str)> {
     FEATURES.iter().map(|f| (*f, "read-write", "*")).collect()
 }
 
+/// `POST <path>` with `body` as the holder of `token` in `domain`, expecting 201; returns the
+/// record.
+fn create_as(server: &Server, token: &str, domain: &str, path: &str, body: Value) -> Value {
+    let resp = server
+        .with_token_in(token, domain, Method::POST, path)
+        .json(&body)
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED)
+}
+
 /// Two domains, each with a user holding every feature; beta's data as the module doc says.
 fn world() -> World {
     let server = Server::start();
@@ -50,11 +61,13 @@ fn world() -> World {
     let alice_key = server.create_api_key(&alice, "alice-device").1;
     let bob_key = server.create_api_key(&bob, "bob-device").1;
     let as_bob = |method: Method, path: &str| server.with_token_in(&bob, BETA, method, path);
-    let resp = as_bob(Method::POST, "/svc/tags")
-        .json(&json!({"path": BETA_TAG, "historize": true, "description": SECRET}))
-        .send()
-        .unwrap();
-    json_ok(resp, StatusCode::CREATED);
+    create_as(
+        &server,
+        &bob,
+        BETA,
+        "/svc/tags",
+        json!({"path": BETA_TAG, "historize": true, "description": SECRET}),
+    );
     let form = reqwest::blocking::multipart::Form::new()
         .text("record", json!({"note": SECRET}).to_string())
         .part(
@@ -71,21 +84,23 @@ fn world() -> World {
     let record = json_ok(resp, StatusCode::CREATED);
     let beta_record = record["id"].as_str().unwrap().to_string();
     let beta_file = record["doc"].as_str().unwrap().to_string();
-    let resp = as_bob(Method::POST, "/svc/processes")
-        .json(&json!({"name": "beta_fn", "code": format!("function main() {{ return '{SECRET}'; }}")}))
-        .send()
-        .unwrap();
-    json_ok(resp, StatusCode::CREATED);
-    let resp = as_bob(Method::POST, "/svc/flows")
-        .json(
-            &json!({"name": "beta_flow", "description": SECRET, "nodes": [
-                {"id": "in", "type": "inject", "wires": ["dbg"]},
-                {"id": "dbg", "type": "debug"}
-            ]}),
-        )
-        .send()
-        .unwrap();
-    json_ok(resp, StatusCode::CREATED);
+    create_as(
+        &server,
+        &bob,
+        BETA,
+        "/svc/processes",
+        json!({"name": "beta_fn", "code": format!("function main() {{ return '{SECRET}'; }}")}),
+    );
+    create_as(
+        &server,
+        &bob,
+        BETA,
+        "/svc/flows",
+        json!({"name": "beta_flow", "description": SECRET, "nodes": [
+            {"id": "in", "type": "inject", "wires": ["dbg"]},
+            {"id": "dbg", "type": "debug"}
+        ]}),
+    );
     let resp = as_bob(Method::POST, "/svc/processes/execute")
         .json(&json!({"name": "beta_fn"}))
         .send()
@@ -424,11 +439,13 @@ fn a_tenant_cannot_squat_another_tenants_topic() {
         );
     }
     // Renaming one of her own tags onto it is refused the same way.
-    let resp = as_alice(Method::POST, "/svc/tags")
-        .json(&json!({"path": ACME_TAG, "historize": true}))
-        .send()
-        .unwrap();
-    let own = json_ok(resp, StatusCode::CREATED);
+    let own = create_as(
+        server,
+        &w.alice,
+        ACME,
+        "/svc/tags",
+        json!({"path": ACME_TAG, "historize": true}),
+    );
     let resp = as_alice(Method::PUT, &rec_path(own["id"].as_str().unwrap()))
         .json(&json!({"path": BETA_TAG}))
         .send()
@@ -436,27 +453,31 @@ fn a_tenant_cannot_squat_another_tenants_topic() {
     assert_error(resp, StatusCode::CONFLICT, &["another domain"]);
 
     // Automation in acme watching the whole namespace.
-    let resp = as_alice(Method::POST, "/svc/processes")
-        .json(&json!({"name": "peek", "code": format!("function main() {{ return svc.tag.read('{BETA_TAG}'); }}")}))
-        .send()
-        .unwrap();
-    json_ok(resp, StatusCode::CREATED);
-    let resp = as_alice(Method::POST, "/svc/processes")
-        .json(
-            &json!({"name": "watch", "code": "function main(v) { return v; }",
+    create_as(
+        server,
+        &w.alice,
+        ACME,
+        "/svc/processes",
+        json!({"name": "peek", "code": format!("function main() {{ return svc.tag.read('{BETA_TAG}'); }}")}),
+    );
+    create_as(
+        server,
+        &w.alice,
+        ACME,
+        "/svc/processes",
+        json!({"name": "watch", "code": "function main(v) { return v; }",
                       "triggers": [{"type": "tag_change", "topic": "#"}]}),
-        )
-        .send()
-        .unwrap();
-    json_ok(resp, StatusCode::CREATED);
-    let resp = as_alice(Method::POST, "/svc/flows")
-        .json(&json!({"name": "spy", "running": true, "nodes": [
+    );
+    create_as(
+        server,
+        &w.alice,
+        ACME,
+        "/svc/flows",
+        json!({"name": "spy", "running": true, "nodes": [
             {"id": "in", "type": "tag-in", "config": {"topic": "#"}, "wires": ["dbg"]},
             {"id": "dbg", "type": "debug"}
-        ]}))
-        .send()
-        .unwrap();
-    json_ok(resp, StatusCode::CREATED);
+        ]}),
+    );
     let resp = as_alice(Method::POST, "/svc/processes/execute")
         .json(&json!({"name": "peek"}))
         .send()

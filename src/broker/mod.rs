@@ -257,7 +257,6 @@ impl Broker {
         qos: u8,
         retain: bool,
     ) -> Result<()> {
-        let qos_level = qos.min(2);
         let qos = match qos {
             0 => QoS::AtMostOnce,
             1 => QoS::AtLeastOnce,
@@ -287,7 +286,7 @@ impl Broker {
                 topic: topic.to_string(),
                 payload,
                 received_ms,
-                qos: qos_level,
+                qos: qos.value(),
                 origin,
             })
             .await

@@ -174,10 +174,7 @@ async fn create(
     }
     let key = requested_key(&table, fields.remove("id"))?;
     let system = SystemTable::of(&table);
-    let _declaring = match system {
-        Some(system) => system.write_lock(&state).await,
-        None => None,
-    };
+    let _declaring = write_lock(&state, system).await;
     if let Some(system) = system {
         system
             .prepare_new(&state, &table.domain, &mut fields)
@@ -229,6 +226,17 @@ pub(super) async fn insert_checked(
             .await?;
     }
     Ok(record)
+}
+
+/// The write lock of a system table, if it has one ([`SystemTable::write_lock`]).
+async fn write_lock(
+    state: &AppState,
+    system: Option<SystemTable>,
+) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    match system {
+        Some(system) => system.write_lock(state).await,
+        None => None,
+    }
 }
 
 /// The key for a new record: the body's `id` (a bare key, or a RecordID of this table) or a
@@ -302,14 +310,10 @@ pub(super) async fn update_checked(
 ) -> ApiResult<Option<Value>> {
     let schema = collection_of(state, table).await?;
     let system = SystemTable::of(table);
-    let _declaring = match system {
-        Some(system) => {
-            let guard = system.write_lock(state).await;
-            system.check_owner(state, &table.domain, &patch)?;
-            guard
-        }
-        None => None,
-    };
+    let _declaring = write_lock(state, system).await;
+    if let Some(system) = system {
+        system.check_owner(state, &table.domain, &patch)?;
+    }
     let (written, key) = (table.clone(), key.to_string());
     let updated = state
         .store
@@ -344,10 +348,7 @@ async fn remove(
         .await?;
     let (table, key) = (id.table.clone(), id.key.clone());
     let system = SystemTable::of(&table);
-    let _declaring = match system {
-        Some(system) => system.write_lock(&state).await,
-        None => None,
-    };
+    let _declaring = write_lock(&state, system).await;
     let before = match system {
         Some(_) => {
             let (table, key) = (table.clone(), key.clone());

@@ -52,6 +52,10 @@ impl Index {
     fn owner(&self, topic: &str) -> Option<&Declaration> {
         self.by_topic.get(topic).and_then(|d| d.first())
     }
+
+    fn is_owner(&self, topic: &str, domain: &str) -> bool {
+        self.owner(topic).is_some_and(|o| &*o.domain == domain)
+    }
 }
 
 /// Which domain owns each topic; reloaded per domain after every tag write.
@@ -96,8 +100,9 @@ impl TagRegistry {
         self.declaring.lock().await
     }
 
-    /// Whether `domain` may declare `path`: no other tenant owns it. The refusal does not name
-    /// the owner.
+    /// Whether `domain` may declare `path`: no other tenant owns it (svc_admin included: a
+    /// tenant's declaration always ranks first, so a tenant owns any topic it declared). The
+    /// refusal does not name the owner.
     pub fn may_declare(&self, domain: &str, path: &str) -> Result<(), String> {
         let Ok(index) = self.index.read() else {
             return Err("the tag registry is unavailable".into());
@@ -106,13 +111,6 @@ impl TagRegistry {
             Some(owner) if &*owner.domain != domain && &*owner.domain != ADMIN_DOMAIN => Err(
                 format!("tag path `{path}` is already declared by another domain"),
             ),
-            // svc_admin may not take a topic from the tenant that owns it either.
-            _ if domain == ADMIN_DOMAIN => match index.by_topic.get(path) {
-                Some(all) if all.iter().any(|d| &*d.domain != ADMIN_DOMAIN) => Err(format!(
-                    "tag path `{path}` is already declared by another domain"
-                )),
-                _ => Ok(()),
-            },
             _ => Ok(()),
         }
     }
@@ -157,7 +155,7 @@ impl TagRegistry {
     pub fn is_owner(&self, topic: &str, domain: &str) -> bool {
         self.index
             .read()
-            .is_ok_and(|index| index.owner(topic).is_some_and(|o| &*o.domain == domain))
+            .is_ok_and(|index| index.is_owner(topic, domain))
     }
 
     /// The paths a domain owns, sorted; only the historized ones when asked.
@@ -170,7 +168,7 @@ impl TagRegistry {
         };
         tags.iter()
             .filter(|t| t.historize || !historized_only)
-            .filter(|t| index.owner(&t.path).is_some_and(|o| &*o.domain == domain))
+            .filter(|t| index.is_owner(&t.path, domain))
             .map(|t| t.path.clone())
             .collect()
     }
@@ -206,7 +204,7 @@ impl TagRegistry {
                 let index = &index;
                 tags.iter()
                     .filter(|t| t.historize)
-                    .filter(move |t| index.owner(&t.path).is_some_and(|o| &*o.domain == domain))
+                    .filter(move |t| index.is_owner(&t.path, domain))
                     .filter_map(move |t| {
                         let own = t.retention.as_deref().and_then(|r| parse_duration(r).ok());
                         own.or(global)
