@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 mod export;
+mod journal;
 mod payload;
 mod window;
 pub mod writer;

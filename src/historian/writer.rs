@@ -1,21 +1,31 @@
-//! Historian ingest by group commit. Values queue on a bounded channel (publishers wait when it
-//! is full, so memory stays bounded); one writer thread commits everything queued as soon as
-//! its previous commit ends, then releases the acknowledgements that commit covered. Nothing
-//! waits on a timer: under load each commit carries every value that arrived during the one
-//! before (throughput stays batched), and a lone value is committed at once.
+//! Historian ingest. A value whose publisher waits for "stored" ([`HistorianWriter::commit`])
+//! is appended to the journal by the publisher's own task, one `write` under a lock, and is
+//! stored when that returns: nothing crosses a thread, nothing waits for a batch. Values then
+//! wait in memory, and one writer thread folds them into their series (and raises the
+//! journal's mark) in one transaction at most [`FOLD_EVERY`] after the first of them arrived,
+//! or sooner when [`FOLD_AT`] are waiting, a reader asks, or the server stops. Values nobody
+//! waits for ([`HistorianWriter::record`], QoS 0) skip the journal and are folded the same way.
 //!
-//! A value recorded with [`HistorianWriter::commit`] resolves only once its transaction is
-//! committed, which is what lets the broker hold a QoS 1/2 acknowledgement until then.
+//! Readers call [`HistorianWriter::settle`] first, so every acknowledged value is readable.
+//! Memory stays bounded: once [`MAX_PENDING`] values wait, publishers wait for the next fold.
 
+use super::journal::{Journal, Retired};
 use crate::store::{HistoryWrite, Store};
-use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::{oneshot, Notify};
 
-const MAX_BATCH: usize = 5_000;
-const QUEUE: usize = 100_000;
-const WRITE_ATTEMPTS: u32 = 5;
+/// How long stored values may wait in memory before they are folded into their series.
+pub const FOLD_EVERY: Duration = Duration::from_millis(50);
+/// Waiting values that make the writer fold at once.
+pub const FOLD_AT: usize = 10_000;
+/// Waiting values beyond which publishers wait for a fold (and, while folding fails, for the
+/// store to come back).
+pub const MAX_PENDING: usize = 50_000;
+const RETRY_AFTER: Duration = Duration::from_millis(500);
 
-/// A value could not be committed (the writer stopped, or the database kept failing).
+/// A value could not be stored (the writer stopped, or the journal could not be written).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotRecorded(pub &'static str);
 
@@ -25,114 +35,265 @@ impl std::fmt::Display for NotRecorded {
     }
 }
 
-enum Job {
-    /// A value, and who waits for its commit.
-    Write(HistoryWrite, Option<oneshot::Sender<bool>>),
-    /// Commit what is queued before this, then stop.
-    Stop(oneshot::Sender<()>),
-}
-
 #[derive(Clone)]
 pub struct HistorianWriter {
-    tx: mpsc::Sender<Job>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes the writer thread.
+    wake: Condvar,
+    /// Wakes publishers waiting for room.
+    room: Notify,
+}
+
+struct State {
+    journal: Journal,
+    /// Values waiting to be folded, in arrival order.
+    pending: Vec<HistoryWrite>,
+    /// The last journal entry among `pending`.
+    pending_upto: Option<u64>,
+    /// When the oldest of `pending` arrived.
+    since: Option<Instant>,
+    settling: Vec<oneshot::Sender<bool>>,
+    stop: Option<oneshot::Sender<()>>,
+    stopped: bool,
+}
+
+/// What one fold takes from the shared state.
+struct Fold {
+    values: Vec<HistoryWrite>,
+    upto: Option<u64>,
+    retired: Option<Retired>,
 }
 
 impl HistorianWriter {
-    /// Starts the writer thread.
+    /// Replays what a crash left in the journal and starts the writer thread.
     pub fn start(store: Store) -> std::io::Result<HistorianWriter> {
-        let (tx, rx) = mpsc::channel(QUEUE);
+        let folded = store.journal_folded().map_err(std::io::Error::other)?;
+        let (journal, replay) = Journal::open(&journal_base(&store), folded)?;
+        if !replay.values.is_empty() {
+            tracing::info!(
+                values = replay.values.len(),
+                "replaying the historian journal"
+            );
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                journal,
+                pending: Vec::new(),
+                pending_upto: None,
+                since: None,
+                settling: Vec::new(),
+                stop: None,
+                stopped: false,
+            }),
+            wake: Condvar::new(),
+            room: Notify::new(),
+        });
+        let first = Fold {
+            upto: replay.last_seq,
+            values: replay.values,
+            retired: replay.retired,
+        };
+        let thread_shared = shared.clone();
         std::thread::Builder::new()
             .name("svc-historian".into())
-            .spawn(move || run(&store, rx))?;
-        Ok(HistorianWriter { tx })
+            .spawn(move || run(&store, &thread_shared, first))?;
+        Ok(HistorianWriter { shared })
     }
 
-    /// Queues a value without waiting for its commit (QoS 0); waits while the queue is full.
+    /// Queues a value without journaling it (QoS 0); waits while too many values wait.
     pub async fn record(&self, write: HistoryWrite) {
-        if self.tx.send(Job::Write(write, None)).await.is_err() {
+        if self.queue(write, false).await.is_err() {
             tracing::warn!("historian is shut down; a value was not recorded");
         }
     }
 
-    /// Queues a value and resolves once the transaction holding it is committed.
+    /// Journals a value and resolves once it is stored (it survives a killed process).
     pub async fn commit(&self, write: HistoryWrite) -> Result<(), NotRecorded> {
-        let (done, committed) = oneshot::channel();
-        if self.tx.send(Job::Write(write, Some(done))).await.is_err() {
-            return Err(NotRecorded("the historian is shut down"));
+        self.queue(write, true).await
+    }
+
+    async fn queue(&self, write: HistoryWrite, journaled: bool) -> Result<(), NotRecorded> {
+        loop {
+            let room = self.shared.room.notified();
+            {
+                let mut state = self.shared.lock();
+                if state.stopped {
+                    return Err(NotRecorded("the historian is shut down"));
+                }
+                if state.pending.len() < MAX_PENDING {
+                    if journaled {
+                        let seq =
+                            state
+                                .journal
+                                .append(std::slice::from_ref(&write))
+                                .map_err(|e| {
+                                    tracing::error!(error = %e, "historian journal write failed");
+                                    NotRecorded("the historian could not write the value")
+                                })?;
+                        state.pending_upto = Some(seq);
+                    }
+                    state.pending.push(write);
+                    if state.since.is_none() {
+                        state.since = Some(Instant::now());
+                        self.shared.wake.notify_one();
+                    } else if state.pending.len() == FOLD_AT {
+                        self.shared.wake.notify_one();
+                    }
+                    return Ok(());
+                }
+            }
+            room.await;
         }
-        match committed.await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(NotRecorded("the historian could not write the value")),
-            Err(_) => Err(NotRecorded(
-                "the historian stopped before writing the value",
+    }
+
+    /// Resolves once every value stored so far is readable from its series.
+    pub async fn settle(&self) -> Result<(), NotRecorded> {
+        let (done, settled) = oneshot::channel();
+        {
+            let mut state = self.shared.lock();
+            if state.stopped {
+                return Ok(()); // the last thing the writer did was fold everything it could
+            }
+            state.settling.push(done);
+            self.shared.wake.notify_one();
+        }
+        match settled.await {
+            Ok(true) | Err(_) => Ok(()),
+            Ok(false) => Err(NotRecorded(
+                "the historian could not move stored values into their series",
             )),
         }
     }
 
-    /// Commits everything queued so far and stops the writer.
+    /// Folds everything stored so far and stops the writer.
     pub async fn shutdown(&self) {
         let (done, stopped) = oneshot::channel();
-        if self.tx.send(Job::Stop(done)).await.is_ok() {
-            let _ = stopped.await;
+        {
+            let mut state = self.shared.lock();
+            if state.stopped {
+                return;
+            }
+            state.stopped = true;
+            state.stop = Some(done);
+            self.shared.wake.notify_one();
         }
+        let _ = stopped.await;
     }
 }
 
-/// The writer thread: wait for a value, take whatever else is queued, commit, acknowledge.
-fn run(store: &Store, mut rx: mpsc::Receiver<Job>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut waiting = Vec::new();
-    while let Some(job) = rx.blocking_recv() {
-        let mut stop = None;
-        let mut next = Some(job);
-        while let Some(job) = next.take() {
-            match job {
-                Job::Write(write, done) => {
-                    batch.push(write);
-                    waiting.extend(done);
-                }
-                Job::Stop(done) => {
-                    stop = Some(done);
-                    break;
-                }
+impl Shared {
+    /// The state; a panic elsewhere while holding it leaves nothing half-done worth refusing.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The journal's files are named after the database file.
+fn journal_base(store: &Store) -> PathBuf {
+    format!("{}-historian.journal", store.path().display()).into()
+}
+
+/// The writer thread: wait until a fold is due, take what waits, fold it, answer readers.
+fn run(store: &Store, shared: &Shared, first: Fold) {
+    let mut held = first;
+    loop {
+        let (settling, stop) = {
+            let mut state = shared.lock();
+            if held.values.is_empty() {
+                state = wait_until_due(shared, state);
             }
-            if batch.len() < MAX_BATCH {
-                next = rx.try_recv().ok();
-            }
-        }
-        let committed = commit(store, &batch);
-        batch.clear();
-        for done in waiting.drain(..) {
-            let _ = done.send(committed);
+            take(&mut state, &mut held);
+            (std::mem::take(&mut state.settling), state.stop.take())
+        };
+        shared.room.notify_waiters();
+        let folded = fold(store, &mut held);
+        for done in settling {
+            let _ = done.send(folded);
         }
         if let Some(done) = stop {
-            rx.close();
             let _ = done.send(());
             return;
         }
+        if !folded {
+            std::thread::sleep(RETRY_AFTER);
+        }
     }
 }
 
-/// Writes a batch in one transaction, retrying a failing database a few times before giving
-/// the values up (their publishers are then told, not acknowledged).
-fn commit(store: &Store, batch: &[HistoryWrite]) -> bool {
-    if batch.is_empty() {
-        return true;
+/// Sleeps until the oldest waiting value reaches its deadline, enough values wait, a reader
+/// asks, or the server stops.
+fn wait_until_due<'s>(
+    shared: &'s Shared,
+    mut state: MutexGuard<'s, State>,
+) -> MutexGuard<'s, State> {
+    loop {
+        if state.stop.is_some() || !state.settling.is_empty() || state.pending.len() >= FOLD_AT {
+            return state;
+        }
+        state = match state.since {
+            None => shared.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
+            Some(since) => match FOLD_EVERY.checked_sub(since.elapsed()) {
+                Some(left) if !left.is_zero() => {
+                    shared
+                        .wake
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+                _ => return state,
+            },
+        };
     }
-    for attempt in 1..=WRITE_ATTEMPTS {
-        match store.append_history(batch) {
-            Ok(_) => return true,
-            Err(e) => {
-                tracing::error!(error = %e, attempt, values = batch.len(), "historian write failed");
-                std::thread::sleep(Duration::from_millis(200 * u64::from(attempt)));
-            }
+}
+
+/// Moves what waits into `held` (behind anything a failed fold left there) and starts a new
+/// journal file, so the one holding these values can go once they are folded.
+fn take(state: &mut State, held: &mut Fold) {
+    if state.pending.is_empty() {
+        return;
+    }
+    held.values.append(&mut state.pending);
+    state.since = None;
+    if let Some(upto) = state.pending_upto.take() {
+        held.upto = Some(upto);
+        match state.journal.rotate() {
+            Ok(retired) => held.retired = Retired::merge(held.retired.take(), retired),
+            // Harmless: the mark says these entries are folded, so replay skips them.
+            Err(e) => tracing::warn!(error = %e, "could not start a new historian journal file"),
         }
     }
-    tracing::error!(
-        values = batch.len(),
-        "historian values dropped after repeated write failures"
-    );
-    false
+}
+
+/// Folds `held` into the series in one transaction; on success it is emptied and its journal
+/// files removed, on failure it stays for the next attempt.
+fn fold(store: &Store, held: &mut Fold) -> bool {
+    if held.values.is_empty() {
+        if let Some(retired) = held.retired.take() {
+            retired.remove(); // files that held only folded entries
+        }
+        return true;
+    }
+    match store.fold_history(&held.values, held.upto) {
+        Ok(()) => {
+            if let Some(retired) = held.retired.take() {
+                retired.remove();
+            }
+            *held = Fold {
+                values: Vec::new(),
+                upto: None,
+                retired: None,
+            };
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %e, values = held.values.len(), "historian could not write stored values into their series; will retry");
+            false
+        }
+    }
 }
 
 #[cfg(test)]
@@ -176,7 +337,8 @@ mod tests {
                     for i in 0..200 {
                         let ts = p * 1_000 + i;
                         writer.commit(value(ts)).await.unwrap();
-                        // Acknowledged means readable now, not after a flush interval.
+                        // Acknowledged means stored, and readable once the reader settles.
+                        writer.settle().await.unwrap();
                         let stored = store.history_range("d", "t", ts, ts + 1, None).unwrap();
                         assert_eq!(stored.len(), 1, "value {ts} acknowledged but not stored");
                     }
@@ -194,5 +356,34 @@ mod tests {
                 .len(),
             4_000
         );
+    }
+
+    #[tokio::test]
+    async fn values_a_crash_left_in_the_journal_reach_their_series_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let (mut journal, _) = Journal::open(&journal_base(&store), 0).unwrap();
+        journal.append(&[value(1), value(2)]).unwrap();
+        drop(journal);
+        let writer = HistorianWriter::start(store.clone()).unwrap();
+        writer.settle().await.unwrap();
+        assert_eq!(store.history_range("d", "t", 0, 10, None).unwrap().len(), 2);
+        writer.shutdown().await;
+        // Folded once: a second start replays nothing.
+        let writer = HistorianWriter::start(store.clone()).unwrap();
+        writer.settle().await.unwrap();
+        assert_eq!(store.history_range("d", "t", 0, 10, None).unwrap().len(), 2);
+        writer.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn acknowledged_values_are_folded_without_a_reader_asking() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let writer = HistorianWriter::start(store.clone()).unwrap();
+        writer.commit(value(7)).await.unwrap();
+        tokio::time::sleep(FOLD_EVERY * 4).await;
+        assert_eq!(store.history_range("d", "t", 0, 10, None).unwrap().len(), 1);
+        writer.shutdown().await;
     }
 }

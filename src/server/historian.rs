@@ -44,6 +44,15 @@ fn require_tag(state: &AppState, caller: &Caller, topic: &str) -> ApiResult<()> 
     }
 }
 
+/// Waits until every acknowledged value is readable from its series.
+async fn settled(state: &AppState) -> ApiResult<()> {
+    state
+        .historian
+        .settle()
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -56,6 +65,7 @@ async fn query(
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     require_tag(&state, &caller, &request.topic)?;
     let window = resolve_window(&request, now_ms()).map_err(ApiError::bad_request)?;
+    settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
     let points = state
         .store
@@ -78,6 +88,7 @@ async fn last(
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     require_tag(&state, &caller, &request.topic)?;
     let limit = resolve_last_limit(request.limit).map_err(ApiError::bad_request)?;
+    settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
     let points = state
         .store
@@ -96,6 +107,7 @@ async fn export(
         require_tag(&state, &caller, topic)?;
     }
     let plan = resolve_export(&request).map_err(ApiError::bad_request)?;
+    settled(&state).await?;
     let domain = caller.domain.clone();
     let gz = state
         .store

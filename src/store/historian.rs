@@ -16,7 +16,7 @@
 
 use super::{Store, StoreError, StoreResult};
 use crate::historian::Aggregation;
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -59,7 +59,7 @@ pub struct HistoryPoint {
 }
 
 /// The numeric reading of a value: a JSON number, or a bool as 0/1.
-fn numeric(value: &Value) -> Option<f64> {
+pub(super) fn numeric(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
         Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
@@ -108,6 +108,61 @@ fn sql_limit(limit: Option<u64>) -> i64 {
     limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX))
 }
 
+/// One value on its way into `hist_points`, borrowed from wherever it was queued.
+pub(super) struct PointRef<'v> {
+    pub domain: &'v str,
+    pub topic: &'v str,
+    pub ts_ms: i64,
+    pub num: Option<f64>,
+    pub text: &'v str,
+}
+
+/// Inserts values into `hist_points` inside `tx`, in order (creating series as they appear);
+/// values of one series at one timestamp keep their order through `seq`.
+pub(super) fn insert_points<'v>(
+    tx: &rusqlite::Transaction<'_>,
+    points: impl IntoIterator<Item = PointRef<'v>>,
+) -> StoreResult<()> {
+    let mut find_series =
+        tx.prepare_cached("SELECT id FROM hist_series WHERE domain = ?1 AND topic = ?2")?;
+    let mut add_series =
+        tx.prepare_cached("INSERT INTO hist_series (domain, topic) VALUES (?1, ?2)")?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO hist_points (series, ts, seq, num, value) VALUES (?1, ?2, 0, ?3, ?4) \
+         ON CONFLICT (series, ts, seq) DO NOTHING",
+    )?;
+    let mut insert_after = tx.prepare_cached(
+        "INSERT INTO hist_points (series, ts, seq, num, value) \
+         SELECT ?1, ?2, max(seq) + 1, ?3, ?4 FROM hist_points WHERE series = ?1 AND ts = ?2",
+    )?;
+    let mut series_ids: HashMap<(&str, &str), i64> = HashMap::new();
+    for point in points {
+        let key = (point.domain, point.topic);
+        let series = match series_ids.get(&key) {
+            Some(id) => *id,
+            None => {
+                let id = match find_series
+                    .query_row(params![key.0, key.1], |r| r.get(0))
+                    .optional()?
+                {
+                    Some(id) => id,
+                    None => {
+                        add_series.execute(params![key.0, key.1])?;
+                        tx.last_insert_rowid()
+                    }
+                };
+                series_ids.insert(key, id);
+                id
+            }
+        };
+        let row = params![series, point.ts_ms, point.num, point.text];
+        if insert.execute(row)? == 0 {
+            insert_after.execute(row)?;
+        }
+    }
+    Ok(())
+}
+
 // wired into the server by the broker step
 #[allow(dead_code)]
 impl Store {
@@ -122,49 +177,7 @@ impl Store {
         if batch.is_empty() {
             return Ok(0);
         }
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut find_series =
-                tx.prepare_cached("SELECT id FROM hist_series WHERE domain = ?1 AND topic = ?2")?;
-            let mut add_series =
-                tx.prepare_cached("INSERT INTO hist_series (domain, topic) VALUES (?1, ?2)")?;
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO hist_points (series, ts, seq, num, value) VALUES (?1, ?2, 0, ?3, ?4) \
-                 ON CONFLICT (series, ts, seq) DO NOTHING",
-            )?;
-            let mut insert_after = tx.prepare_cached(
-                "INSERT INTO hist_points (series, ts, seq, num, value) \
-                 SELECT ?1, ?2, max(seq) + 1, ?3, ?4 FROM hist_points WHERE series = ?1 AND ts = ?2",
-            )?;
-            let mut series_ids: HashMap<(&str, &str), i64> = HashMap::new();
-            for write in batch {
-                let key = (write.domain.as_str(), write.topic.as_str());
-                let series = match series_ids.get(&key) {
-                    Some(id) => *id,
-                    None => {
-                        let id = match find_series
-                            .query_row(params![key.0, key.1], |r| r.get(0))
-                            .optional()?
-                        {
-                            Some(id) => id,
-                            None => {
-                                add_series.execute(params![key.0, key.1])?;
-                                tx.last_insert_rowid()
-                            }
-                        };
-                        series_ids.insert(key, id);
-                        id
-                    }
-                };
-                let num = numeric(&write.value);
-                let text = write.value.to_string();
-                if insert.execute(params![series, write.ts_ms, num, text])? == 0 {
-                    insert_after.execute(params![series, write.ts_ms, num, text])?;
-                }
-            }
-        }
-        tx.commit()?;
+        self.fold_history(batch, None)?;
         Ok(batch.len())
     }
 

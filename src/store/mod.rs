@@ -5,6 +5,7 @@
 mod auth;
 mod automation;
 mod filter_sql;
+mod hist_journal;
 mod historian;
 mod records;
 mod tags;
@@ -108,6 +109,7 @@ impl Store {
         };
         store.conn()?.execute_batch(auth::SCHEMA)?;
         store.init_historian()?;
+        store.conn()?.execute_batch(hist_journal::JOURNAL_SCHEMA)?;
         store.conn()?.execute_batch(automation::AUTOMATION_SCHEMA)?;
         Ok(store)
     }
