@@ -410,7 +410,9 @@ fn malformed_filters_are_400_naming_the_parameter() {
         [("filter[price]", "1")],
         [("filter", "1")],
         [("filter[][eq][string]", "x")],
-        [("filter[dims][eq][object]", "not json")],
+        // `typeof` object: a plain object arrives as `[object Object]`; JSON must be valid.
+        [("filter[dims][eq][object]", "[object Object]")],
+        [("filter[dims][eq][object]", "{not json")],
         [("filter[qty][in][number]", "1,abc")],
     ] {
         bad_query(&server, "products", &query(&pairs), "filter");

@@ -13,8 +13,8 @@ const TYPES: [&str; 6] = ["string", "number", "boolean", "date", "null", "object
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Condition {
     pub field: String,
-    /// The operator's word form on the wire (`eq`, `gt`, `nin`, …).
-    pub op: &'static str,
+    /// The operator as sent on the wire (`eq`, `gt`, `nin`, `~`, `CONTAINSALL`, …).
+    pub op: String,
     pub ty: Option<String>,
     pub value: String,
 }
@@ -32,7 +32,9 @@ impl Condition {
 fn usage(expr: &str, why: impl std::fmt::Display) -> CliError {
     CliError::usage(format!(
         "invalid filter `{expr}`: {why} (expected 'field op value', e.g. 'price > 10' or \
-         'name = \"Pump 1\"'; ops: = == != > >= < <= eq ne gt gte lt lte contains in nin \"not in\")"
+         'name = \"Pump 1\"'; ops: = == != > >= < <= ~ !~ ?~ *~ ?= *= @@ eq ne gt gte lt lte \
+         contains containsnot containsall containsany containsnone in nin \"not in\" inside \
+         notinside allinside anyinside noneinside, and array_where_<op> on `array.member`)"
     ))
 }
 
@@ -63,7 +65,7 @@ pub fn parse_condition(expr: &str) -> CliResult<Condition> {
         return Err(usage(expr, "missing field name"));
     }
     let (op, rest) =
-        parse_op(rest.trim_start()).ok_or_else(|| usage(expr, "missing or unknown operator"))?;
+        wire_op(rest.trim_start()).ok_or_else(|| usage(expr, "missing or unknown operator"))?;
     let raw = rest.trim();
     let (value, ty) = match unquote(raw) {
         Some(inner) if ty.is_none() => (inner.to_string(), Some("string".to_string())),
@@ -79,16 +81,36 @@ pub fn parse_condition(expr: &str) -> CliResult<Condition> {
     })
 }
 
+/// The wire operator at the start of `text` (`array_where_<op>` included) and what follows.
+fn wire_op(text: &str) -> Option<(String, &str)> {
+    const ARRAY_WHERE: &str = "array_where_";
+    match text.get(..ARRAY_WHERE.len()) {
+        Some(head) if head.eq_ignore_ascii_case(ARRAY_WHERE) => {
+            let (op, rest) = parse_op(&text[ARRAY_WHERE.len()..])?;
+            Some((format!("ARRAY_WHERE_{op}"), rest))
+        }
+        _ => parse_op(text).map(|(op, rest)| (op.to_string(), rest)),
+    }
+}
+
 /// The operator at the start of `text` and what follows it.
 fn parse_op(text: &str) -> Option<(&'static str, &str)> {
-    const SYMBOLS: [(&str, &str); 7] = [
+    // Longest symbols first, so `>=` is not read as `>`.
+    const SYMBOLS: [(&str, &str); 14] = [
         (">=", "gte"),
         ("<=", "lte"),
         ("!=", "ne"),
         ("==", "eq"),
+        ("!~", "!~"),
+        ("?~", "?~"),
+        ("*~", "*~"),
+        ("?=", "?="),
+        ("*=", "*="),
+        ("@@", "@@"),
         ("=", "eq"),
         (">", "gt"),
         ("<", "lt"),
+        ("~", "~"),
     ];
     for (symbol, word) in SYMBOLS {
         if let Some(rest) = text.strip_prefix(symbol) {
@@ -107,8 +129,17 @@ fn parse_op(text: &str) -> Option<(&'static str, &str)> {
         "lt" => "lt",
         "lte" => "lte",
         "contains" => "contains",
+        "containsnot" => "CONTAINSNOT",
+        "containsall" => "CONTAINSALL",
+        "containsany" => "CONTAINSANY",
+        "containsnone" => "CONTAINSNONE",
         "in" => "in",
         "nin" => "nin",
+        "inside" => "INSIDE",
+        "notinside" => "NOTINSIDE",
+        "allinside" => "ALLINSIDE",
+        "anyinside" => "ANYINSIDE",
+        "noneinside" => "NONEINSIDE",
         "not" => {
             let rest = rest.trim_start();
             let after = rest.get(..2).filter(|w| w.eq_ignore_ascii_case("in"))?;
@@ -195,7 +226,7 @@ pub fn list_pairs(args: &ListArgs) -> CliResult<Vec<(String, String)>> {
 mod tests {
     use super::*;
 
-    fn cond(expr: &str) -> (String, &'static str, Option<String>, String) {
+    fn cond(expr: &str) -> (String, String, Option<String>, String) {
         let c = parse_condition(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
         (c.field, c.op, c.ty, c.value)
     }
@@ -205,28 +236,54 @@ mod tests {
     }
 
     #[test]
+    fn sdk_operators() {
+        for (expr, op) in [
+            ("name ~ pump", "~"),
+            ("name !~ pump", "!~"),
+            ("tags ?~ nor", "?~"),
+            ("tags *~ o", "*~"),
+            ("tags ?= north", "?="),
+            ("tags *= south", "*="),
+            ("name @@ main pump", "@@"),
+            ("tags containsall a,b", "CONTAINSALL"),
+            ("tags CONTAINSNONE a", "CONTAINSNONE"),
+            ("kind inside a,b", "INSIDE"),
+            ("tags noneinside a", "NONEINSIDE"),
+            ("parts.qty array_where_>= 3", "ARRAY_WHERE_gte"),
+            ("parts.sku ARRAY_WHERE_contains A", "ARRAY_WHERE_contains"),
+        ] {
+            assert_eq!(cond(expr).1, op, "{expr}");
+        }
+        assert_eq!(cond("name @@ main pump").3, "main pump");
+        assert!(parse_condition("a array_where_ 1").is_err());
+    }
+
+    #[test]
     fn symbols_and_words() {
         assert_eq!(
             cond("status = active"),
-            ("status".into(), "eq", None, "active".into())
+            ("status".into(), "eq".into(), None, "active".into())
         );
         assert_eq!(
             cond("price > 10"),
-            ("price".into(), "gt", None, "10".into())
+            ("price".into(), "gt".into(), None, "10".into())
         );
         assert_eq!(
             cond("price>=10"),
-            ("price".into(), "gte", None, "10".into())
+            ("price".into(), "gte".into(), None, "10".into())
         );
         assert_eq!(cond("a != b").1, "ne");
         assert_eq!(cond("a == b").1, "eq");
         assert_eq!(cond("a <= 1").1, "lte");
         assert_eq!(cond("a < 1").1, "lt");
         assert_eq!(cond("name CONTAINS pu").1, "contains");
-        assert_eq!(cond("s in a,b"), ("s".into(), "in", None, "a,b".into()));
+        assert_eq!(
+            cond("s in a,b"),
+            ("s".into(), "in".into(), None, "a,b".into())
+        );
         assert_eq!(
             cond("s NOT IN a,b"),
-            ("s".into(), "nin", None, "a,b".into())
+            ("s".into(), "nin".into(), None, "a,b".into())
         );
         assert_eq!(cond("s nin [\"a\"]").3, "[\"a\"]");
         assert_eq!(cond("site.name eq x").0, "site.name");
@@ -240,11 +297,11 @@ mod tests {
         assert_eq!(cond("name = O'Brien").3, "O'Brien");
         assert_eq!(
             cond("name = \"  padded \""),
-            ("name".into(), "eq", t("string"), "  padded ".into())
+            ("name".into(), "eq".into(), t("string"), "  padded ".into())
         );
         assert_eq!(
             cond("code = '007'"),
-            ("code".into(), "eq", t("string"), "007".into())
+            ("code".into(), "eq".into(), t("string"), "007".into())
         );
         assert_eq!(cond("a = \"say \"hi\"\"").3, "say \"hi\"");
     }
@@ -253,7 +310,7 @@ mod tests {
     fn types() {
         assert_eq!(
             cond("code:string = 007"),
-            ("code".into(), "eq", t("string"), "007".into())
+            ("code".into(), "eq".into(), t("string"), "007".into())
         );
         assert_eq!(cond("p:NUMBER > 1").2, t("number"));
         assert_eq!(
@@ -262,7 +319,7 @@ mod tests {
         );
         assert_eq!(
             cond("x = null"),
-            ("x".into(), "eq", t("null"), String::new())
+            ("x".into(), "eq".into(), t("null"), String::new())
         );
         assert_eq!(cond("x = \"null\"").2, t("string"));
         assert_eq!(cond("x = ").3, "");
@@ -274,7 +331,7 @@ mod tests {
             "",
             "= 1",
             "price",
-            "price ~ 1",
+            "price %% 1",
             "price index 1",
             "p:float = 1",
             ":number = 1",

@@ -1,6 +1,7 @@
 //! `filter[<field>][<op>][<type>]` and `filter_or[<n>][<field>][<op>][<type>]`: the key's
 //! brackets and the value become one [`Filter`], with the operator checked against the type.
 
+use super::op;
 use super::path::FieldPath;
 use super::value::{self, ValueType};
 use super::{Filter, FilterValue, Op, QueryError};
@@ -44,30 +45,48 @@ fn build(prefix: &str, parts: &[&str], raw: &str) -> Result<Filter, String> {
         [field, op, ty] => (field, op, Some(*ty)),
         [_, _, ty, extra, ..] => return Err(format!("unexpected `[{extra}]` after `[{ty}]`")),
     };
-    let field = FieldPath::parse(field)?;
-    let op = parse_op(op_text)?;
+    let mut field = FieldPath::parse(field)?;
+    let (op, element) = match strip_array_where(op_text) {
+        Some(inner) => {
+            let op = op::parse_element(inner)?;
+            let Some(element) = field.pop_last() else {
+                return Err(format!(
+                    "`{op_text}` needs `[<array>.<field>]`, got `[{}]`",
+                    field.as_dotted()
+                ));
+            };
+            (op, Some(element))
+        }
+        None => (op::parse(op_text)?, None),
+    };
     let ty = type_text.map(parse_type).transpose()?;
-    check_op_for_type(op, op_text, ty, type_text)?;
-    let value = filter_value(op, ty, raw)?;
-    check_op_for_inferred(op, op_text, &value)?;
-    Ok(Filter { field, op, value })
+    if let (Some(ty), Some(text)) = (ty, type_text) {
+        if !op::allows(op, ty) {
+            return Err(format!(
+                "operator `{op_text}` does not apply to type `{text}`"
+            ));
+        }
+    }
+    let value = if op.takes_list() {
+        value::list(ty, raw)?
+    } else {
+        value::scalar(ty, raw)?
+    };
+    check_op_for_value(op, op_text, &value)?;
+    Ok(Filter {
+        field,
+        op,
+        value,
+        element,
+    })
 }
 
-fn parse_op(text: &str) -> Result<Op, String> {
-    let op = match text.to_ascii_lowercase().as_str() {
-        "eq" | "=" | "==" => Op::Eq,
-        "ne" | "!=" => Op::Ne,
-        "gt" | ">" => Op::Gt,
-        "gte" | ">=" => Op::Gte,
-        "lt" | "<" => Op::Lt,
-        "lte" | "<=" => Op::Lte,
-        "contains" => Op::Contains,
-        "in" => Op::In,
-        "nin" | "not in" => Op::Nin,
-        "" => return Err("empty operator".into()),
-        _ => return Err(format!("unknown operator `{text}`")),
-    };
-    Ok(op)
+/// `ARRAY_WHERE_<op>` (any case) → `<op>`.
+fn strip_array_where(op_text: &str) -> Option<&str> {
+    const PREFIX: &str = "array_where_";
+    let head = op_text.get(..PREFIX.len())?;
+    head.eq_ignore_ascii_case(PREFIX)
+        .then(|| &op_text[PREFIX.len()..])
 }
 
 fn parse_type(text: &str) -> Result<ValueType, String> {
@@ -78,46 +97,17 @@ fn parse_type(text: &str) -> Result<ValueType, String> {
     }
 }
 
-/// Which operators a declared type allows.
-fn op_allows(op: Op, ty: ValueType) -> bool {
-    use ValueType as T;
-    match op {
-        Op::Eq | Op::Ne => true,
-        Op::Gt | Op::Gte | Op::Lt | Op::Lte => matches!(ty, T::String | T::Number | T::Date),
-        Op::Contains => matches!(ty, T::String | T::Number),
-        Op::In | Op::Nin => !matches!(ty, T::Null | T::Object),
-    }
-}
-
-fn check_op_for_type(
-    op: Op,
-    op_text: &str,
-    ty: Option<ValueType>,
-    type_text: Option<&str>,
-) -> Result<(), String> {
-    match (ty, type_text) {
-        (Some(ty), Some(text)) if !op_allows(op, ty) => Err(format!(
-            "operator `{op_text}` does not apply to type `{text}`"
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Without a declared type, a value inferred as a boolean cannot be ordered.
-fn check_op_for_inferred(op: Op, op_text: &str, value: &FilterValue) -> Result<(), String> {
-    let ordering = matches!(op, Op::Gt | Op::Gte | Op::Lt | Op::Lte);
+/// What the type alone cannot rule out: a boolean (inferred) cannot be ordered, and `null`
+/// (also as type `object`) only compares with `=` / `!=`.
+fn check_op_for_value(op: Op, op_text: &str, value: &FilterValue) -> Result<(), String> {
     match value {
-        FilterValue::Bool(b) if ordering => Err(format!(
+        FilterValue::Bool(b) if op.orders() => Err(format!(
             "operator `{op_text}` does not apply to boolean `{b}`"
         )),
+        FilterValue::Null if !matches!(op, Op::Eq | Op::Ne) => {
+            Err(format!("operator `{op_text}` does not apply to null"))
+        }
         _ => Ok(()),
-    }
-}
-
-fn filter_value(op: Op, ty: Option<ValueType>, raw: &str) -> Result<FilterValue, String> {
-    match op {
-        Op::In | Op::Nin => value::list(ty, raw),
-        _ => value::scalar(ty, raw),
     }
 }
 
@@ -269,7 +259,11 @@ mod tests {
             filter_of("filter[a][CONTAINS][number]", "3").value,
             V::Number(3.0)
         );
-        for ty in ["boolean", "date", "null", "object"] {
+        assert_eq!(
+            filter_of("filter[a][contains][boolean]", "true").value,
+            V::Bool(true)
+        );
+        for ty in ["date", "null", "object"] {
             let key = format!("filter[a][contains][{ty}]");
             assert_fails(
                 &key,
@@ -280,19 +274,68 @@ mod tests {
     }
 
     #[test]
-    fn null_and_object_allow_only_eq_and_ne() {
+    fn null_allows_only_eq_and_ne_and_object_carries_lists() {
         for ty in ["null", "Object"] {
             for op in ["eq", "=", "==", "ne", "!="] {
                 filter_of(&format!("filter[a][{op}][{ty}]"), "{}");
             }
-            for op in ["in", "nin", "NOT IN"] {
-                let key = format!("filter[a][{op}][{ty}]");
-                assert_fails(
-                    &key,
-                    "[1]",
-                    &format!("operator `{op}` does not apply to type `{ty}`"),
-                );
-            }
+        }
+        for op in ["in", "nin", "NOT IN", "CONTAINSALL", "ALLINSIDE"] {
+            let key = format!("filter[a][{op}][null]");
+            assert_fails(
+                &key,
+                "[1]",
+                &format!("operator `{op}` does not apply to type `null`"),
+            );
+            let list = filter_of(&format!("filter[a][{op}][object]"), "a,2").value;
+            assert_eq!(list, V::List(vec![V::String("a".into()), V::Number(2.0)]));
+        }
+        assert_fails(
+            "filter[a][>][object]",
+            "null",
+            "does not apply to type `object`",
+        );
+        assert_fails("filter[a][in][object]", "[object Object]", "plain object");
+        assert_fails(
+            "filter[a][?=][object]",
+            "null",
+            "does not apply to type `object`",
+        );
+    }
+
+    #[test]
+    fn array_where_splits_the_element_member_off_the_path() {
+        let f = filter_of("filter[items.qty][ARRAY_WHERE_>=][number]", "3");
+        assert_eq!(f.field.as_dotted(), "items");
+        assert_eq!(f.element.as_deref(), Some("qty"));
+        assert_eq!((f.op, f.value), (Op::Gte, V::Number(3.0)));
+        let f = filter_of("filter[a.b.c][array_where_IN][string]", "x,y");
+        assert_eq!(
+            (f.field.as_dotted(), f.element.as_deref()),
+            ("a.b".into(), Some("c"))
+        );
+        assert_fails(
+            "filter[items][ARRAY_WHERE_=]",
+            "1",
+            "needs `[<array>.<field>]`",
+        );
+        assert_fails(
+            "filter[a.b][ARRAY_WHERE_~]",
+            "1",
+            "cannot follow `ARRAY_WHERE_`",
+        );
+        assert_fails("filter[a.b][ARRAY_WHERE_]", "1", "empty operator");
+    }
+
+    #[test]
+    fn text_operators_need_strings() {
+        for op in ["~", "!~", "?~", "*~", "@@", "@2@"] {
+            filter_of(&format!("filter[a][{op}][string]"), "x");
+            assert_fails(
+                &format!("filter[a][{op}][number]"),
+                "1",
+                "does not apply to type `number`",
+            );
         }
     }
 

@@ -5,6 +5,7 @@
 
 mod filter;
 mod key;
+mod op;
 mod path;
 mod sort;
 mod value;
@@ -38,15 +39,17 @@ pub struct ListQuery {
     pub expand: Vec<String>,
 }
 
-/// One condition: `field op value`.
+/// One condition: `field op value`, or with `element`, "some element of the array `field` has
+/// `element op value`" (`ARRAY_WHERE_<op>`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Filter {
     pub field: FieldPath,
     pub op: Op,
     pub value: FilterValue,
+    pub element: Option<String>,
 }
 
-/// A filter operator.
+/// A filter operator (the SDK's symbol or word in brackets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     Eq,
@@ -55,9 +58,33 @@ pub enum Op {
     Gte,
     Lt,
     Lte,
+    /// `~`: case-insensitive substring of a string, or of any element of an array of strings.
+    Like,
+    /// `!~`
+    NotLike,
+    /// `?~`: some element of the array matches `~`.
+    AnyLike,
+    /// `*~`: every element of the array matches `~`.
+    AllLike,
+    /// `?=`: some element of the array equals the value.
+    AnyEq,
+    /// `*=`: every element of the array equals the value.
+    AllEq,
+    /// The array has an element equal to the value; on a string, a substring.
     Contains,
+    ContainsNot,
+    ContainsAll,
+    ContainsAny,
+    ContainsNone,
+    /// `IN` / `INSIDE`
     In,
+    /// `NOT IN` / `NOTINSIDE`
     Nin,
+    AllInside,
+    AnyInside,
+    NoneInside,
+    /// `@@` / `@<n>@`: every word of the value is a word of the field, case-insensitive.
+    Match,
 }
 
 /// A filter's typed value.
@@ -70,7 +97,7 @@ pub enum FilterValue {
     Null,
     /// Any JSON value given with type `object`.
     Object(serde_json::Value),
-    /// Only for In / Nin; elements are scalars of the declared type.
+    /// Only for operators that take a list; elements are scalars of the declared type.
     List(Vec<FilterValue>),
 }
 

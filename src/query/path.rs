@@ -28,6 +28,14 @@ impl FieldPath {
         Ok(FieldPath(segments.into_iter().map(String::from).collect()))
     }
 
+    /// Splits off the last segment (`a.b.c` → `a.b` and `c`); `None` for a single segment.
+    pub fn pop_last(&mut self) -> Option<String> {
+        if self.0.len() < 2 {
+            return None;
+        }
+        self.0.pop()
+    }
+
     /// The segments joined with dots: `a.b.c`.
     pub fn as_dotted(&self) -> String {
         self.0.join(".")

@@ -44,13 +44,21 @@ pub(super) fn scalar(ty: Option<ValueType>, raw: &str) -> Result<FilterValue, St
     }
 }
 
-/// Parses the value of `in` / `nin`: a JSON array when it starts with `[`, else a comma list.
-/// The caller has ruled out the `null` and `object` types.
+/// The SDK's `String(value)` of a plain object; it carries nothing to filter on.
+const PLAIN_OBJECT: &str = "[object Object]";
+
+/// Parses the value of a list operator: a JSON array when it starts with `[`, else a comma
+/// list. Type `object` (JavaScript's `typeof` of an array) infers each item's type. The caller
+/// has ruled out the `null` type.
 pub(super) fn list(ty: Option<ValueType>, raw: &str) -> Result<FilterValue, String> {
+    let item_type = ty.filter(|t| *t != ValueType::Object);
+    if raw == PLAIN_OBJECT {
+        return Err(plain_object());
+    }
     let items = if raw.trim_start().starts_with('[') {
-        json_list(ty, raw)?
+        json_list(item_type, raw)?
     } else {
-        comma_list(ty, raw)?
+        comma_list(item_type, raw)?
     };
     if items.is_empty() {
         return Err(format!("empty list `{raw}`"));
@@ -91,10 +99,43 @@ fn date(raw: &str) -> Result<FilterValue, String> {
         .map_err(|_| not_a(raw, "an RFC 3339 date"))
 }
 
+/// Type `object` is JavaScript's `typeof` of `null`, of arrays (sent comma-joined) and of plain
+/// objects (sent as `[object Object]`, which is refused): `null` is null, JSON is taken as JSON,
+/// anything else is a comma-joined array whose items' types are inferred.
 fn object(raw: &str) -> Result<FilterValue, String> {
-    serde_json::from_str(raw)
-        .map(FilterValue::Object)
-        .map_err(|_| not_a(raw, "valid JSON"))
+    if raw == "null" {
+        return Ok(FilterValue::Null);
+    }
+    if raw == PLAIN_OBJECT {
+        return Err(plain_object());
+    }
+    if raw.trim().is_empty() {
+        return Ok(FilterValue::Object(Json::Array(Vec::new()))); // `String([])`
+    }
+    if raw.trim_start().starts_with(['{', '[', '"']) {
+        return serde_json::from_str(raw)
+            .map(FilterValue::Object)
+            .map_err(|_| not_a(raw, "valid JSON"));
+    }
+    if let Ok(json) = serde_json::from_str(raw) {
+        return Ok(FilterValue::Object(json));
+    }
+    let items = comma_list(None, raw)?
+        .into_iter()
+        .map(|item| match item {
+            FilterValue::String(s) => Json::String(s),
+            FilterValue::Number(n) => {
+                serde_json::Number::from_f64(n).map_or(Json::Null, Json::Number)
+            }
+            FilterValue::Bool(b) => Json::Bool(b),
+            _ => Json::Null,
+        })
+        .collect();
+    Ok(FilterValue::Object(Json::Array(items)))
+}
+
+fn plain_object() -> String {
+    format!("`{PLAIN_OBJECT}` is a plain object, which cannot be a filter value (send its fields as separate filters)")
 }
 
 /// "`x` is not <what>", naming an empty value in words.
@@ -290,7 +331,19 @@ mod tests {
         );
         let err = scalar(ty, "{a:1}").unwrap_err();
         assert_eq!(err, "`{a:1}` is not valid JSON");
-        assert_eq!(scalar(ty, "").unwrap_err(), "empty value is not valid JSON");
+        // JavaScript's String() of an array, of [] and of null.
+        assert_eq!(
+            scalar(ty, "a,2,true").unwrap(),
+            FilterValue::Object(serde_json::json!(["a", 2.0, true]))
+        );
+        assert_eq!(
+            scalar(ty, "").unwrap(),
+            FilterValue::Object(serde_json::json!([]))
+        );
+        assert_eq!(scalar(ty, "null").unwrap(), FilterValue::Null);
+        assert!(scalar(ty, "[object Object]")
+            .unwrap_err()
+            .contains("plain object"));
     }
 
     #[test]

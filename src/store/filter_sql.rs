@@ -19,8 +19,9 @@ enum Column {
     Time(&'static str),
     /// The full RecordID, built from the table's literal prefix and the key column.
     Id(String),
-    /// A member of the JSON document: (`json_extract(...)` expression, `'$.path'` literal).
-    Json(String, String),
+    /// A member of a JSON document: the document expression (`data`, or an array element's
+    /// `el.value`) and the `'$.path'` literal.
+    Json { doc: &'static str, path: String },
 }
 
 impl Column {
@@ -29,17 +30,34 @@ impl Column {
             "created_dt" => Column::Time("created_dt"),
             "updated_dt" => Column::Time("updated_dt"),
             "id" => Column::Id(format!("('{}' || key)", table.record_id(""))),
-            dotted => {
-                let path = format!("'$.{dotted}'");
-                Column::Json(format!("json_extract(data, {path})"), path)
-            }
+            dotted => Column::Json {
+                doc: "data",
+                path: format!("'$.{dotted}'"),
+            },
         }
     }
 
-    fn expr(&self) -> &str {
+    fn expr(&self) -> String {
         match self {
-            Column::Time(name) => name,
-            Column::Id(expr) | Column::Json(expr, _) => expr,
+            Column::Time(name) => (*name).to_string(),
+            Column::Id(expr) => expr.clone(),
+            Column::Json { doc, path } => format!("json_extract({doc}, {path})"),
+        }
+    }
+
+    /// `json_type(...) = 'array'` for a JSON member; never true for the server's columns.
+    fn is_array(&self) -> String {
+        match self {
+            Column::Json { doc, path } => format!("json_type({doc}, {path}) = 'array'"),
+            _ => "0".into(),
+        }
+    }
+
+    /// `json_each(...)` over a JSON member (the caller checks it is an array).
+    fn each(&self) -> String {
+        match self {
+            Column::Json { doc, path } => format!("json_each({doc}, {path})"),
+            _ => "json_each('[]')".into(),
         }
     }
 }
@@ -84,57 +102,106 @@ pub fn build_order(table: &TableRef, sort: &[SortKey]) -> String {
 
 fn condition(table: &TableRef, filter: &Filter, params: &mut Vec<SqlValue>) -> String {
     let column = Column::of(table, &filter.field);
-    let lhs = column.expr().to_string();
-    match (&filter.op, &filter.value) {
+    let Some(element) = &filter.element else {
+        return op_condition(&column, filter.op, &filter.value, params);
+    };
+    // ARRAY_WHERE: some element (an object) of the array has `element op value`.
+    let member = Column::Json {
+        doc: "el.value",
+        path: format!("'$.{element}'"),
+    };
+    let inner = op_condition(&member, filter.op, &filter.value, params);
+    format!(
+        "({} AND EXISTS(SELECT 1 FROM {} AS el WHERE {inner}))",
+        column.is_array(),
+        column.each()
+    )
+}
+
+/// One operator on one column. Parameters are pushed in the order their `?` appear.
+fn op_condition(
+    column: &Column,
+    op: Op,
+    value: &FilterValue,
+    params: &mut Vec<SqlValue>,
+) -> String {
+    let lhs = column.expr();
+    match (op, value) {
         (Op::Eq, FilterValue::Null) => format!("{lhs} IS NULL"),
         (Op::Ne, FilterValue::Null) => format!("{lhs} IS NOT NULL"),
-        (op @ (Op::Eq | Op::Ne), FilterValue::Bool(b)) => bool_condition(&column, *op, *b, params),
-        (Op::Contains, value) => contains(&column, value, params),
+        (Op::Eq | Op::Ne, FilterValue::Bool(b)) => bool_condition(column, op, *b, params),
         (Op::In, FilterValue::List(items)) => {
-            let (lhs, list) = in_list(&column, items, params);
+            let (lhs, list) = in_list(column, items, params);
             format!("{lhs} IN ({list})")
         }
         (Op::Nin, FilterValue::List(items)) => {
-            let (lhs, list) = in_list(&column, items, params);
+            let (lhs, list) = in_list(column, items, params);
             format!("({lhs} IS NULL OR {lhs} NOT IN ({list}))")
         }
-        (op, value) => {
-            let (lhs, rhs) = operands(&column, value, params);
-            format!("{lhs} {} {rhs}", comparison(*op))
+        (Op::Like, value) => like(column, value, params),
+        (Op::NotLike, value) => not(&like(column, value, params)),
+        (Op::AnyLike, value) => some(column, params, |p| like_element(value, p)),
+        (Op::AllLike, value) => every(column, params, |p| like_element(value, p)),
+        (Op::AnyEq, value) => some(column, params, |p| element_eq(value, p)),
+        (Op::AllEq, value) => every(column, params, |p| element_eq(value, p)),
+        (Op::Contains, value) => contains(column, value, params),
+        (Op::ContainsNot, value) => not(&contains(column, value, params)),
+        (Op::ContainsAll, FilterValue::List(items)) => each_item(column, items, " AND ", params),
+        (Op::ContainsAny, FilterValue::List(items)) => each_item(column, items, " OR ", params),
+        (Op::ContainsNone, FilterValue::List(items)) => {
+            not(&each_item(column, items, " OR ", params))
         }
+        (Op::AnyInside, FilterValue::List(items)) => any_inside(column, items, params),
+        (Op::AllInside, FilterValue::List(items)) => all_inside(column, items, params),
+        (Op::NoneInside, FilterValue::List(items)) => not(&any_inside(column, items, params)),
+        (Op::Match, value) => {
+            params.push(sql_value(value));
+            format!("svc_words_match({lhs}, ?)")
+        }
+        (Op::Eq | Op::Ne | Op::Gt | Op::Gte | Op::Lt | Op::Lte, value) => {
+            let (lhs, rhs) = operands(column, value, params);
+            format!("{lhs} {} {rhs}", comparison(op))
+        }
+        // The parser gives list operators a list; anything else matches nothing.
+        _ => "0".into(),
     }
+}
+
+/// A negation under which a missing field (NULL) counts as "does not match".
+fn not(condition: &str) -> String {
+    format!("NOT coalesce({condition}, 0)")
 }
 
 fn comparison(op: Op) -> &'static str {
     match op {
-        Op::Eq => "=",
-        // Null-safe, so records lacking the field match `ne`.
-        Op::Ne => "IS NOT",
+        Op::Ne => "IS NOT", // null-safe, so records lacking the field match `ne`
         Op::Gt => ">",
         Op::Gte => ">=",
         Op::Lt => "<",
         Op::Lte => "<=",
-        // In, Nin and Contains are handled before; equality is the safe fallback.
-        Op::Contains | Op::In | Op::Nin => "=",
+        _ => "=",
     }
 }
 
 /// The left and right side of a comparison with one bound value.
 fn operands(column: &Column, value: &FilterValue, params: &mut Vec<SqlValue>) -> (String, String) {
     match (column, value) {
-        (Column::Json(expr, _), FilterValue::Date(t)) => {
+        (Column::Json { .. }, FilterValue::Date(t)) => {
             params.push(SqlValue::Text(format_rfc3339(*t)));
-            (format!("julianday({expr})"), "julianday(?)".into())
+            (
+                format!("julianday({})", column.expr()),
+                "julianday(?)".into(),
+            )
         }
         _ => {
             params.push(sql_value(value));
-            (column.expr().to_string(), "?".into())
+            (column.expr(), "?".into())
         }
     }
 }
 
 fn in_list(column: &Column, items: &[FilterValue], params: &mut Vec<SqlValue>) -> (String, String) {
-    let mut lhs = column.expr().to_string();
+    let mut lhs = column.expr();
     let placeholders: Vec<String> = items
         .iter()
         .map(|item| {
@@ -146,39 +213,151 @@ fn in_list(column: &Column, items: &[FilterValue], params: &mut Vec<SqlValue>) -
     (lhs, placeholders.join(", "))
 }
 
+/// Bound placeholders for a list compared with array elements (`value IN (?, ?)`).
+fn element_list(items: &[FilterValue], params: &mut Vec<SqlValue>) -> String {
+    let placeholders: Vec<&str> = items
+        .iter()
+        .map(|item| {
+            params.push(sql_value(item));
+            "?"
+        })
+        .collect();
+    placeholders.join(", ")
+}
+
 /// JSON `true`/`false` are extracted as 1/0, which a number could equal too, so booleans are
 /// matched on the JSON type.
 fn bool_condition(column: &Column, op: Op, wanted: bool, params: &mut Vec<SqlValue>) -> String {
+    let cmp = if op == Op::Eq { "=" } else { "IS NOT" };
     match column {
-        Column::Json(_, path) => {
-            let json_type = if wanted { "'true'" } else { "'false'" };
-            let cmp = if op == Op::Eq { "=" } else { "IS NOT" };
-            format!("json_type(data, {path}) {cmp} {json_type}")
+        Column::Json { doc, path } => {
+            format!("json_type({doc}, {path}) {cmp} '{wanted}'")
         }
         _ => {
             params.push(SqlValue::Integer(i64::from(wanted)));
-            format!("{} {} ?", column.expr(), comparison(op))
+            format!("{} {cmp} ?", column.expr())
         }
     }
 }
 
-fn contains(column: &Column, value: &FilterValue, params: &mut Vec<SqlValue>) -> String {
-    let bound = sql_value(value);
-    match column {
-        Column::Json(expr, path) => {
-            params.push(bound.clone());
-            params.push(bound);
-            format!(
-                "(CASE json_type(data, {path}) WHEN 'array' THEN \
-                 EXISTS(SELECT 1 FROM json_each(data, {path}) WHERE value = ?) \
-                 ELSE instr({expr}, ?) > 0 END)"
-            )
+/// `~`: case-insensitive substring of the string, or of some element of an array.
+fn like(column: &Column, value: &FilterValue, params: &mut Vec<SqlValue>) -> String {
+    let in_array = like_element(value, params);
+    params.push(lowered(value));
+    format!(
+        "(CASE WHEN {} THEN EXISTS(SELECT 1 FROM {} WHERE {in_array}) \
+         ELSE instr(lower({}), ?) > 0 END)",
+        column.is_array(),
+        column.each(),
+        column.expr()
+    )
+}
+
+/// `~` on one `json_each` element.
+fn like_element(value: &FilterValue, params: &mut Vec<SqlValue>) -> String {
+    params.push(lowered(value));
+    "instr(lower(value), ?) > 0".into()
+}
+
+fn lowered(value: &FilterValue) -> SqlValue {
+    match value {
+        FilterValue::String(s) => SqlValue::Text(s.to_lowercase()),
+        other => sql_value(other),
+    }
+}
+
+/// Equality of one `json_each` element with the value (booleans and null by JSON type).
+fn element_eq(value: &FilterValue, params: &mut Vec<SqlValue>) -> String {
+    match value {
+        FilterValue::Bool(b) => format!("type = '{b}'"),
+        FilterValue::Null => "type = 'null'".into(),
+        FilterValue::Date(t) => {
+            params.push(SqlValue::Text(format_rfc3339(*t)));
+            "julianday(value) = julianday(?)".into()
         }
-        _ => {
-            params.push(bound);
-            format!("instr({}, ?) > 0", column.expr())
+        other => {
+            params.push(sql_value(other));
+            "value = ?".into()
         }
     }
+}
+
+/// Some element of the array satisfies the element condition.
+fn some(
+    column: &Column,
+    params: &mut Vec<SqlValue>,
+    element: impl FnOnce(&mut Vec<SqlValue>) -> String,
+) -> String {
+    format!(
+        "({} AND EXISTS(SELECT 1 FROM {} WHERE {}))",
+        column.is_array(),
+        column.each(),
+        element(params)
+    )
+}
+
+/// Every element of the array satisfies the element condition (an empty array does).
+fn every(
+    column: &Column,
+    params: &mut Vec<SqlValue>,
+    element: impl FnOnce(&mut Vec<SqlValue>) -> String,
+) -> String {
+    format!(
+        "({} AND NOT EXISTS(SELECT 1 FROM {} WHERE {}))",
+        column.is_array(),
+        column.each(),
+        not(&element(params))
+    )
+}
+
+/// `CONTAINS`: the array has an element equal to the value; a string has it as a substring.
+fn contains(column: &Column, value: &FilterValue, params: &mut Vec<SqlValue>) -> String {
+    let in_array = element_eq(value, params);
+    params.push(sql_value(value));
+    format!(
+        "(CASE WHEN {} THEN EXISTS(SELECT 1 FROM {} WHERE {in_array}) \
+         ELSE instr({}, ?) > 0 END)",
+        column.is_array(),
+        column.each(),
+        column.expr()
+    )
+}
+
+/// `CONTAINS` for each item, joined with AND / OR.
+fn each_item(
+    column: &Column,
+    items: &[FilterValue],
+    join: &str,
+    params: &mut Vec<SqlValue>,
+) -> String {
+    let terms: Vec<String> = items.iter().map(|i| contains(column, i, params)).collect();
+    format!("({})", terms.join(join))
+}
+
+/// Some element of the array (or the scalar itself) is one of the items.
+fn any_inside(column: &Column, items: &[FilterValue], params: &mut Vec<SqlValue>) -> String {
+    let in_array = element_list(items, params);
+    let scalar = element_list(items, params);
+    format!(
+        "(CASE WHEN {} THEN EXISTS(SELECT 1 FROM {} WHERE value IN ({in_array})) \
+         ELSE {} IN ({scalar}) END)",
+        column.is_array(),
+        column.each(),
+        column.expr()
+    )
+}
+
+/// Every element of the array (or the scalar itself) is one of the items.
+fn all_inside(column: &Column, items: &[FilterValue], params: &mut Vec<SqlValue>) -> String {
+    let in_array = element_list(items, params);
+    let scalar = element_list(items, params);
+    format!(
+        "(CASE WHEN {} THEN NOT EXISTS(SELECT 1 FROM {} WHERE value IS NULL OR value NOT IN ({in_array})) \
+         ELSE {} IN ({scalar}) END)",
+        column.is_array(),
+        column.each(),
+        column.expr()
+    )
 }
 
 fn sql_value(value: &FilterValue) -> SqlValue {

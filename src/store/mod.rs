@@ -5,6 +5,7 @@
 mod auth;
 mod automation;
 mod filter_sql;
+mod fulltext;
 mod hist_journal;
 mod historian;
 mod records;
@@ -94,7 +95,8 @@ impl Store {
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
                  PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON; \
                  PRAGMA mmap_size=268435456;",
-            )
+            )?;
+            fulltext::register(c)
         });
         let pool = r2d2::Pool::builder()
             .max_size(16)

@@ -198,26 +198,36 @@ fn unique_index_conflicts_and_indexed_filters_use_the_index() {
     }
     assert!(store.collection(&t).unwrap().is_some());
 
-    let where_ =
-        super::filter_sql::build_where(&t, &q(&[("filter[line][eq][string]", "l1")]).filters, &[]);
-    let conn = store.conn().unwrap();
-    let plan: Vec<String> = conn
-        .prepare(&format!(
-            "EXPLAIN QUERY PLAN SELECT key FROM \"acme.products\" WHERE {}",
-            where_.sql
-        ))
-        .unwrap()
-        .query_map(rusqlite::params_from_iter(where_.params), |r| {
-            r.get::<_, String>(3)
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert!(
-        plan.iter()
-            .any(|p| p.contains("USING INDEX") && p.contains("__i__line")),
-        "{plan:?}"
-    );
+    // Every operator family that can use an index does: equality and ordering (words and the
+    // SDK's symbols), and IN / INSIDE lists.
+    for (key, value) in [
+        ("filter[line][eq][string]", "l1"),
+        ("filter[line][==][string]", "l1"),
+        ("filter[line][>=][string]", "l0"),
+        ("filter[line][<][string]", "l9"),
+        ("filter[line][INSIDE][object]", "l1,l2"),
+        ("filter[line][IN][string]", "[\"l1\"]"),
+    ] {
+        let where_ = super::filter_sql::build_where(&t, &q(&[(key, value)]).filters, &[]);
+        let conn = store.conn().unwrap();
+        let plan: Vec<String> = conn
+            .prepare(&format!(
+                "EXPLAIN QUERY PLAN SELECT key FROM \"acme.products\" WHERE {}",
+                where_.sql
+            ))
+            .unwrap()
+            .query_map(rusqlite::params_from_iter(where_.params), |r| {
+                r.get::<_, String>(3)
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|p| p.contains("USING INDEX") && p.contains("__i__line")),
+            "{key}: {plan:?}"
+        );
+    }
 
     assert!(store.delete_collection("acme", "products").unwrap());
     assert!(store.collection(&t).unwrap().is_none());
