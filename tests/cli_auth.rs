@@ -199,7 +199,7 @@ fn usage_errors_exit_2_without_panics() {
         vec!["records"],
         vec!["records", "list"],
         vec!["records", "list", "t", "--limit", "-1"],
-        vec!["records", "list", "t", "--filter", "price ~ 3"],
+        vec!["records", "list", "t", "--filter", "price %% 3"],
         vec!["records", "list", "t", "--filter", "price:float > 3"],
         vec!["records", "list", "t", "--sort", "price:sideways"],
         vec!["records", "create", "t", "--data", "{not json"],

@@ -191,3 +191,24 @@ fn a_repeated_domain_header_is_refused() {
     let resp = raw(&server, &get("/svc/tag/list", &once));
     assert_eq!(resp.status, 200, "{}", resp.body);
 }
+
+#[test]
+fn a_request_refused_before_its_body_is_read_still_gets_its_answer() {
+    // An upload refused by authentication: the client is still sending when svc answers; the
+    // answer must arrive (and the connection stay usable), not a reset connection.
+    let server = Server::start();
+    let client = reqwest::blocking::Client::new();
+    for round in 0..5 {
+        let resp = client
+            .post(server.url("/svc/products"))
+            .header("Authorization", "Bearer not-a-token")
+            .header("Domain", "domains:demo")
+            .header("Content-Type", "application/json")
+            .body(vec![b' '; 6 * 1024 * 1024])
+            .send()
+            .unwrap_or_else(|e| panic!("round {round}: no answer: {e}"));
+        assert_eq!(resp.status(), 401, "round {round}");
+        let text = resp.text().unwrap_or_default();
+        assert!(!text.is_empty(), "round {round}: svc's sentence");
+    }
+}

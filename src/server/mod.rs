@@ -7,6 +7,7 @@ pub mod automation;
 mod caller;
 mod code;
 mod credentials;
+mod drain;
 mod error;
 mod files;
 mod flows;
@@ -280,6 +281,7 @@ fn router(state: AppState) -> Router {
             },
         ))
         .layer(axum::middleware::from_fn(middleware::correlate))
+        .layer(axum::middleware::from_fn(drain::drain_unread_body))
         .with_state(state)
 }
 
