@@ -73,12 +73,36 @@ pub struct NewDomainRequest {
     pub name: String,
 }
 
+/// A user as the API shows it (never its password). `created_dt` is the interface's name,
+/// `createdDt` the SDK's; both carry the same time.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct User {
     pub id: String,
     pub username: String,
     pub admin: bool,
     pub created_dt: String,
+    #[serde(rename = "createdDt", default)]
+    pub created_dt_sdk: String,
+    #[serde(flatten)]
+    pub profile: UserProfile,
+    /// RecordIDs of the groups the user is a member of (those the viewer may see).
+    #[serde(default)]
+    pub group_ids: Vec<String>,
+}
+
+/// The SDK's user profile fields; all optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserProfile {
+    #[serde(rename = "firstName", default, skip_serializing_if = "Option::is_none")]
+    pub first_name: Option<String>,
+    #[serde(rename = "lastName", default, skip_serializing_if = "Option::is_none")]
+    pub last_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<String>,
+    #[serde(rename = "userImage", default, skip_serializing_if = "Option::is_none")]
+    pub user_image: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -87,6 +111,11 @@ pub struct NewUserRequest {
     pub password: String,
     #[serde(default)]
     pub admin: bool,
+    #[serde(flatten)]
+    pub profile: UserProfile,
+    /// Groups (RecordIDs `<domain>.groups:<key>`) to join.
+    #[serde(default)]
+    pub group_ids: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,12 +125,46 @@ pub struct Grant {
     pub scope: String,
 }
 
+/// A group: `grants` is the interface's form, `features` the SDK's (the same grants, each with
+/// its domain), `user_ids` its members.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Group {
     pub id: String,
     pub name: String,
     pub domain: String,
     pub grants: Vec<Grant>,
+    #[serde(default)]
+    pub features: Vec<GroupFeature>,
+    #[serde(default)]
+    pub user_ids: Vec<String>,
+}
+
+/// A grant in the SDK's shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupFeature {
+    pub name: String,
+    pub action: String,
+    #[serde(default)]
+    pub domain: String,
+    pub scope: String,
+}
+
+/// A grant as the SDK sends and lists it: `{"name","action","scope"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamedGrant {
+    pub name: String,
+    pub action: String,
+    pub scope: String,
+}
+
+impl NamedGrant {
+    pub fn to_grant(&self) -> Grant {
+        Grant {
+            feature: self.name.clone(),
+            action: self.action.clone(),
+            scope: self.scope.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -109,6 +172,29 @@ pub struct NewGroupRequest {
     pub name: String,
     #[serde(default)]
     pub grants: Vec<Grant>,
+    /// The SDK's form of the grants.
+    #[serde(default)]
+    pub features: Vec<NamedGrant>,
+}
+
+/// `POST /auth/permission` in the SDK's form: grants added to a group.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupGrants {
+    pub group_id: String,
+    pub permissions: Vec<NamedGrant>,
+}
+
+/// `GET /auth/permission`: the caller's effective grants in the active domain.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PermissionList {
+    pub permissions: Vec<NamedGrant>,
+}
+
+/// `GET /auth/permission/check/…`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PermissionCheck {
+    pub success: bool,
+    pub permission: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

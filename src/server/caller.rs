@@ -361,6 +361,12 @@ impl Caller {
     }
 }
 
+impl Caller {
+    pub fn require_admin(&self) -> ApiResult<()> {
+        Identity(self.user.clone()).require_admin()
+    }
+}
+
 impl Identity {
     pub fn require_admin(&self) -> ApiResult<()> {
         if self.0.admin {

@@ -11,6 +11,7 @@ mod drain;
 mod error;
 mod files;
 mod flows;
+mod groups;
 mod historian;
 mod http;
 mod info;
@@ -24,6 +25,7 @@ pub mod settings;
 mod system_tables;
 mod tag_registry;
 mod tags;
+mod users;
 
 use crate::broker::{Broker, BrokerConfig, TlsListeners};
 use crate::historian::writer::HistorianWriter;
@@ -241,7 +243,10 @@ async fn shutdown_signal() {
 
 fn router(state: AppState) -> Router {
     let max_body = state.settings.max_body;
-    let auth_routes = auth::routes().merge(admin::routes());
+    let auth_routes = auth::routes()
+        .merge(admin::routes())
+        .merge(users::routes())
+        .merge(groups::routes());
     Router::new()
         .nest("/auth", auth_routes.clone())
         .nest("/svc/auth", auth_routes)

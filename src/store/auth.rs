@@ -3,7 +3,7 @@
 
 use super::{Store, StoreError, StoreResult};
 use crate::ids::{new_key, ADMIN_DOMAIN};
-use crate::model::{ApiKeyInfo, Domain, Grant, Group, User};
+use crate::model::{ApiKeyInfo, Domain, Grant, Group, GroupFeature, NamedGrant, User, UserProfile};
 use crate::time::now_rfc3339;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
@@ -49,12 +49,16 @@ impl AuthUser {
         user_id(&self.key)
     }
 
-    pub fn to_model(&self) -> User {
+    /// The API's view of the user, with its profile and the group ids the viewer may see.
+    pub fn to_model(&self, profile: UserProfile, group_ids: Vec<String>) -> User {
         User {
             id: self.id(),
             username: self.username.clone(),
             admin: self.admin,
             created_dt: self.created_dt.clone(),
+            created_dt_sdk: self.created_dt.clone(),
+            profile,
+            group_ids,
         }
     }
 }
@@ -63,7 +67,7 @@ pub fn user_id(key: &str) -> String {
     format!("{ADMIN_DOMAIN}.users:{key}")
 }
 
-fn group_id(domain: &str, key: &str) -> String {
+pub(super) fn group_id(domain: &str, key: &str) -> String {
     format!("{domain}.groups:{key}")
 }
 
@@ -97,6 +101,24 @@ impl GrantSet {
     }
 }
 
+impl GrantSet {
+    /// The grants in the SDK's shape, deduplicated.
+    pub fn named(&self) -> Vec<NamedGrant> {
+        let mut named: Vec<NamedGrant> = self
+            .0
+            .iter()
+            .map(|g| NamedGrant {
+                name: g.feature.clone(),
+                action: g.action.clone(),
+                scope: g.scope.clone(),
+            })
+            .collect();
+        named.sort_by(|a, b| (&a.name, &a.scope, &a.action).cmp(&(&b.name, &b.scope, &b.action)));
+        named.dedup();
+        named
+    }
+}
+
 fn user_from_row(row: &Row) -> rusqlite::Result<AuthUser> {
     Ok(AuthUser {
         key: row.get(0)?,
@@ -112,12 +134,33 @@ fn group_from_row(row: &Row) -> rusqlite::Result<Group> {
     let domain: String = row.get(0)?;
     let key: String = row.get(1)?;
     let grants: String = row.get(3)?;
-    Ok(Group {
-        id: group_id(&domain, &key),
-        name: row.get(2)?,
+    Ok(group_model(
+        &domain,
+        &key,
+        row.get(2)?,
+        serde_json::from_str(&grants).unwrap_or_default(),
+    ))
+}
+
+/// A group as the API shows it; members are filled in by the caller that lists them.
+fn group_model(domain: &str, key: &str, name: String, grants: Vec<Grant>) -> Group {
+    let features = grants
+        .iter()
+        .map(|g| GroupFeature {
+            name: g.feature.clone(),
+            action: g.action.clone(),
+            domain: format!("domains:{domain}"),
+            scope: g.scope.clone(),
+        })
+        .collect();
+    Group {
+        id: group_id(domain, key),
+        name,
         domain: format!("domains:{domain}"),
-        grants: serde_json::from_str(&grants).unwrap_or_default(),
-    })
+        grants,
+        features,
+        user_ids: Vec::new(),
+    }
 }
 
 fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
@@ -270,12 +313,7 @@ impl Store {
                 )),
                 other => other,
             })?;
-        Ok(Group {
-            id: group_id(domain, &key),
-            name: name.to_string(),
-            domain: format!("domains:{domain}"),
-            grants: grants.to_vec(),
-        })
+        Ok(group_model(domain, &key, name.to_string(), grants.to_vec()))
     }
 
     pub fn list_groups(&self, domain: &str) -> StoreResult<Vec<Group>> {

@@ -3,6 +3,7 @@
 //! run on the blocking pool through [`Store::run`].
 
 mod auth;
+mod auth_profiles;
 mod automation;
 mod filter_sql;
 mod fulltext;
@@ -110,6 +111,7 @@ impl Store {
             known_tables: Arc::default(),
         };
         store.conn()?.execute_batch(auth::SCHEMA)?;
+        auth_profiles::migrate(&*store.conn()?)?;
         store.init_historian()?;
         store.conn()?.execute_batch(hist_journal::JOURNAL_SCHEMA)?;
         store.conn()?.execute_batch(automation::AUTOMATION_SCHEMA)?;

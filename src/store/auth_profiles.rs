@@ -1,0 +1,149 @@
+//! What the SDK shows around a user and a group: a user's profile (names, email, number,
+//! image), the groups it belongs to, a group's members, and grants added to an existing group.
+
+use super::auth::{group_id, user_id};
+use super::{Store, StoreResult};
+use crate::model::{Grant, NamedGrant, UserProfile};
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+
+/// Adds the profile column to a users table from before it existed; idempotent.
+pub(super) fn migrate(conn: &rusqlite::Connection) -> StoreResult<()> {
+    let has_profile: bool = conn.query_row(
+        "SELECT EXISTS(SELECT 1 FROM pragma_table_info('auth_users') WHERE name = 'profile')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_profile {
+        conn.execute_batch("ALTER TABLE auth_users ADD COLUMN profile TEXT NOT NULL DEFAULT '{}'")?;
+    }
+    Ok(())
+}
+
+impl Store {
+    pub fn set_user_profile(&self, user_key: &str, profile: &UserProfile) -> StoreResult<()> {
+        self.conn()?.execute(
+            "UPDATE auth_users SET profile = ?2 WHERE key = ?1",
+            params![user_key, serde_json::to_string(profile)?],
+        )?;
+        Ok(())
+    }
+
+    pub fn user_profile(&self, user_key: &str) -> StoreResult<UserProfile> {
+        let text: Option<String> = self
+            .conn()?
+            .query_row(
+                "SELECT profile FROM auth_users WHERE key = ?1",
+                [user_key],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(text
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default())
+    }
+
+    /// RecordIDs of the groups a user belongs to; only those of `domain` when given.
+    pub fn user_group_ids(&self, user_key: &str, domain: Option<&str>) -> StoreResult<Vec<String>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT domain, group_key FROM auth_group_members \
+             WHERE user_key = ?1 AND (?2 IS NULL OR domain = ?2) ORDER BY domain, group_key",
+        )?;
+        let rows = stmt.query_map(params![user_key, domain], |r| {
+            Ok(group_id(&r.get::<_, String>(0)?, &r.get::<_, String>(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// User RecordIDs of a group's members.
+    pub fn group_member_ids(&self, domain: &str, group_key: &str) -> StoreResult<Vec<String>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT user_key FROM auth_group_members WHERE domain = ?1 AND group_key = ?2 \
+             ORDER BY user_key",
+        )?;
+        let rows = stmt.query_map(params![domain, group_key], |r| {
+            Ok(user_id(&r.get::<_, String>(0)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// What an administrator holds in a domain: `read` and `read-write` on the platform's own
+    /// features and every feature with custom actions, plus those actions, at scope `*`.
+    pub fn admin_permissions(&self, domain: &str) -> StoreResult<Vec<NamedGrant>> {
+        const BUILT_IN: [&str; 6] = [
+            "api_keys",
+            "collections",
+            "groups",
+            "historian",
+            "tags",
+            "users",
+        ];
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT feature, action FROM auth_actions WHERE domain = ?1 ORDER BY feature, action",
+        )?;
+        let custom: Vec<(String, String)> = stmt
+            .query_map([domain], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut features: Vec<String> = BUILT_IN.iter().map(|f| f.to_string()).collect();
+        features.extend(custom.iter().map(|(f, _)| f.clone()));
+        features.sort();
+        features.dedup();
+        let grant = |name: &str, action: &str| NamedGrant {
+            name: name.to_string(),
+            action: action.to_string(),
+            scope: "*".to_string(),
+        };
+        let mut all = Vec::new();
+        for feature in &features {
+            all.push(grant(feature, "read"));
+            all.push(grant(feature, "read-write"));
+            for (_, action) in custom.iter().filter(|(f, _)| f == feature) {
+                all.push(grant(feature, action));
+            }
+        }
+        Ok(all)
+    }
+
+    pub fn group_exists(&self, domain: &str, group_key: &str) -> StoreResult<bool> {
+        Ok(self.conn()?.query_row(
+            "SELECT EXISTS(SELECT 1 FROM auth_groups WHERE domain = ?1 AND key = ?2)",
+            params![domain, group_key],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Adds grants (those it lacks) to a group of the domain; false when there is no such group.
+    pub fn add_group_grants(
+        &self,
+        domain: &str,
+        group_key: &str,
+        grants: &[Grant],
+    ) -> StoreResult<bool> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current: Option<String> = tx
+            .query_row(
+                "SELECT grants FROM auth_groups WHERE domain = ?1 AND key = ?2",
+                params![domain, group_key],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(current) = current else {
+            return Ok(false);
+        };
+        let mut all: Vec<Grant> = serde_json::from_str(&current)?;
+        for grant in grants {
+            if !all.contains(grant) {
+                all.push(grant.clone());
+            }
+        }
+        tx.execute(
+            "UPDATE auth_groups SET grants = ?3 WHERE domain = ?1 AND key = ?2",
+            params![domain, group_key, serde_json::to_string(&all)?],
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
+}
