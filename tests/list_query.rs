@@ -597,3 +597,35 @@ fn count_honours_filters() {
         json!({"count": 5})
     );
 }
+
+#[test]
+fn get_by_id_expands_and_projects_like_the_list() {
+    let server = demo();
+    let one = |qs: &str| server.get_json(DEMO, &format!("{}{qs}", rec_path("demo.orders:o5")));
+    let plain = one("");
+    assert_eq!(plain["product"], json!("demo.products:p08"));
+    let expanded = one(&query(&[("expand", "product,items")]));
+    assert_eq!(expanded["product"]["id"], json!("demo.products:p08"));
+    assert_eq!(expanded["product"]["sku"], json!("SKU-008"));
+    assert_eq!(expanded["items"][1]["sku"], json!("SKU-003"));
+    assert_eq!(expanded["quantity"], plain["quantity"]);
+    let projected = one(&query(&[("expand", "product"), ("fields", "product")]));
+    assert_eq!(
+        projected.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["id", "product"]
+    );
+    assert_eq!(projected["product"]["id"], json!("demo.products:p08"));
+    let resp = server
+        .admin_in(
+            DEMO,
+            reqwest::Method::GET,
+            &format!("{}?limit=3", rec_path("demo.orders:o5")),
+        )
+        .send()
+        .unwrap();
+    assert_error(
+        resp,
+        reqwest::StatusCode::BAD_REQUEST,
+        &["`limit`", "one record"],
+    );
+}

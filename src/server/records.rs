@@ -143,18 +143,61 @@ async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
     let id = record_of(&caller, &id)?;
     caller
         .require_table(&state, &id.table, Access::Read)
         .await?;
+    let shape = RecordShape::parse(raw)?;
     let (table, key) = (id.table.clone(), id.key.clone());
-    state
+    let text = state
         .store
         .read(move |s| s.get_record_text(&table, &key))
         .await?
-        .map(json_text)
-        .ok_or_else(|| not_found(&id))
+        .ok_or_else(|| not_found(&id))?;
+    let Some(shape) = shape else {
+        return Ok(json_text(text));
+    };
+    let mut records = [serde_json::from_str::<Value>(&text)
+        .map_err(|e| ApiError::internal(format!("stored record is unreadable: {e}")))?];
+    if !shape.expand.is_empty() {
+        expand(&state, &caller, &mut records, &shape.expand).await?;
+    }
+    let [mut record] = records;
+    if let Some(fields) = &shape.fields {
+        project(&mut record, fields);
+    }
+    Ok(Json(record).into_response())
+}
+
+/// `expand` and `fields` of a single-record read, like the list's.
+struct RecordShape {
+    expand: Vec<String>,
+    fields: Option<Vec<String>>,
+}
+
+impl RecordShape {
+    /// `None` when neither is asked for; any other list parameter → 400 naming it.
+    fn parse(raw: Option<String>) -> ApiResult<Option<RecordShape>> {
+        let query = parse_query(raw.clone())?;
+        if let Some(key) = raw.as_deref().and_then(|r| {
+            form_urlencoded::parse(r.as_bytes())
+                .map(|(k, _)| k.into_owned())
+                .find(|k| k != "expand" && k != "fields")
+        }) {
+            return Err(ApiError::bad_request(format!(
+                "invalid query parameter `{key}`: only `expand` and `fields` apply to one record"
+            )));
+        }
+        if query.expand.is_empty() && query.fields.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(RecordShape {
+            expand: query.expand,
+            fields: query.fields,
+        }))
+    }
 }
 
 async fn create(
