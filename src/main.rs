@@ -10,6 +10,7 @@ mod historian;
 mod ids;
 mod model;
 mod query;
+mod report_sql;
 mod schedule;
 mod schema;
 mod server;

@@ -56,6 +56,7 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::Conflict(m) => ApiError::conflict(m),
             StoreError::Invalid(m) => ApiError::bad_request(m),
+            StoreError::Unprocessable(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m),
             StoreError::Internal(m) => ApiError {
                 detail: Some(format!("store failure: {m}")),
                 ..ApiError::internal("the server failed to access its storage")

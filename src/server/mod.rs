@@ -21,6 +21,7 @@ mod middleware;
 mod mqtt;
 mod processes;
 mod records;
+mod reports;
 pub mod settings;
 mod system_tables;
 mod tag_registry;
@@ -260,6 +261,7 @@ fn router(state: AppState) -> Router {
         .merge(flows::routes())
         .merge(code::routes())
         .route("/mqtt", get(mqtt_bridge))
+        .merge(reports::routes())
         .merge(records::routes())
         .fallback(|| async { error::ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {

@@ -30,7 +30,7 @@ fn feature_scope(table: &TableRef) -> (&'static str, &str) {
 }
 
 impl Caller {
-    async fn require_table(
+    pub(super) async fn require_table(
         &self,
         state: &AppState,
         table: &TableRef,

@@ -10,11 +10,13 @@ mod fulltext;
 mod hist_journal;
 mod historian;
 mod records;
+mod report;
 mod tags;
 
 pub use auth::{AuthUser, GrantSet};
 pub use automation::{version_now, RunOwner};
 pub use historian::{HistoryPoint, HistoryWrite};
+pub use report::ReportLimits;
 pub use tags::{TagRow, TAGS};
 
 use r2d2::PooledConnection;
@@ -33,6 +35,9 @@ pub enum StoreError {
     Conflict(String),
     #[error("{0}")]
     Invalid(String),
+    /// Understood but refused by a limit (a report's time or row limit).
+    #[error("{0}")]
+    Unprocessable(String),
     #[error("storage failure: {0}")]
     Internal(String),
 }

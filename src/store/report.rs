@@ -1,0 +1,197 @@
+//! Runs a checked report query (see [`crate::report_sql`]) over one domain's data. Each relation
+//! it names becomes a CTE over that domain's rows only:
+//! - `historian(topic, timestamp, value)`: timestamps RFC 3339 UTC with milliseconds, values as
+//!   SQL values (numbers stay numbers, strings strings, objects and arrays JSON text);
+//! - one relation per table of the domain: `id`, `created_dt`, `updated_dt` and a column per
+//!   top-level field found in its records.
+//!
+//! The statement must be read-only to SQLite too, runs under a time limit (interrupted when it
+//! passes) and may return at most a set number of rows. In PostgreSQL the same relations are
+//! CTEs over `hist_points` and the `jsonb` tables, with `statement_timeout` as the time limit.
+
+use super::{quoted, Store, StoreError, StoreResult};
+use crate::ids::{is_identifier, TableRef};
+use crate::report_sql::{CheckedQuery, HISTORIAN};
+use rusqlite::types::ValueRef;
+use serde_json::{Map, Value};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long a report may run and how many rows it may return.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportLimits {
+    pub timeout: Duration,
+    pub max_rows: usize,
+}
+
+impl Store {
+    /// The domain's record tables (bare names).
+    pub fn domain_tables(&self, domain: &str) -> StoreResult<Vec<String>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT substr(name, length(?1) + 2) FROM sqlite_master \
+             WHERE type = 'table' AND substr(name, 1, length(?1) + 1) = ?1 || '.' ORDER BY name",
+        )?;
+        let names = stmt.query_map([domain], |r| r.get::<_, String>(0))?;
+        let names: Vec<String> = names.collect::<Result<_, _>>()?;
+        Ok(names.into_iter().filter(|n| is_identifier(n)).collect())
+    }
+
+    /// Runs the report over `domain`'s data: rows as JSON objects, columns in query order.
+    pub fn run_report(
+        &self,
+        domain: &str,
+        query: CheckedQuery,
+        limits: ReportLimits,
+    ) -> StoreResult<Vec<Map<String, Value>>> {
+        let tables = self.domain_tables(domain)?;
+        let mut definitions = Vec::new();
+        for relation in &query.relations {
+            if relation == HISTORIAN {
+                definitions.push((relation.clone(), historian_definition()));
+                continue;
+            }
+            let Some(table) = tables.iter().find(|t| t.to_lowercase() == *relation) else {
+                return Err(StoreError::Invalid(format!(
+                    "relation `{relation}` is neither `{HISTORIAN}` nor a table of domain `{domain}`"
+                )));
+            };
+            let table = TableRef::new(domain, table).map_err(StoreError::Invalid)?;
+            definitions.push((relation.clone(), self.table_definition(&table)?));
+        }
+        let sql = query
+            .with_relations(&definitions)
+            .map_err(StoreError::Internal)?;
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(&sql).map_err(|e| refused_by_sqlite(&e))?;
+        if !stmt.readonly() {
+            return Err(StoreError::Invalid(
+                "only a read-only SELECT is allowed".into(),
+            ));
+        }
+        let columns: Vec<String> = stmt.column_names().iter().map(|c| c.to_string()).collect();
+        let _watchdog = Watchdog::start(conn.get_interrupt_handle(), limits.timeout);
+        // The only parameter is the domain in the historian's definition (the checker refuses
+        // parameters in the query itself).
+        let mut rows = if stmt.parameter_count() == 1 {
+            stmt.query([domain])?
+        } else {
+            stmt.query([])?
+        };
+        let mut out = Vec::new();
+        loop {
+            let row = match rows.next() {
+                Ok(Some(row)) => row,
+                Ok(None) => break,
+                Err(e) if is_interrupt(&e) => {
+                    return Err(StoreError::Unprocessable(format!(
+                        "the query ran longer than its time limit of {} s",
+                        limits.timeout.as_secs_f64()
+                    )))
+                }
+                Err(e) => return Err(refused_by_sqlite(&e)),
+            };
+            if out.len() == limits.max_rows {
+                return Err(StoreError::Unprocessable(format!(
+                    "the query returned more than {} rows; add a LIMIT or aggregate",
+                    limits.max_rows
+                )));
+            }
+            let mut object = Map::with_capacity(columns.len());
+            for (i, name) in columns.iter().enumerate() {
+                object.insert(name.clone(), json_of(row.get_ref(i)?));
+            }
+            out.push(object);
+        }
+        Ok(out)
+    }
+
+    /// `SELECT id, created_dt, updated_dt, <field>… FROM <the table>`, a column per top-level
+    /// field (with an identifier for a name) found in its records.
+    fn table_definition(&self, table: &TableRef) -> StoreResult<String> {
+        let physical = quoted(&table.qualified());
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT DISTINCT j.key FROM {physical} t, json_each(t.data) j ORDER BY j.key"
+        ))?;
+        let fields: Vec<String> = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<_, _>>()?;
+        let mut columns = vec![
+            format!("'{}' || key AS id", table.record_id("")),
+            "created_dt".to_string(),
+            "updated_dt".to_string(),
+        ];
+        for field in fields.iter().filter(|f| {
+            is_identifier(f) && !matches!(f.as_str(), "id" | "created_dt" | "updated_dt")
+        }) {
+            columns.push(format!(
+                "json_extract(data, '$.{field}') AS {}",
+                quoted(field)
+            ));
+        }
+        Ok(format!("SELECT {} FROM {physical}", columns.join(", ")))
+    }
+}
+
+fn historian_definition() -> String {
+    "SELECT s.topic AS topic, \
+     strftime('%Y-%m-%dT%H:%M:%fZ', p.ts / 1000.0, 'unixepoch') AS timestamp, \
+     json_extract(p.value, '$') AS value \
+     FROM hist_points p JOIN hist_series s ON s.id = p.series WHERE s.domain = ?1"
+        .to_string()
+}
+
+fn json_of(value: ValueRef<'_>) -> Value {
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(n) => Value::from(n),
+        ValueRef::Real(x) => serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number),
+        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
+    }
+}
+
+fn is_interrupt(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::OperationInterrupted)
+}
+
+/// An error SQLite found in the query itself (an unknown column, a type error): the caller's.
+fn refused_by_sqlite(e: &rusqlite::Error) -> StoreError {
+    match e {
+        rusqlite::Error::SqliteFailure(_, Some(message))
+        | rusqlite::Error::SqlInputError { msg: message, .. } => {
+            StoreError::Invalid(format!("the query failed: {message}"))
+        }
+        other => StoreError::Internal(other.to_string()),
+    }
+}
+
+/// Interrupts the connection's statement when the time limit passes; stops when dropped.
+struct Watchdog {
+    stop: Option<mpsc::Sender<()>>,
+}
+
+impl Watchdog {
+    fn start(handle: rusqlite::InterruptHandle, timeout: Duration) -> Watchdog {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let spawned = std::thread::Builder::new()
+            .name("svc-report-watchdog".into())
+            .spawn(move || {
+                if let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(timeout) {
+                    handle.interrupt();
+                }
+            });
+        Watchdog {
+            stop: spawned.is_ok().then_some(stop),
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
