@@ -1,4 +1,4 @@
-//! `svc historian list|query|last|export`: the historian routes, with times given as RFC 3339,
+//! `svc historian list|query|query-sql|last|export`: the historian routes, with times given as RFC 3339,
 //! `now`, or relative to now (`-1h`, `-1h30m`).
 
 use super::client::Client;
@@ -45,6 +45,14 @@ pub fn run(client: &Client, format: OutputFormat, command: HistorianCommand) -> 
         HistorianCommand::List => {
             let topics: Vec<Value> = client.get("/svc/historian/list")?;
             output::rows(&mut out, format, &topics, "topic")?;
+        }
+        HistorianCommand::QuerySql { query } => {
+            let rows: Vec<Value> = client.call(
+                Method::POST,
+                "/svc/historian/query",
+                &serde_json::json!({ "query": query }),
+            )?;
+            output::rows(&mut out, format, &rows, "value")?;
         }
         HistorianCommand::Query {
             topic,

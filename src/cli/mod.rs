@@ -254,6 +254,13 @@ pub struct ImportArgs {
 pub enum HistorianCommand {
     /// List the historized tags of the domain.
     List,
+    /// Run a read-only SQL SELECT over the domain's historian and tables (relations
+    /// `historian(topic, timestamp, value)` and one per table), printing its rows.
+    QuerySql {
+        /// The SELECT, e.g. "SELECT topic, avg(value) FROM historian GROUP BY topic"
+        #[arg(value_parser = non_empty())]
+        query: String,
+    },
     /// Values of a tag in a time window, raw or aggregated into buckets.
     Query {
         #[arg(value_parser = non_empty())]
