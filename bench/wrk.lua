@@ -2,6 +2,8 @@
 --   hello   GET /                                          (the bare axum baseline)
 --   id      GET /svc/<domain>.<table>%3Aitem<random N>     (a record by its RecordID)
 --   filter  GET /svc/<table>/all?filter[line][eq][string]=line-<random M>  (indexed filter)
+--   containsany  GET /svc/<table>/all?filter[tags][CONTAINSANY][object]=t<M>,nope  (unindexed)
+--   fulltext     GET /svc/<table>/all?filter[note][@@][string]=pump <M>  (unindexed @@)
 -- Every mode builds its request with wrk.format in request() and sends the same headers, so the
 -- client-side work per request is the same for all three. done() prints one machine-readable
 -- line: RESULT <mode> <requests/s> <p50 µs> <p90 µs> <p99 µs> <max µs> <requests> <errors>.
@@ -29,12 +31,19 @@ end
 
 local id_prefix = "/svc/" .. domain .. "." .. tbl .. "%3Aitem"
 local filter_prefix = "/svc/" .. tbl .. "/all?filter%5Bline%5D%5Beq%5D%5Bstring%5D=line-"
+-- As URLSearchParams encodes them.
+local any_prefix = "/svc/" .. tbl .. "/all?filter%5Btags%5D%5BCONTAINSANY%5D%5Bobject%5D=t"
+local text_prefix = "/svc/" .. tbl .. "/all?filter%5Bnote%5D%5B%40%40%5D%5Bstring%5D=pump+"
 
 function request()
   if mode == "id" then
     return wrk.format("GET", id_prefix .. math.random(0, records - 1))
   elseif mode == "filter" then
     return wrk.format("GET", filter_prefix .. math.random(0, lines - 1))
+  elseif mode == "containsany" then
+    return wrk.format("GET", any_prefix .. math.random(0, lines - 1) .. "%2Cnope")
+  elseif mode == "fulltext" then
+    return wrk.format("GET", text_prefix .. math.random(0, lines - 1))
   else
     return wrk.format("GET", "/")
   end

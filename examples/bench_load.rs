@@ -3,8 +3,10 @@
 //! keep-alive connection.
 //!
 //! Record `N` (0-based) is
-//! `{"id":"item<N>","sku":"SKU-<N>","line":"line-<N % 1000>","value":N}`, so a filter on one
-//! `line` matches `COUNT / 1000` records. A record that already exists (409) counts as loaded,
+//! `{"id":"item<N>","sku":"SKU-<N>","line":"line-<N % 1000>","value":N,
+//! "tags":["t<N % 1000>","g<N % 7>"],"note":"pump <N % 1000> in hall h<N % 7>"}`, so a filter on
+//! one `line`, a `CONTAINSANY` of one `t<M>` tag and an `@@` of `pump <M>` each match
+//! `COUNT / 1000` records. A record that already exists (409) counts as loaded,
 //! so a rerun on the same data dir is harmless.
 //!
 //! ```sh
@@ -52,9 +54,9 @@ fn main() {
                     if n >= count {
                         break;
                     }
+                    let (line, hall) = (n % 1000, n % 7);
                     let body = format!(
-                        r#"{{"id":"item{n}","sku":"SKU-{n}","line":"line-{}","value":{n}}}"#,
-                        n % 1000
+                        r#"{{"id":"item{n}","sku":"SKU-{n}","line":"line-{line}","value":{n},"tags":["t{line}","g{hall}"],"note":"pump {line} in hall h{hall}"}}"#
                     );
                     let response = client
                         .post(url.as_str())

@@ -147,10 +147,8 @@ fn op_condition(
         (Op::Contains, value) => contains(column, value, params),
         (Op::ContainsNot, value) => not(&contains(column, value, params)),
         (Op::ContainsAll, FilterValue::List(items)) => each_item(column, items, " AND ", params),
-        (Op::ContainsAny, FilterValue::List(items)) => each_item(column, items, " OR ", params),
-        (Op::ContainsNone, FilterValue::List(items)) => {
-            not(&each_item(column, items, " OR ", params))
-        }
+        (Op::ContainsAny, FilterValue::List(items)) => contains_any(column, items, params),
+        (Op::ContainsNone, FilterValue::List(items)) => not(&contains_any(column, items, params)),
         (Op::AnyInside, FilterValue::List(items)) => any_inside(column, items, params),
         (Op::AllInside, FilterValue::List(items)) => all_inside(column, items, params),
         (Op::NoneInside, FilterValue::List(items)) => not(&any_inside(column, items, params)),
@@ -332,6 +330,26 @@ fn each_item(
 ) -> String {
     let terms: Vec<String> = items.iter().map(|i| contains(column, i, params)).collect();
     format!("({})", terms.join(join))
+}
+
+/// `CONTAINSANY`: one pass over the array's elements (`IN` the items), or any item as a
+/// substring of a string.
+fn contains_any(column: &Column, items: &[FilterValue], params: &mut Vec<SqlValue>) -> String {
+    let in_array = element_list(items, params);
+    let substrings: Vec<String> = items
+        .iter()
+        .map(|item| {
+            params.push(sql_value(item));
+            format!("instr({}, ?) > 0", column.expr())
+        })
+        .collect();
+    format!(
+        "(CASE WHEN {} THEN EXISTS(SELECT 1 FROM {} WHERE value IN ({in_array})) \
+         ELSE ({}) END)",
+        column.is_array(),
+        column.each(),
+        substrings.join(" OR ")
+    )
 }
 
 /// Some element of the array (or the scalar itself) is one of the items.
