@@ -403,6 +403,71 @@ fn last_is_newest_first() {
     assert_error(resp, StatusCode::NOT_FOUND, &[]);
 }
 
+/// Sets `historize` of the tag record `id` (as admin in the plant domain).
+fn set_historize(server: &Server, id: &str, historize: bool) {
+    let resp = server
+        .admin_in(DOMAIN, Method::PUT, &rec_path(id))
+        .json(&json!({ "historize": historize }))
+        .send()
+        .unwrap();
+    let tag = json_ok(resp, StatusCode::OK);
+    assert_eq!(tag["historize"], json!(historize), "{tag}");
+}
+
+#[test]
+fn a_tag_that_is_not_historized_has_no_history() {
+    let server = Server::start();
+    plant(&server);
+    let flow = "plant/line1/flow";
+    let tag = server.create_tag(DOMAIN, flow, true);
+    let id = tag["id"].as_str().unwrap();
+    let mut mqtt = server.mqtt_admin(Proto::V5, Via::Tcp, "unhistorized-feed");
+    publish_points(&mut mqtt, flow, &[(0, 1.0), (1_000, 2.0)]);
+    let window = json!({"topic": flow, "start_time": iso(T0), "range": "1m"});
+    query_n(&server, &window, 2);
+    let last = json!({"topic": flow, "limit": 10});
+    let newest = json_ok(patch(&server, "/svc/historian/last", &last), StatusCode::OK);
+    assert_eq!(newest.as_array().map(Vec::len), Some(2), "{newest}");
+
+    // Historize switched off: the stored values are no longer this tag's history.
+    set_historize(&server, id, false);
+    assert_eq!(query(&server, &window), json!([]));
+    let bucketed = json!({"topic": flow, "start_time": iso(T0), "range": "1m",
+                          "bucket": "10s", "aggregation": "count"});
+    assert_eq!(query(&server, &bucketed), json!([]));
+    assert_eq!(
+        json_ok(patch(&server, "/svc/historian/last", &last), StatusCode::OK),
+        json!([])
+    );
+    // The request is still checked.
+    let bad = json!({"topic": flow, "start_time": iso(T0), "range": "10x"});
+    assert_error(
+        patch(&server, "/svc/historian", &bad),
+        StatusCode::BAD_REQUEST,
+        &["range"],
+    );
+    // A topic that is not a tag of the domain stays 404, even one another domain owns.
+    server.create_domain("other");
+    server.create_tag("domains:other", "other/line/flow", true);
+    for topic in ["plant/none", "other/line/flow"] {
+        let body = json!({"topic": topic, "start_time": iso(T0), "range": "1m"});
+        assert_error(
+            patch(&server, "/svc/historian", &body),
+            StatusCode::NOT_FOUND,
+            &[topic],
+        );
+        assert_error(
+            patch(&server, "/svc/historian/last", &json!({ "topic": topic })),
+            StatusCode::NOT_FOUND,
+            &[topic],
+        );
+    }
+
+    // Switched back on, the kept values are its history again.
+    set_historize(&server, id, true);
+    query_n(&server, &window, 2);
+}
+
 fn export(server: &Server, body: &Value) -> Vec<Vec<String>> {
     let resp = server
         .admin_in(DOMAIN, Method::POST, "/svc/historian/export")

@@ -29,12 +29,21 @@ pub struct ExportRequest {
     pub mapping: Option<HashMap<String, String>>,
 }
 
-/// A validated export: `start_ms <= ts < end_ms`, columns as (topic, header name).
+/// One CSV column: the topic it reads and its header name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportColumn {
+    pub topic: String,
+    pub name: String,
+    /// False for a tag that does not historize: its column stays empty (the server decides).
+    pub historized: bool,
+}
+
+/// A validated export: `start_ms <= ts < end_ms`, one column per topic in request order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportPlan {
     pub start_ms: i64,
     pub end_ms: i64,
-    pub columns: Vec<(String, String)>,
+    pub columns: Vec<ExportColumn>,
     /// Sample rate in milliseconds and its aggregation (default mean).
     pub bucket: Option<(i64, Aggregation)>,
 }
@@ -87,7 +96,11 @@ pub fn resolve_export(req: &ExportRequest) -> Result<ExportPlan, String> {
                 .and_then(|m| m.get(topic))
                 .filter(|n| !n.trim().is_empty())
                 .unwrap_or(topic);
-            (topic.clone(), name.clone())
+            ExportColumn {
+                topic: topic.clone(),
+                name: name.clone(),
+                historized: true,
+            }
         })
         .collect();
     Ok(ExportPlan {
@@ -101,14 +114,16 @@ pub fn resolve_export(req: &ExportRequest) -> Result<ExportPlan, String> {
 /// Reads every column of the plan from the store and writes the gzipped CSV.
 pub fn export_csv_gz(store: &Store, domain: &str, plan: &ExportPlan) -> StoreResult<Vec<u8>> {
     let mut columns = Vec::with_capacity(plan.columns.len());
-    for (topic, name) in &plan.columns {
+    for column in &plan.columns {
+        let topic = column.topic.as_str();
         let points = match plan.bucket {
+            _ if !column.historized => Vec::new(),
             None => store.history_range(domain, topic, plan.start_ms, plan.end_ms, None)?,
             Some((bucket_ms, agg)) => {
                 store.history_buckets(domain, topic, plan.start_ms, plan.end_ms, bucket_ms, agg)?
             }
         };
-        columns.push((name.clone(), points));
+        columns.push((column.name.clone(), points));
     }
     write_csv_gz(&columns)
         .map_err(|e| StoreError::Internal(format!("cannot write the CSV export: {e}")))
@@ -179,11 +194,16 @@ mod tests {
         let plan = resolve_export(&request(body)).unwrap();
         assert_eq!(plan.start_ms, 1_767_225_600_000);
         assert_eq!(plan.end_ms, 1_767_225_600_000 + 3_600_000);
+        let columns: Vec<(&str, &str, bool)> = plan
+            .columns
+            .iter()
+            .map(|c| (c.topic.as_str(), c.name.as_str(), c.historized))
+            .collect();
         assert_eq!(
-            plan.columns,
-            vec![
-                ("a/temp".to_string(), "Temperature".to_string()),
-                ("a/state".to_string(), "a/state".to_string())
+            columns,
+            [
+                ("a/temp", "Temperature", true),
+                ("a/state", "a/state", true)
             ]
         );
         assert_eq!(plan.bucket, Some((300_000, Aggregation::Mean)));

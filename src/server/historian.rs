@@ -32,16 +32,16 @@ async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<V
     Ok(Json(state.tags.paths(&caller.domain, true)))
 }
 
-/// Fails with 404 unless the topic is a tag of the caller's domain.
-fn require_tag(state: &AppState, caller: &Caller, topic: &str) -> ApiResult<()> {
-    if state.tags.is_owner(topic, &caller.domain) {
-        Ok(())
-    } else {
-        Err(ApiError::not_found(format!(
+/// Fails with 404 unless the topic is a tag of the caller's domain; else tells whether the tag
+/// is historized. A tag that is not has an empty history, even if values were stored while it
+/// was: the SDK reads "not historized" as "no history".
+fn require_tag(state: &AppState, caller: &Caller, topic: &str) -> ApiResult<bool> {
+    state.tags.historizes(topic, &caller.domain).ok_or_else(|| {
+        ApiError::not_found(format!(
             "`{topic}` is not a tag of domain `{}`",
             caller.domain
-        )))
-    }
+        ))
+    })
 }
 
 /// Waits until every acknowledged value is readable from its series.
@@ -63,8 +63,11 @@ async fn query(
     JsonBody(request): JsonBody<QueryRequest>,
 ) -> ApiResult<Json<Value>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
-    require_tag(&state, &caller, &request.topic)?;
+    let historized = require_tag(&state, &caller, &request.topic)?;
     let window = resolve_window(&request, now_ms()).map_err(ApiError::bad_request)?;
+    if !historized {
+        return Ok(Json(Value::Array(Vec::new())));
+    }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
     let points = state
@@ -86,8 +89,11 @@ async fn last(
     JsonBody(request): JsonBody<LastRequest>,
 ) -> ApiResult<Json<Value>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
-    require_tag(&state, &caller, &request.topic)?;
+    let historized = require_tag(&state, &caller, &request.topic)?;
     let limit = resolve_last_limit(request.limit).map_err(ApiError::bad_request)?;
+    if !historized {
+        return Ok(Json(Value::Array(Vec::new())));
+    }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
     let points = state
@@ -103,10 +109,15 @@ async fn export(
     JsonBody(request): JsonBody<ExportRequest>,
 ) -> ApiResult<Response> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
-    for topic in &request.topics {
-        require_tag(&state, &caller, topic)?;
+    let historized = request
+        .topics
+        .iter()
+        .map(|topic| require_tag(&state, &caller, topic))
+        .collect::<ApiResult<Vec<bool>>>()?;
+    let mut plan = resolve_export(&request).map_err(ApiError::bad_request)?;
+    for (column, historized) in plan.columns.iter_mut().zip(historized) {
+        column.historized = historized;
     }
-    let plan = resolve_export(&request).map_err(ApiError::bad_request)?;
     settled(&state).await?;
     let domain = caller.domain.clone();
     let gz = state
