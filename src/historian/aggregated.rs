@@ -191,6 +191,13 @@ mod tests {
     }
 
     #[test]
+    fn mapping_names_columns() {
+        let p = plan(json!({"mapping": {"a/temp": "Temperature", "a/state": " ", "x": "y"}}));
+        let names: Vec<&str> = p.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["Temperature", "a/state"]);
+    }
+
+    #[test]
     fn day_buckets_start_at_local_midnight() {
         let p = plan(json!({"sampleRate": "1_d", "aggregation": "sum",
                             "timezone": "Europe/Berlin"}));

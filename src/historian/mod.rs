@@ -20,8 +20,6 @@ mod store_tests;
 // wired into the server by the broker step
 #[allow(unused_imports)]
 pub use crate::store::{HistoryPoint, HistoryWrite};
-// wired into the server by the broker step
-#[allow(unused_imports)]
 pub use aggregated::{resolve_aggregated_export, AggregatedExportRequest};
 // wired into the server by the broker step
 #[allow(unused_imports)]

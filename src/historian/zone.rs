@@ -171,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn a_day_whose_midnight_is_skipped_starts_at_the_jump() {
+    fn a_day_whose_midnight_is_skipped_or_doubled() {
         // Havana springs forward at midnight: 2026-03-08 00:00 CST becomes 01:00 CDT.
         let havana = parse_zone(Some("America/Havana")).unwrap();
         let date = NaiveDate::from_ymd_opt(2026, 3, 8).unwrap();
@@ -182,6 +182,13 @@ mod tests {
         assert_eq!(
             format_in_zone(ms("2026-03-08T05:00:00Z"), havana),
             "2026-03-08T01:00:00.000-04:00"
+        );
+        // It falls back at 01:00 CDT to 00:00 CST on 2026-11-01: midnight happens twice and
+        // the day starts at the first.
+        let date = NaiveDate::from_ymd_opt(2026, 11, 1).unwrap();
+        assert_eq!(
+            day_start(havana, date),
+            Some(ms("2026-11-01T00:00:00-04:00"))
         );
     }
 
