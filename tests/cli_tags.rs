@@ -1,6 +1,6 @@
 //! CLI end to end: tags list/create/publish, `tags watch` seeing what `tags publish` sends
 //! (over MQTT), and the historian subcommands (list, query raw and aggregated with absolute
-//! and relative times, last-N, gzipped CSV export).
+//! and relative times, last-N, gzipped CSV export, also in a time zone with day buckets).
 
 mod cli_support;
 mod common;
@@ -268,4 +268,102 @@ fn historian_subcommands() {
         "forever",
     ]);
     assert!(run.expect_code(1, "bad range").stderr.contains("400"));
+}
+
+/// The CSV rows (header first) of a gzipped export file.
+fn gz_csv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn historian_export_in_a_time_zone() {
+    let (_server, cli) = acme();
+    let temp = "acme/line1/temp";
+    let speed = "acme/line1/speed";
+    cli.ok(&["tags", "create", temp, "--historize"]);
+    cli.ok(&["tags", "create", speed, "--historize"]);
+    // Around Berlin's spring-forward on 2026-03-29: that local day has 23 hours.
+    for (topic, ts, v) in [
+        (temp, "2026-03-28T10:00:00Z", 1),
+        (temp, "2026-03-28T23:30:00Z", 4), // 00:30 on the 29th in Berlin
+        (temp, "2026-03-29T21:30:00Z", 16), // 23:30 on the 29th
+        (temp, "2026-03-29T22:30:00Z", 32), // 00:30 on the 30th
+        (speed, "2026-03-29T01:30:00Z", 100),
+    ] {
+        let payload = json!({"value": v, "timestamp": ts}).to_string();
+        cli.ok(&["tags", "publish", topic, &payload]);
+    }
+    let file = cli.home().join("daily.csv.gz");
+    let out = file.display().to_string();
+    let window = [
+        "--start",
+        "2026-03-28T00:00:00+01:00",
+        "--end",
+        "2026-03-31T00:00:00+02:00",
+    ];
+    let export = |extra: &[&str]| {
+        let mut args = vec!["historian", "export", temp, speed];
+        args.extend(window);
+        args.extend(extra);
+        args.extend(["-o", &out]);
+        cli.ok(&args);
+        gz_csv_rows(&file)
+    };
+    let rows = |rows: &[&[&str]]| -> Vec<Vec<String>> {
+        rows.iter()
+            .map(|r| r.iter().map(|c| c.to_string()).collect())
+            .collect()
+    };
+
+    let got = export(&[
+        "--timezone",
+        "Europe/Berlin",
+        "--sample-rate",
+        "1_d",
+        "--agg",
+        "sum",
+        "--map",
+        "acme/line1/temp=Temperature",
+    ]);
+    let want = rows(&[
+        &["Timestamp", "Temperature", speed],
+        &["2026-03-28T00:00:00.000+01:00", "1", ""],
+        &["2026-03-29T00:00:00.000+01:00", "20", "100"],
+        &["2026-03-30T00:00:00.000+02:00", "32", ""],
+    ]);
+    assert_eq!(got, want);
+    // A sample rate alone gives means; `--tz` is short for `--timezone`.
+    let got = export(&["--tz", "Europe/Berlin", "--sample-rate", "1d"]);
+    let means: Vec<&str> = got[1..].iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(means, ["1", "10", "32"]);
+    // Raw values in New York (already on daylight time, -04:00) and in UTC (the default).
+    let got = export(&["--timezone", "America/New_York"]);
+    assert_eq!(got[1], ["2026-03-28T06:00:00.000-04:00", "1", ""]);
+    assert_eq!(got.len(), 6, "{got:?}");
+    let got = export(&[]);
+    assert_eq!(got[1], ["2026-03-28T10:00:00.000Z", "1", ""]);
+
+    // The server refuses an unknown zone (400, exit 1); a bad --map is a usage error (exit 2).
+    let mut args = vec!["historian", "export", temp];
+    args.extend(window);
+    args.extend(["--timezone", "Mars/Base", "-o", &out]);
+    let run = cli.run(&args).expect_code(1, "unknown zone");
+    assert!(
+        run.stderr.contains("400") && run.stderr.contains("timezone"),
+        "{}",
+        run.stderr
+    );
+    let mut args = vec!["historian", "export", temp];
+    args.extend(window);
+    args.extend(["--map", "Temperature", "-o", &out]);
+    cli.run(&args).expect_code(2, "bad --map");
 }

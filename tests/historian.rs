@@ -1,9 +1,10 @@
 //! Historian (SPEC 7): values published over MQTT on a historized tag come back from
 //! `PATCH /svc/historian` in time order with their timestamps (payload `timestamp` as RFC 3339 or
 //! epoch ms, else the receive time); bad windows are 400 text; buckets with every aggregation
-//! match values computed here; `PATCH /svc/historian/last` is newest first;
-//! `POST /svc/historian/export` is a gzipped CSV; `GET /svc/historian/list`; and QoS 1 values
-//! acknowledged just before SIGTERM survive a restart (the server exits 0).
+//! match values computed here; `PATCH /svc/historian/last` is newest first; a tag that is not
+//! historized has an empty history; `GET /svc/historian/list`; and QoS 1 values acknowledged
+//! just before SIGTERM survive a restart (the server exits 0). The CSV exports are tested in
+//! `historian_export.rs`.
 
 mod common;
 
@@ -11,7 +12,6 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use std::io::Read;
 use std::time::Duration;
 
 const DOMAIN: &str = "domains:plant";
@@ -403,126 +403,69 @@ fn last_is_newest_first() {
     assert_error(resp, StatusCode::NOT_FOUND, &[]);
 }
 
-fn export(server: &Server, body: &Value) -> Vec<Vec<String>> {
+/// Sets `historize` of the tag record `id` (as admin in the plant domain).
+fn set_historize(server: &Server, id: &str, historize: bool) {
     let resp = server
-        .admin_in(DOMAIN, Method::POST, "/svc/historian/export")
-        .json(body)
+        .admin_in(DOMAIN, Method::PUT, &rec_path(id))
+        .json(&json!({ "historize": historize }))
         .send()
         .unwrap();
-    let status = resp.status();
-    let bytes = resp.bytes().unwrap();
-    assert_eq!(
-        status,
-        StatusCode::OK,
-        "export failed: {}",
-        String::from_utf8_lossy(&bytes)
-    );
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(&bytes[..])
-        .read_to_string(&mut text)
-        .expect("export is gzip");
-    csv::ReaderBuilder::new()
-        .has_headers(false)
-        .from_reader(text.as_bytes())
-        .records()
-        .map(|r| {
-            r.expect("CSV row")
-                .iter()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    let tag = json_ok(resp, StatusCode::OK);
+    assert_eq!(tag["historize"], json!(historize), "{tag}");
 }
 
 #[test]
-fn export_is_a_gzipped_csv() {
+fn a_tag_that_is_not_historized_has_no_history() {
     let server = Server::start();
     plant(&server);
-    let mut mqtt = server.mqtt_admin(Proto::V3, Via::Tcp, "export-feed");
-    publish_points(&mut mqtt, TEMP, &[(0, 1.5), (1_000, 2.0), (3_000, 4.0)]);
-    publish_points(&mut mqtt, SPEED, &[(1_000, 100.0), (2_000, 120.0)]);
-    query_n(
-        &server,
-        &json!({"topic": SPEED, "start_time": iso(T0), "range": "1m"}),
-        2,
-    );
-    query_n(
-        &server,
-        &json!({"topic": TEMP, "start_time": iso(T0), "range": "1m"}),
-        3,
-    );
+    let flow = "plant/line1/flow";
+    let tag = server.create_tag(DOMAIN, flow, true);
+    let id = tag["id"].as_str().unwrap();
+    let mut mqtt = server.mqtt_admin(Proto::V5, Via::Tcp, "unhistorized-feed");
+    publish_points(&mut mqtt, flow, &[(0, 1.0), (1_000, 2.0)]);
+    let window = json!({"topic": flow, "start_time": iso(T0), "range": "1m"});
+    query_n(&server, &window, 2);
+    let last = json!({"topic": flow, "limit": 10});
+    let newest = json_ok(patch(&server, "/svc/historian/last", &last), StatusCode::OK);
+    assert_eq!(newest.as_array().map(Vec::len), Some(2), "{newest}");
 
-    let rows = export(
-        &server,
-        &json!({"topics": [TEMP], "startDate": iso(T0), "endDate": iso(T0 + 60_000)}),
-    );
-    let want: Vec<Vec<String>> = [
-        ["Timestamp", TEMP],
-        [&iso(T0), "1.5"],
-        [&iso(T0 + 1_000), "2"],
-        [&iso(T0 + 3_000), "4"],
-    ]
-    .iter()
-    .map(|r| r.iter().map(|s| s.to_string()).collect())
-    .collect();
-    let normalized: Vec<Vec<String>> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            r.iter()
-                .enumerate()
-                .map(|(j, c)| match (i, j, c.parse::<f64>()) {
-                    (i, j, Ok(x)) if i > 0 && j > 0 => format!("{x}"),
-                    _ => c.clone(),
-                })
-                .collect()
-        })
-        .collect();
-    assert_eq!(normalized, want, "single-topic export: {rows:?}");
-
-    // Two topics, one renamed, merged on time with empty cells.
-    let rows = export(
-        &server,
-        &json!({"topics": [TEMP, SPEED], "startDate": iso(T0), "endDate": iso(T0 + 60_000),
-                "mapping": {SPEED: "Speed"}}),
-    );
-    assert_eq!(rows[0], ["Timestamp", TEMP, "Speed"]);
-    let body: Vec<(String, Option<f64>, Option<f64>)> = rows[1..]
-        .iter()
-        .map(|r| {
-            assert_eq!(r.len(), 3, "{r:?}");
-            (r[0].clone(), r[1].parse().ok(), r[2].parse().ok())
-        })
-        .collect();
+    // Historize switched off: the stored values are no longer this tag's history.
+    set_historize(&server, id, false);
+    assert_eq!(query(&server, &window), json!([]));
+    let bucketed = json!({"topic": flow, "start_time": iso(T0), "range": "1m",
+                          "bucket": "10s", "aggregation": "count"});
+    assert_eq!(query(&server, &bucketed), json!([]));
     assert_eq!(
-        body,
-        [
-            (iso(T0), Some(1.5), None),
-            (iso(T0 + 1_000), Some(2.0), Some(100.0)),
-            (iso(T0 + 2_000), None, Some(120.0)),
-            (iso(T0 + 3_000), Some(4.0), None),
-        ]
+        json_ok(patch(&server, "/svc/historian/last", &last), StatusCode::OK),
+        json!([])
     );
-
-    // Resampled: 2 s buckets, max.
-    let rows = export(
-        &server,
-        &json!({"topics": [TEMP], "startDate": iso(T0), "endDate": iso(T0 + 4_000),
-                "sampleRate": "2s", "aggregation": "max"}),
+    // The request is still checked.
+    let bad = json!({"topic": flow, "start_time": iso(T0), "range": "10x"});
+    assert_error(
+        patch(&server, "/svc/historian", &bad),
+        StatusCode::BAD_REQUEST,
+        &["range"],
     );
-    let body: Vec<(String, f64)> = rows[1..]
-        .iter()
-        .map(|r| (r[0].clone(), r[1].parse().unwrap()))
-        .collect();
-    assert_eq!(body, [(iso(T0), 2.0), (iso(T0 + 2_000), 4.0)]);
+    // A topic that is not a tag of the domain stays 404, even one another domain owns.
+    server.create_domain("other");
+    server.create_tag("domains:other", "other/line/flow", true);
+    for topic in ["plant/none", "other/line/flow"] {
+        let body = json!({"topic": topic, "start_time": iso(T0), "range": "1m"});
+        assert_error(
+            patch(&server, "/svc/historian", &body),
+            StatusCode::NOT_FOUND,
+            &[topic],
+        );
+        assert_error(
+            patch(&server, "/svc/historian/last", &json!({ "topic": topic })),
+            StatusCode::NOT_FOUND,
+            &[topic],
+        );
+    }
 
-    // Bad dates are 400; another domain's topic is 404.
-    let resp = server
-        .admin_in(DOMAIN, Method::POST, "/svc/historian/export")
-        .json(&json!({"topics": [TEMP], "startDate": "then", "endDate": iso(T0)}))
-        .send()
-        .unwrap();
-    assert_error(resp, StatusCode::BAD_REQUEST, &["startDate"]);
+    // Switched back on, the kept values are its history again.
+    set_historize(&server, id, true);
+    query_n(&server, &window, 2);
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! `svc historian list|query|query-sql|last|export`: the historian routes, with times given as RFC 3339,
-//! `now`, or relative to now (`-1h`, `-1h30m`).
+//! `svc historian list|query|query-sql|last|export`: the historian routes, with times given as
+//! RFC 3339, `now`, or relative to now (`-1h`, `-1h30m`). `export` uses the SDK's aggregated
+//! export, so it can write its timestamps and day buckets in a time zone.
 
 use super::client::Client;
 use super::error::{CliError, CliResult};
@@ -10,7 +11,9 @@ use crate::model::{HistorianExportRequest, HistorianLastRequest, HistorianPoint,
 use crate::time::{format_rfc3339, parse_rfc3339};
 use chrono::{DateTime, Utc};
 use reqwest::Method;
+use serde::Serialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::io::Write;
 
 /// RFC 3339 (normalized to UTC), `now`, or `-<duration>` before `now`.
@@ -35,6 +38,18 @@ pub fn parse_time(text: &str, now: DateTime<Utc>) -> CliResult<String> {
     parse_rfc3339(text)
         .map(format_rfc3339)
         .ok_or_else(|| bad("not a timestamp".into()))
+}
+
+/// Body of `POST /svc/historian/export/aggregated` (the SDK's export, which the CLI uses):
+/// the plain export's members plus a time zone and column names.
+#[derive(Serialize)]
+struct AggregatedExport {
+    #[serde(flatten)]
+    export: HistorianExportRequest,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timezone: Option<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    mapping: BTreeMap<String, String>,
 }
 
 pub fn run(client: &Client, format: OutputFormat, command: HistorianCommand) -> CliResult<()> {
@@ -86,20 +101,28 @@ pub fn run(client: &Client, format: OutputFormat, command: HistorianCommand) -> 
             topics,
             start,
             end,
+            timezone,
             sample_rate,
             agg,
+            mapping,
             out: file,
         } => {
-            let req = HistorianExportRequest {
-                topics,
-                start_date: parse_time(&start, now)?,
-                end_date: parse_time(&end, now)?,
-                sample_rate,
-                aggregation: agg,
+            // With a sample rate and no --agg the buckets hold means, as they did before.
+            let aggregation = agg.or_else(|| sample_rate.as_ref().map(|_| "mean".to_string()));
+            let req = AggregatedExport {
+                export: HistorianExportRequest {
+                    topics,
+                    start_date: parse_time(&start, now)?,
+                    end_date: parse_time(&end, now)?,
+                    sample_rate,
+                    aggregation,
+                },
+                timezone,
+                mapping: mapping.into_iter().collect(),
             };
             let resp = client.send(
                 client
-                    .request(Method::POST, "/svc/historian/export")
+                    .request(Method::POST, "/svc/historian/export/aggregated")
                     .json(&req),
             )?;
             let bytes = resp

@@ -59,6 +59,17 @@ pub struct GlobalArgs {
     pub output: Option<OutputFormat>,
 }
 
+/// `TOPIC=NAME` of `historian export --map`: both sides non-empty, split at the last `=`
+/// (topics may hold `=`, column names rarely do).
+fn topic_mapping(text: &str) -> Result<(String, String), String> {
+    match text.rsplit_once('=') {
+        Some((topic, name)) if !topic.is_empty() && !name.is_empty() => {
+            Ok((topic.to_string(), name.to_string()))
+        }
+        _ => Err(format!("`{text}` is not TOPIC=NAME")),
+    }
+}
+
 /// Names, ids and topics given on the command line may not be empty.
 fn non_empty() -> clap::builder::NonEmptyStringValueParser {
     clap::builder::NonEmptyStringValueParser::new()
@@ -302,12 +313,21 @@ pub enum HistorianCommand {
         /// End: RFC 3339, `now`, or relative [default: now]
         #[arg(long, allow_hyphen_values = true, default_value = "now")]
         end: String,
-        /// Resample into buckets of this width, like `1m`
+        /// Time zone of the timestamps and of day buckets, an IANA name like `Europe/Berlin`
+        /// [default: UTC]
+        #[arg(long, alias = "tz")]
+        timezone: Option<String>,
+        /// Resample into buckets: `<n>_<unit>` or `<n><unit>` with units ms s m h d w, like
+        /// `15m` or `1_d` (days and weeks start at local midnight)
         #[arg(long)]
         sample_rate: Option<String>,
-        /// Aggregation per bucket: mean sum min max median count first last
+        /// Aggregation per bucket: mean sum min max median count first last, or none for raw
+        /// values [default: mean with --sample-rate]
         #[arg(long, alias = "aggregation")]
         agg: Option<String>,
+        /// Column name for a topic, as TOPIC=NAME (repeatable)
+        #[arg(long = "map", value_name = "TOPIC=NAME", value_parser = topic_mapping)]
+        mapping: Vec<(String, String)>,
         /// File to write (`-`: standard output)
         #[arg(short = 'o', long = "out", value_name = "FILE")]
         out: String,

@@ -1,13 +1,16 @@
-//! CSV export (`POST /svc/historian/export`): several topics over one window, raw or resampled
-//! into buckets, merged into one gzipped CSV with a `Timestamp` column (RFC 3339, UTC,
-//! milliseconds) and one column per topic (its name from `mapping`, else the topic). There is
+//! CSV export (`POST /svc/historian/export` and, through `aggregated.rs`, the SDK's
+//! `/export/aggregated`): several topics over one window, raw or resampled into buckets, merged
+//! into one gzipped CSV with a `Timestamp` column (RFC 3339 with milliseconds, UTC unless the
+//! plan names a zone) and one column per topic (its name from `mapping`, else the topic). There is
 //! one row per distinct timestamp; a cell is empty where the topic has no value at that time
 //! (or the value is null), numbers and bools are written plainly, strings raw, arrays and
 //! objects as JSON. When a topic holds several values at one timestamp its last one is used.
 
 use super::window::{check_bucket_count, parse_span, parse_time};
-use super::{format_ms, Aggregation, HistoryPoint};
+use super::zone::format_in_zone;
+use super::{Aggregation, HistoryPoint};
 use crate::store::{Store, StoreError, StoreResult};
+use chrono_tz::Tz;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde::Deserialize;
@@ -29,18 +32,46 @@ pub struct ExportRequest {
     pub mapping: Option<HashMap<String, String>>,
 }
 
-/// A validated export: `start_ms <= ts < end_ms`, columns as (topic, header name).
+/// One CSV column: the topic it reads and its header name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportColumn {
+    pub topic: String,
+    pub name: String,
+    /// False for a tag that does not historize: its column stays empty (the server decides).
+    pub historized: bool,
+}
+
+/// A validated export: `start_ms <= ts < end_ms`, one column per topic in request order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportPlan {
     pub start_ms: i64,
     pub end_ms: i64,
-    pub columns: Vec<(String, String)>,
-    /// Sample rate in milliseconds and its aggregation (default mean).
-    pub bucket: Option<(i64, Aggregation)>,
+    pub columns: Vec<ExportColumn>,
+    /// How values are resampled, if they are, and the aggregation of each bucket.
+    pub bucket: Option<(Buckets, Aggregation)>,
+    /// The zone the `Timestamp` column is written in.
+    pub zone: Tz,
 }
 
-/// Checks an export request; errors are short phrases naming the field (400).
-pub fn resolve_export(req: &ExportRequest) -> Result<ExportPlan, String> {
+/// Where the buckets of a resampled export start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Buckets {
+    /// This many milliseconds each, the first starting at the window start.
+    Every(i64),
+    /// Bucket `i` covers `[edges[i], edges[i + 1])` (within the window) and is stamped
+    /// `edges[i]`: the local midnights of day buckets, which are not all of one length.
+    Edges(Vec<i64>),
+}
+
+/// The parts every export shares, checked: the window and the columns.
+pub(super) struct Frame {
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub columns: Vec<ExportColumn>,
+}
+
+/// Checks the topics, the dates and the mapping of an export request.
+pub(super) fn resolve_frame(req: &ExportRequest) -> Result<Frame, String> {
     if req.topics.is_empty() {
         return Err("`topics` must name at least one topic".into());
     }
@@ -58,25 +89,6 @@ pub fn resolve_export(req: &ExportRequest) -> Result<ExportPlan, String> {
     if end_ms <= start_ms {
         return Err("`endDate` must be after `startDate`".into());
     }
-    let present = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_string)
-    };
-    let bucket = match (present(&req.sample_rate), present(&req.aggregation)) {
-        (None, None) => None,
-        (None, Some(_)) => return Err("`aggregation` needs `sampleRate`".into()),
-        (Some(rate), agg) => {
-            let bucket_ms = parse_span("sampleRate", &rate)?;
-            let agg = match agg {
-                Some(agg) => agg.parse()?,
-                None => Aggregation::Mean,
-            };
-            check_bucket_count("sampleRate", &rate, start_ms, end_ms, bucket_ms)?;
-            Some((bucket_ms, agg))
-        }
-    };
     let columns = req
         .topics
         .iter()
@@ -87,35 +99,76 @@ pub fn resolve_export(req: &ExportRequest) -> Result<ExportPlan, String> {
                 .and_then(|m| m.get(topic))
                 .filter(|n| !n.trim().is_empty())
                 .unwrap_or(topic);
-            (topic.clone(), name.clone())
+            ExportColumn {
+                topic: topic.clone(),
+                name: name.clone(),
+                historized: true,
+            }
         })
         .collect();
-    Ok(ExportPlan {
+    Ok(Frame {
         start_ms,
         end_ms,
         columns,
+    })
+}
+
+/// An optional member, with an empty string counted as absent.
+pub(super) fn present(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|t| !t.is_empty())
+}
+
+/// Checks a `POST /svc/historian/export` request; errors are short phrases naming the field
+/// (400). Its `sampleRate` is any duration, from the window start, and defaults to `mean`.
+pub fn resolve_export(req: &ExportRequest) -> Result<ExportPlan, String> {
+    let frame = resolve_frame(req)?;
+    let bucket = match (present(&req.sample_rate), present(&req.aggregation)) {
+        (None, None) => None,
+        (None, Some(_)) => return Err("`aggregation` needs `sampleRate`".into()),
+        (Some(rate), agg) => {
+            let bucket_ms = parse_span("sampleRate", rate)?;
+            let agg = match agg {
+                Some(agg) => agg.parse()?,
+                None => Aggregation::Mean,
+            };
+            check_bucket_count("sampleRate", rate, frame.start_ms, frame.end_ms, bucket_ms)?;
+            Some((Buckets::Every(bucket_ms), agg))
+        }
+    };
+    Ok(ExportPlan {
+        start_ms: frame.start_ms,
+        end_ms: frame.end_ms,
+        columns: frame.columns,
         bucket,
+        zone: Tz::UTC,
     })
 }
 
 /// Reads every column of the plan from the store and writes the gzipped CSV.
 pub fn export_csv_gz(store: &Store, domain: &str, plan: &ExportPlan) -> StoreResult<Vec<u8>> {
+    let (start, end) = (plan.start_ms, plan.end_ms);
     let mut columns = Vec::with_capacity(plan.columns.len());
-    for (topic, name) in &plan.columns {
-        let points = match plan.bucket {
-            None => store.history_range(domain, topic, plan.start_ms, plan.end_ms, None)?,
-            Some((bucket_ms, agg)) => {
-                store.history_buckets(domain, topic, plan.start_ms, plan.end_ms, bucket_ms, agg)?
+    for column in &plan.columns {
+        let topic = column.topic.as_str();
+        let points = match &plan.bucket {
+            _ if !column.historized => Vec::new(),
+            None => store.history_range(domain, topic, start, end, None)?,
+            Some((Buckets::Every(bucket_ms), agg)) => {
+                store.history_buckets(domain, topic, start, end, *bucket_ms, *agg)?
+            }
+            Some((Buckets::Edges(edges), agg)) => {
+                store.history_buckets_between(domain, topic, start, end, edges, *agg)?
             }
         };
-        columns.push((name.clone(), points));
+        columns.push((column.name.clone(), points));
     }
-    write_csv_gz(&columns)
+    write_csv_gz(&columns, plan.zone)
         .map_err(|e| StoreError::Internal(format!("cannot write the CSV export: {e}")))
 }
 
-/// Merges per-column point lists (each ascending by time) into a gzipped CSV.
-pub fn write_csv_gz(columns: &[(String, Vec<HistoryPoint>)]) -> io::Result<Vec<u8>> {
+/// Merges per-column point lists (each ascending by time) into a gzipped CSV whose timestamps
+/// are written in `zone`.
+pub fn write_csv_gz(columns: &[(String, Vec<HistoryPoint>)], zone: Tz) -> io::Result<Vec<u8>> {
     let mut csv = csv::Writer::from_writer(GzEncoder::new(Vec::new(), Compression::default()));
     let header = std::iter::once("Timestamp").chain(columns.iter().map(|(name, _)| name.as_str()));
     csv.write_record(header)?;
@@ -128,7 +181,7 @@ pub fn write_csv_gz(columns: &[(String, Vec<HistoryPoint>)]) -> io::Result<Vec<u
             .filter_map(|((_, points), &at)| points.get(at).map(|p| p.ts_ms))
             .min();
         let Some(ts) = next_ts else { break };
-        row[0] = format_ms(ts);
+        row[0] = format_in_zone(ts, zone);
         for (i, (_, points)) in columns.iter().enumerate() {
             let mut last = None;
             while let Some(p) = points.get(cursors[i]).filter(|p| p.ts_ms == ts) {
@@ -179,19 +232,30 @@ mod tests {
         let plan = resolve_export(&request(body)).unwrap();
         assert_eq!(plan.start_ms, 1_767_225_600_000);
         assert_eq!(plan.end_ms, 1_767_225_600_000 + 3_600_000);
+        let columns: Vec<(&str, &str, bool)> = plan
+            .columns
+            .iter()
+            .map(|c| (c.topic.as_str(), c.name.as_str(), c.historized))
+            .collect();
         assert_eq!(
-            plan.columns,
-            vec![
-                ("a/temp".to_string(), "Temperature".to_string()),
-                ("a/state".to_string(), "a/state".to_string())
+            columns,
+            [
+                ("a/temp", "Temperature", true),
+                ("a/state", "a/state", true)
             ]
         );
-        assert_eq!(plan.bucket, Some((300_000, Aggregation::Mean)));
+        assert_eq!(
+            plan.bucket,
+            Some((Buckets::Every(300_000), Aggregation::Mean))
+        );
         let mut body = base();
         body["sampleRate"] = json!("1_minute");
         body["aggregation"] = json!("max");
         let plan = resolve_export(&request(body)).unwrap();
-        assert_eq!(plan.bucket, Some((60_000, Aggregation::Max)));
+        assert_eq!(
+            plan.bucket,
+            Some((Buckets::Every(60_000), Aggregation::Max))
+        );
         assert_eq!(resolve_export(&request(base())).unwrap().bucket, None);
     }
 
@@ -286,7 +350,7 @@ mod tests {
             ),
             ("Empty".to_string(), vec![]),
         ];
-        let rows = read_gz_csv(&write_csv_gz(&columns).unwrap());
+        let rows = read_gz_csv(&write_csv_gz(&columns, Tz::UTC).unwrap());
         let expected: Vec<Vec<&str>> = vec![
             vec!["Timestamp", "Temp", "State", "Empty"],
             vec!["2026-01-01T00:00:00.000Z", "20.5", "", ""],
@@ -300,7 +364,7 @@ mod tests {
 
     #[test]
     fn header_only_when_nothing_stored() {
-        let rows = read_gz_csv(&write_csv_gz(&[("x".to_string(), vec![])]).unwrap());
+        let rows = read_gz_csv(&write_csv_gz(&[("x".to_string(), vec![])], Tz::UTC).unwrap());
         assert_eq!(rows, vec![vec!["Timestamp", "x"]]);
     }
 }

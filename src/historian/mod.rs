@@ -1,15 +1,18 @@
 //! The historian's rules without transport: how a query window is read from a request, how an
-//! MQTT payload becomes a (timestamp, value) point, the aggregations, and the CSV export. The SQL
-//! lives in `store::historian`; HTTP and MQTT wiring live in the server and broker modules.
+//! MQTT payload becomes a (timestamp, value) point, the aggregations, and the CSV exports (UTC,
+//! or in a time zone for the SDK's aggregated export). The SQL lives in `store::historian`; HTTP
+//! and MQTT wiring live in the server and broker modules.
 
 // wired into the server by the broker step
 #![allow(dead_code)]
 
+mod aggregated;
 mod export;
 mod journal;
 mod payload;
 mod window;
 pub mod writer;
+mod zone;
 
 #[cfg(test)]
 mod store_tests;
@@ -17,9 +20,12 @@ mod store_tests;
 // wired into the server by the broker step
 #[allow(unused_imports)]
 pub use crate::store::{HistoryPoint, HistoryWrite};
+pub use aggregated::{resolve_aggregated_export, AggregatedExportRequest};
 // wired into the server by the broker step
 #[allow(unused_imports)]
-pub use export::{export_csv_gz, resolve_export, write_csv_gz, ExportPlan, ExportRequest};
+pub use export::{
+    export_csv_gz, resolve_export, write_csv_gz, Buckets, ExportColumn, ExportPlan, ExportRequest,
+};
 // wired into the server by the broker step
 #[allow(unused_imports)]
 pub use payload::{decode_payload, point_from_payload};

@@ -431,7 +431,7 @@ fn export_from_the_store() {
     );
 
     let sampled = ExportPlan {
-        bucket: Some((60_000, Aggregation::Mean)),
+        bucket: Some((Buckets::Every(60_000), Aggregation::Mean)),
         ..plan.clone()
     };
     let rows = read_gz_csv(&export_csv_gz(&store, "d", &sampled).unwrap());
@@ -444,9 +444,80 @@ fn export_from_the_store() {
         ]
     );
     let last = ExportPlan {
-        bucket: Some((60_000, Aggregation::Last)),
+        bucket: Some((Buckets::Every(60_000), Aggregation::Last)),
         ..plan
     };
     let rows = read_gz_csv(&export_csv_gz(&store, "d", &last).unwrap());
     assert_eq!(rows[1], vec!["2026-01-01T00:00:00.000Z", "20", "run"]);
+}
+
+#[test]
+fn buckets_between_edges_of_unequal_length() {
+    let (_dir, store) = store();
+    let hour = 3_600_000;
+    store
+        .append_history(&[
+            w("d", "t", T0 - 1, json!(1000)), // before the window
+            w("d", "t", T0 + hour, json!(1)),
+            w("d", "t", T0 + 23 * hour - 1, json!(2)),
+            w("d", "t", T0 + 23 * hour, json!(4)),
+            w("d", "t", T0 + 30 * hour, json!(8)),
+            w("d", "t", T0 + 48 * hour, json!(16)), // at the window end
+        ])
+        .unwrap();
+    // A 23-hour bucket, a 25-hour one, and one the window does not reach.
+    let edges = [T0 - hour, T0 + 23 * hour, T0 + 48 * hour, T0 + 72 * hour];
+    let between = |agg| {
+        store
+            .history_buckets_between("d", "t", T0, T0 + 48 * hour, &edges, agg)
+            .unwrap()
+    };
+    // Stamped with the edge even though the window starts an hour later.
+    assert_eq!(
+        between(Aggregation::Sum),
+        [p(T0 - hour, json!(3)), p(T0 + 23 * hour, json!(12))]
+    );
+    assert_eq!(
+        between(Aggregation::First),
+        [p(T0 - hour, json!(1)), p(T0 + 23 * hour, json!(4))]
+    );
+    assert_eq!(
+        between(Aggregation::Median),
+        [p(T0 - hour, json!(1.5)), p(T0 + 23 * hour, json!(6))]
+    );
+    let none = store
+        .history_buckets_between("d", "nope", T0, T0 + hour, &edges, Aggregation::Count)
+        .unwrap();
+    assert!(none.is_empty());
+}
+
+#[test]
+fn export_in_a_time_zone() {
+    let (_dir, store) = store();
+    // 2026-03-28T23:30:00Z is 00:30 in Berlin on the 29th, the day that has 23 hours.
+    let t = 1_774_740_600_000;
+    store
+        .append_history(&[
+            w("d", "a/temp", t, json!(4)),
+            w("d", "a/temp", t + 2 * 3_600_000, json!(8)),
+        ])
+        .unwrap();
+    let req: AggregatedExportRequest = serde_json::from_value(json!({
+        "topics": ["a/temp"],
+        "startDate": "2026-03-29T00:00:00+01:00",
+        "endDate": "2026-03-30T00:00:00+02:00",
+        "timezone": "Europe/Berlin",
+        "mapping": {"a/temp": "Temperature"},
+    }))
+    .unwrap();
+    let plan = resolve_aggregated_export(&req).unwrap();
+    let rows = read_gz_csv(&export_csv_gz(&store, "d", &plan).unwrap());
+    assert_eq!(
+        rows,
+        vec![
+            vec!["Timestamp", "Temperature"],
+            vec!["2026-03-29T00:30:00.000+01:00", "4"],
+            vec!["2026-03-29T03:30:00.000+02:00", "8"],
+        ]
+    );
 }

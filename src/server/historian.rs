@@ -1,13 +1,14 @@
 //! Historian routes: the domain's historized tags, window queries with optional buckets,
-//! last-N values, and gzipped CSV export. Only tags of the caller's domain can be read.
+//! last-N values, and gzipped CSV exports (UTC, and the SDK's aggregated one in a time zone).
+//! Only tags of the caller's domain can be read.
 
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
 use crate::historian::{
-    export_csv_gz, points_json, resolve_export, resolve_last_limit, resolve_window, run_query,
-    ExportRequest, QueryRequest,
+    export_csv_gz, points_json, resolve_aggregated_export, resolve_export, resolve_last_limit,
+    resolve_window, run_query, AggregatedExportRequest, ExportPlan, ExportRequest, QueryRequest,
 };
 use axum::extract::State;
 use axum::http::header;
@@ -25,6 +26,7 @@ pub fn routes() -> Router<AppState> {
         .route("/svc/historian", patch(query))
         .route("/svc/historian/last", patch(last))
         .route("/svc/historian/export", post(export))
+        .route("/svc/historian/export/aggregated", post(export_aggregated))
 }
 
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<String>>> {
@@ -32,16 +34,16 @@ async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<V
     Ok(Json(state.tags.paths(&caller.domain, true)))
 }
 
-/// Fails with 404 unless the topic is a tag of the caller's domain.
-fn require_tag(state: &AppState, caller: &Caller, topic: &str) -> ApiResult<()> {
-    if state.tags.is_owner(topic, &caller.domain) {
-        Ok(())
-    } else {
-        Err(ApiError::not_found(format!(
+/// Fails with 404 unless the topic is a tag of the caller's domain; else tells whether the tag
+/// is historized. A tag that is not has an empty history, even if values were stored while it
+/// was: the SDK reads "not historized" as "no history".
+fn require_tag(state: &AppState, caller: &Caller, topic: &str) -> ApiResult<bool> {
+    state.tags.historizes(topic, &caller.domain).ok_or_else(|| {
+        ApiError::not_found(format!(
             "`{topic}` is not a tag of domain `{}`",
             caller.domain
-        )))
-    }
+        ))
+    })
 }
 
 /// Waits until every acknowledged value is readable from its series.
@@ -63,8 +65,11 @@ async fn query(
     JsonBody(request): JsonBody<QueryRequest>,
 ) -> ApiResult<Json<Value>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
-    require_tag(&state, &caller, &request.topic)?;
+    let historized = require_tag(&state, &caller, &request.topic)?;
     let window = resolve_window(&request, now_ms()).map_err(ApiError::bad_request)?;
+    if !historized {
+        return Ok(Json(Value::Array(Vec::new())));
+    }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
     let points = state
@@ -86,8 +91,11 @@ async fn last(
     JsonBody(request): JsonBody<LastRequest>,
 ) -> ApiResult<Json<Value>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
-    require_tag(&state, &caller, &request.topic)?;
+    let historized = require_tag(&state, &caller, &request.topic)?;
     let limit = resolve_last_limit(request.limit).map_err(ApiError::bad_request)?;
+    if !historized {
+        return Ok(Json(Value::Array(Vec::new())));
+    }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
     let points = state
@@ -102,12 +110,42 @@ async fn export(
     caller: Caller,
     JsonBody(request): JsonBody<ExportRequest>,
 ) -> ApiResult<Response> {
-    caller.require(&state, FEATURE, "*", Access::Read).await?;
-    for topic in &request.topics {
-        require_tag(&state, &caller, topic)?;
+    export_with(&state, &caller, &request.topics, || {
+        resolve_export(&request)
+    })
+    .await
+}
+
+/// The SDK's export: timestamps in a time zone, day buckets from its local midnights.
+async fn export_aggregated(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(request): JsonBody<AggregatedExportRequest>,
+) -> ApiResult<Response> {
+    export_with(&state, &caller, &request.export.topics, || {
+        resolve_aggregated_export(&request)
+    })
+    .await
+}
+
+/// Both exports: historian read, every topic a tag of the domain (404), the request checked
+/// by `resolve` (400), then the gzipped CSV of the settled history.
+async fn export_with(
+    state: &AppState,
+    caller: &Caller,
+    topics: &[String],
+    resolve: impl FnOnce() -> Result<ExportPlan, String>,
+) -> ApiResult<Response> {
+    caller.require(state, FEATURE, "*", Access::Read).await?;
+    let historized = topics
+        .iter()
+        .map(|topic| require_tag(state, caller, topic))
+        .collect::<ApiResult<Vec<bool>>>()?;
+    let mut plan = resolve().map_err(ApiError::bad_request)?;
+    for (column, historized) in plan.columns.iter_mut().zip(historized) {
+        column.historized = historized;
     }
-    let plan = resolve_export(&request).map_err(ApiError::bad_request)?;
-    settled(&state).await?;
+    settled(state).await?;
     let domain = caller.domain.clone();
     let gz = state
         .store

@@ -158,6 +158,15 @@ impl TagRegistry {
             .is_ok_and(|index| index.is_owner(topic, domain))
     }
 
+    /// `None` when `domain` does not own `topic`, else whether it historizes it.
+    pub fn historizes(&self, topic: &str, domain: &str) -> Option<bool> {
+        let index = self.index.read().ok()?;
+        index
+            .owner(topic)
+            .filter(|o| &*o.domain == domain)
+            .map(|o| o.historize)
+    }
+
     /// The paths a domain owns, sorted; only the historized ones when asked.
     pub fn paths(&self, domain: &str, historized_only: bool) -> Vec<String> {
         let Ok(index) = self.index.read() else {
@@ -294,6 +303,9 @@ mod tests {
         assert_eq!(owner_of(&registry, "x/1").as_deref(), Some("b"));
         assert!(!registry.owner("x/1").is_some_and(|o| o.historize));
         assert!(registry.is_owner("x/1", "b") && !registry.is_owner("x/1", "a"));
+        assert_eq!(registry.historizes("x/1", "b"), Some(false));
+        assert_eq!(registry.historizes("x/1", "a"), None);
+        assert_eq!(registry.historizes("nope", "a"), None);
         assert_eq!(registry.paths("a", false), ["x/2"]);
         assert!(registry.paths("a", true).is_empty());
         assert_eq!(
@@ -304,6 +316,7 @@ mod tests {
         registry.replace_domain("b", vec![]);
         assert_eq!(owner_of(&registry, "x/1").as_deref(), Some("a"));
         assert_eq!(registry.paths("a", true), ["x/1"]);
+        assert_eq!(registry.historizes("x/1", "a"), Some(true));
         assert!(registry.owner("nope").is_none());
     }
 

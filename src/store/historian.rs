@@ -241,33 +241,39 @@ impl Store {
         let Some(series) = series_id(&conn, domain, topic)? else {
             return Ok(Vec::new());
         };
-        let sql_agg = match agg {
-            Aggregation::Mean => "avg(num)",
-            Aggregation::Sum => "sum(num)",
-            Aggregation::Min => "min(num)",
-            Aggregation::Max => "max(num)",
-            Aggregation::Count => "count(*)",
-            Aggregation::Median | Aggregation::First | Aggregation::Last => {
-                return stream_buckets(&conn, series, start_ms, end_ms, bucket_ms, agg);
-            }
+        fixed_buckets(&conn, series, start_ms, end_ms, bucket_ms, agg)
+    }
+
+    /// One point per non-empty bucket between consecutive `edges` (ascending): bucket `i`
+    /// covers `[edges[i], edges[i + 1])` cut to the window `start_ms..end_ms` and is stamped
+    /// `edges[i]`, even when the window starts later. For buckets of unequal length, such as
+    /// local days across a DST change. Aggregates as in [`Store::history_buckets`].
+    pub fn history_buckets_between(
+        &self,
+        domain: &str,
+        topic: &str,
+        start_ms: i64,
+        end_ms: i64,
+        edges: &[i64],
+        agg: Aggregation,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        let conn = self.conn()?;
+        let Some(series) = series_id(&conn, domain, topic)? else {
+            return Ok(Vec::new());
         };
-        let sql = format!(
-            "SELECT (ts - ?2) / ?4 AS k, {sql_agg} FROM hist_points \
-             WHERE series = ?1 AND ts >= ?2 AND ts < ?3 GROUP BY k ORDER BY k"
-        );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let mut rows = stmt.query(params![series, start_ms, end_ms, bucket_ms])?;
         let mut points = Vec::new();
-        while let Some(row) = rows.next()? {
-            let k: i64 = row.get(0)?;
-            let value = match agg {
-                Aggregation::Count => Value::from(row.get::<_, i64>(1)?),
-                _ => number_json(row.get::<_, Option<f64>>(1)?),
-            };
-            points.push(HistoryPoint {
-                ts_ms: start_ms + k * bucket_ms,
-                value,
-            });
+        for pair in edges.windows(2) {
+            let (lo, hi) = (pair[0].max(start_ms), pair[1].min(end_ms));
+            if lo >= hi {
+                continue;
+            }
+            // The cut bucket as one fixed bucket: at most one point, restamped.
+            for point in fixed_buckets(&conn, series, lo, hi, hi - lo, agg)? {
+                points.push(HistoryPoint {
+                    ts_ms: pair[0],
+                    ..point
+                });
+            }
         }
         Ok(points)
     }
@@ -308,6 +314,47 @@ fn series_id(conn: &rusqlite::Connection, domain: &str, topic: &str) -> StoreRes
         .prepare_cached("SELECT id FROM hist_series WHERE domain = ?1 AND topic = ?2")?
         .query_row(params![domain, topic], |r| r.get(0))
         .optional()?)
+}
+
+/// Buckets of `bucket_ms` aligned to `start_ms` over one series (see
+/// [`Store::history_buckets`]).
+fn fixed_buckets(
+    conn: &rusqlite::Connection,
+    series: i64,
+    start_ms: i64,
+    end_ms: i64,
+    bucket_ms: i64,
+    agg: Aggregation,
+) -> StoreResult<Vec<HistoryPoint>> {
+    let sql_agg = match agg {
+        Aggregation::Mean => "avg(num)",
+        Aggregation::Sum => "sum(num)",
+        Aggregation::Min => "min(num)",
+        Aggregation::Max => "max(num)",
+        Aggregation::Count => "count(*)",
+        Aggregation::Median | Aggregation::First | Aggregation::Last => {
+            return stream_buckets(conn, series, start_ms, end_ms, bucket_ms, agg);
+        }
+    };
+    let sql = format!(
+        "SELECT (ts - ?2) / ?4 AS k, {sql_agg} FROM hist_points \
+         WHERE series = ?1 AND ts >= ?2 AND ts < ?3 GROUP BY k ORDER BY k"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params![series, start_ms, end_ms, bucket_ms])?;
+    let mut points = Vec::new();
+    while let Some(row) = rows.next()? {
+        let k: i64 = row.get(0)?;
+        let value = match agg {
+            Aggregation::Count => Value::from(row.get::<_, i64>(1)?),
+            _ => number_json(row.get::<_, Option<f64>>(1)?),
+        };
+        points.push(HistoryPoint {
+            ts_ms: start_ms + k * bucket_ms,
+            value,
+        });
+    }
+    Ok(points)
 }
 
 /// Median, first and last: one ordered pass over the window, finishing a bucket when the next
