@@ -15,8 +15,9 @@
 #   (c) filter  GET /svc/items/all?filter[line][eq][string]=line-<random>  on svc
 #   (d) containsany  GET /svc/items/all?filter[tags][CONTAINSANY][object]=t<random>,nope  on svc
 #   (e) fulltext     GET /svc/items/all?filter[note][@@][string]=pump <random>           on svc
-# ((c), (d) and (e) each match BENCH_RECORDS/1000 records; (d) and (e) run unindexed, their p99
-# is reported beside the indexed (c)) and prints requests/s, p50, p90, p99 for each, the ratios (b)/(a) and (c)/(a) in requests/s,
+# ((c), (d) and (e) each match BENCH_RECORDS/1000 records; (d) scans every record, (e) reads the
+# FTS5 index of the searchable `note`; their p99 is reported beside the indexed (c)) and prints
+# requests/s, p50, p90, p99 for each, the ratios (b)/(a) and (c)/(a) in requests/s,
 # the server's CPU time per request (from /proc/<pid>/stat; steadier than requests/s on a busy
 # machine), and whether the goals hold: (b) >= 50% of (a); (c) p99 < 10 ms. The same report is
 # written to bench/results.md (overwritten) with the machine, its load and the date. Both servers
@@ -71,7 +72,7 @@ log "logging in, creating domain bench and collection items"
 login_admin
 call POST /auth/domains '{"name":"bench"}' >/dev/null
 CALL_HEADERS=('Domain: domains:bench')
-call POST /svc/collections '{"name":"items","fields":[{"name":"sku","type":"string"},{"name":"line","type":"string"},{"name":"value","type":"number"}],"indexDetails":[{"fields":["line"],"isUnique":false},{"fields":["sku"],"isUnique":true}]}' >/dev/null
+call POST /svc/collections '{"name":"items","fields":[{"name":"sku","type":"string"},{"name":"line","type":"string"},{"name":"value","type":"number"},{"name":"note","type":"string","searchable":true}],"indexDetails":[{"fields":["line"],"isUnique":false},{"fields":["sku"],"isUnique":true}]}' >/dev/null
 
 log "loading $RECORDS records with $LOAD_THREADS threads"
 LOAD_LINE=$("$LOADER" "$SVC_URL" "$TOKEN" bench items "$RECORDS" "$LOAD_THREADS")
@@ -146,7 +147,7 @@ REPORT=$(awk '
         name["id"]="(b) `GET /svc/bench.items%3Aitem<N>`"
         name["filter"]="(c) `GET /svc/items/all?filter[line][eq][string]=line-<M>` (100 records)"
         name["containsany"]="(d) `GET /svc/items/all?filter[tags][CONTAINSANY][object]=t<M>,nope` (100 records, unindexed)"
-        name["fulltext"]="(e) `GET /svc/items/all?filter[note][@@][string]=pump <M>` (100 records, unindexed)"
+        name["fulltext"]="(e) `GET /svc/items/all?filter[note][@@][string]=pump <M>` (100 records, FTS5 index)"
         print "| request | requests/s | p50 | p90 | p99 | max | vs hello (rps) | server CPU/request | errors |"
         print "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         split("hello id filter containsany fulltext", order, " ")
@@ -159,7 +160,7 @@ REPORT=$(awk '
         filter_ok = (p99["filter"] < 10000 && err["filter"] == 0)
         printf "- GET-by-id >= 50%% of hello-world throughput: %.1f%% → %s\n", 100 * rps["id"] / rps["hello"], id_ok ? "**met**" : "**NOT met**"
         printf "- filtered list p99 < 10 ms: %s → %s\n", ms(p99["filter"]), filter_ok ? "**met**" : "**NOT met**"
-        printf "- p99 of the unindexed SDK filters beside the indexed `eq` (%s): CONTAINSANY %s (%.0fx), @@ %s (%.0fx)\n", ms(p99["filter"]), ms(p99["containsany"]), p99["containsany"] / p99["filter"], ms(p99["fulltext"]), p99["fulltext"] / p99["filter"]
+        printf "- p99 of the SDK filters beside the indexed `eq` (%s): CONTAINSANY %s (%.0fx), @@ %s (%.0fx)\n", ms(p99["filter"]), ms(p99["containsany"]), p99["containsany"] / p99["filter"], ms(p99["fulltext"]), p99["fulltext"] / p99["filter"]
         if (err["hello"] + err["id"] + err["filter"] + err["containsany"] + err["fulltext"] > 0) print "- some requests failed (errors column): the run is not valid"
         exit (id_ok && filter_ok) ? 0 : 3
     }' "$WORK/results") && GOALS=0 || GOALS=$?

@@ -25,6 +25,9 @@ pub struct FieldDef {
     pub field_type: FieldType,
     #[serde(default)]
     pub required: bool,
+    /// Full-text indexed: `@@` filters on it use an FTS5 index instead of scanning.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub searchable: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

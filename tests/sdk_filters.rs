@@ -289,3 +289,35 @@ fn malformed_sdk_filters_are_400_naming_the_parameter() {
     // Nothing stored was touched by the refused queries.
     assert_eq!(s.count(DOMAIN, "assets"), 4);
 }
+
+#[test]
+fn full_text_on_a_searchable_field_uses_its_index_and_answers_the_same() {
+    let s = Server::start();
+    s.create_domain("plant");
+    let resp = s
+        .admin_in(DOMAIN, reqwest::Method::POST, "/svc/collections")
+        .json(&json!({"name": "assets", "fields": [
+            {"name": "name", "type": "string", "searchable": true}
+        ]}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    for (id, name) in [
+        ("r1", "Main Pump 7"),
+        ("r2", "Boiler room feed"),
+        ("r3", "Spare pump"),
+    ] {
+        s.create_record(DOMAIN, "assets", &json!({"id": id, "name": name}));
+    }
+    check(&s, &[f("name", "@@", "string", "pump MAIN")], &["r1"]);
+    check(&s, &[f("name", "@1@", "string", "pump")], &["r1", "r3"]);
+    check(&s, &[f("name", "@@", "string", "pum")], &[]);
+    check(
+        &s,
+        &[
+            or(0, "name", "@@", "string", "boiler"),
+            or(1, "name", "@@", "string", "spare"),
+        ],
+        &["r2", "r3"],
+    );
+}

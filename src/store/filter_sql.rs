@@ -2,10 +2,12 @@
 //! validated identifiers (so expression indexes on `json_extract(data,'$.path')` match);
 //! every value is a bound parameter.
 
+use super::{fulltext, quoted};
 use crate::ids::TableRef;
 use crate::query::{FieldPath, Filter, FilterValue, Op, SortKey};
 use crate::time::format_rfc3339;
 use rusqlite::types::Value as SqlValue;
+use std::collections::HashSet;
 
 /// A WHERE clause (without the keyword; `1` when there is nothing to filter) and its parameters.
 pub struct Where {
@@ -62,17 +64,23 @@ impl Column {
     }
 }
 
-/// Builds the WHERE clause: every filter ANDed, the OR group ANDed as one term.
-pub fn build_where(table: &TableRef, filters: &[Filter], or_filters: &[Filter]) -> Where {
+/// Builds the WHERE clause: every filter ANDed, the OR group ANDed as one term. `searchable`
+/// names the fields with a full-text index (see `fulltext`), which `@@` then uses.
+pub fn build_where(
+    table: &TableRef,
+    filters: &[Filter],
+    or_filters: &[Filter],
+    searchable: &HashSet<String>,
+) -> Where {
     let mut params = Vec::new();
     let mut terms: Vec<String> = filters
         .iter()
-        .map(|f| condition(table, f, &mut params))
+        .map(|f| condition(table, f, searchable, &mut params))
         .collect();
     if !or_filters.is_empty() {
         let alternatives: Vec<String> = or_filters
             .iter()
-            .map(|f| condition(table, f, &mut params))
+            .map(|f| condition(table, f, searchable, &mut params))
             .collect();
         terms.push(format!("({})", alternatives.join(" OR ")));
     }
@@ -100,9 +108,18 @@ pub fn build_order(table: &TableRef, sort: &[SortKey]) -> String {
     keys.join(", ")
 }
 
-fn condition(table: &TableRef, filter: &Filter, params: &mut Vec<SqlValue>) -> String {
+fn condition(
+    table: &TableRef,
+    filter: &Filter,
+    searchable: &HashSet<String>,
+    params: &mut Vec<SqlValue>,
+) -> String {
     let column = Column::of(table, &filter.field);
     let Some(element) = &filter.element else {
+        let field = filter.field.as_dotted();
+        if filter.op == Op::Match && searchable.contains(&field) {
+            return indexed_match(table, &field, &filter.value, params);
+        }
         return op_condition(&column, filter.op, &filter.value, params);
     };
     // ARRAY_WHERE: some element (an object) of the array has `element op value`.
@@ -116,6 +133,30 @@ fn condition(table: &TableRef, filter: &Filter, params: &mut Vec<SqlValue>) -> S
         column.is_array(),
         column.each()
     )
+}
+
+/// `@@` through the field's full-text index.
+fn indexed_match(
+    table: &TableRef,
+    field: &str,
+    value: &FilterValue,
+    params: &mut Vec<SqlValue>,
+) -> String {
+    let text = match value {
+        FilterValue::String(s) => s.clone(),
+        other => match sql_value(other) {
+            SqlValue::Text(t) => t,
+            SqlValue::Integer(n) => n.to_string(),
+            SqlValue::Real(x) => x.to_string(),
+            _ => String::new(),
+        },
+    };
+    let Some(query) = fulltext::fts_query(&text) else {
+        return "0".into();
+    };
+    params.push(SqlValue::Text(query));
+    let index = quoted(&fulltext::index_name(table, field));
+    format!("rowid IN (SELECT rowid FROM {index} WHERE {index} MATCH ?)")
 }
 
 /// One operator on one column. Parameters are pushed in the order their `?` appear.

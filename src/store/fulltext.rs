@@ -1,8 +1,14 @@
 //! Full-text matching for the `@@` filter: every word of the query is a word of the field.
 //! Words are maximal runs of letters and digits, compared in lower case; a field holding an
 //! array or object is matched on the words of its JSON text (so any element's words count).
-//! Registered on every connection as `svc_words_match(field, query)`.
+//!
+//! Any field matches unindexed through `svc_words_match(field, query)`, registered on every
+//! connection. A field a collection declares `searchable` gets an FTS5 index instead: a table
+//! `<d>.<t>__fts__<field>` keyed by the record's rowid, kept current by triggers on the record
+//! table, so `@@` on it reads the index rather than every record.
 
+use super::{quoted, StoreResult};
+use crate::ids::TableRef;
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use std::collections::HashSet;
@@ -44,6 +50,85 @@ pub fn register(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
             })
         },
     )
+}
+
+/// The FTS5 table indexing `field` of `table`.
+pub fn index_name(table: &TableRef, field: &str) -> String {
+    format!("{}__fts__{field}", table.qualified())
+}
+
+/// Creates the index of a searchable field, its triggers, and fills it from existing records.
+/// `field` is a validated identifier.
+pub fn create_index(
+    tx: &rusqlite::Transaction<'_>,
+    table: &TableRef,
+    field: &str,
+) -> StoreResult<()> {
+    let records = quoted(&table.qualified());
+    let index = index_name(table, field);
+    let fts = quoted(&index);
+    let body = format!("json_extract(new.data, '$.{field}')");
+    tx.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(body, \
+             tokenize = 'unicode61 remove_diacritics 0'); \
+         CREATE TRIGGER IF NOT EXISTS {ai} AFTER INSERT ON {records} BEGIN \
+             INSERT INTO {fts}(rowid, body) VALUES (new.rowid, {body}); END; \
+         CREATE TRIGGER IF NOT EXISTS {ad} AFTER DELETE ON {records} BEGIN \
+             DELETE FROM {fts} WHERE rowid = old.rowid; END; \
+         CREATE TRIGGER IF NOT EXISTS {au} AFTER UPDATE ON {records} BEGIN \
+             DELETE FROM {fts} WHERE rowid = old.rowid; \
+             INSERT INTO {fts}(rowid, body) VALUES (new.rowid, {body}); END; \
+         DELETE FROM {fts}; \
+         INSERT INTO {fts}(rowid, body) SELECT rowid, json_extract(data, '$.{field}') FROM {records};",
+        ai = quoted(&format!("{index}__ai")),
+        ad = quoted(&format!("{index}__ad")),
+        au = quoted(&format!("{index}__au")),
+    ))?;
+    Ok(())
+}
+
+/// Drops every full-text index of a table with its triggers (the records stay).
+pub fn drop_indexes(tx: &rusqlite::Transaction<'_>, table: &TableRef) -> StoreResult<()> {
+    for index in indexed_tables(tx, table)? {
+        for suffix in ["__ai", "__ad", "__au"] {
+            tx.execute_batch(&format!(
+                "DROP TRIGGER IF EXISTS {}",
+                quoted(&format!("{index}{suffix}"))
+            ))?;
+        }
+        tx.execute_batch(&format!("DROP TABLE IF EXISTS {}", quoted(&index)))?;
+    }
+    Ok(())
+}
+
+/// The fields of a table that have a full-text index.
+pub fn indexed_fields(
+    conn: &rusqlite::Connection,
+    table: &TableRef,
+) -> StoreResult<HashSet<String>> {
+    let prefix = index_name(table, "");
+    Ok(indexed_tables(conn, table)?
+        .into_iter()
+        .filter_map(|name| name.strip_prefix(&prefix).map(str::to_string))
+        .collect())
+}
+
+fn indexed_tables(conn: &rusqlite::Connection, table: &TableRef) -> StoreResult<Vec<String>> {
+    let prefix = index_name(table, "");
+    // FTS5's shadow tables (`…_data`, `…_idx`, …) share the prefix but are not virtual.
+    let mut stmt = conn.prepare_cached(
+        "SELECT name FROM sqlite_master WHERE type = 'table' \
+         AND substr(name, 1, length(?1)) = ?1 AND sql LIKE 'CREATE VIRTUAL TABLE%'",
+    )?;
+    let names = stmt.query_map([&prefix], |r| r.get::<_, String>(0))?;
+    Ok(names.collect::<Result<_, _>>()?)
+}
+
+/// An FTS5 query holding every word of `text` (each a quoted phrase, so none is an operator);
+/// `None` when the text has no words.
+pub fn fts_query(text: &str) -> Option<String> {
+    let phrases: Vec<String> = words(text).map(|w| format!("\"{w}\"")).collect();
+    (!phrases.is_empty()).then(|| phrases.join(" "))
 }
 
 #[cfg(test)]

@@ -3,13 +3,15 @@
 //! domain's `collections` table and own the expression indexes of their table.
 
 use super::filter_sql::{build_order, build_where, index_expr};
+use super::fulltext;
 use super::{is_missing_table, prepare_on_table, quoted, Store, StoreError, StoreResult};
 use crate::ids::TableRef;
-use crate::query::{Filter, ListQuery};
+use crate::query::{Filter, ListQuery, Op};
 use crate::schema::Collection;
 use crate::time::now_rfc3339;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 /// Name of the system table holding a domain's collection definitions.
 pub const COLLECTIONS: &str = "collections";
@@ -70,6 +72,20 @@ fn stored_fields(fields: &Map<String, Value>) -> Map<String, Value> {
         .filter(|(k, _)| !crate::schema::is_system_field(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
+}
+
+/// The fields with a full-text index, looked up only when a filter asks for `@@`.
+fn searchable_fields(
+    conn: &rusqlite::Connection,
+    table: &TableRef,
+    filters: &[Filter],
+    or_filters: &[Filter],
+) -> StoreResult<HashSet<String>> {
+    if filters.iter().chain(or_filters).any(|f| f.op == Op::Match) {
+        fulltext::indexed_fields(conn, table)
+    } else {
+        Ok(HashSet::new())
+    }
 }
 
 impl Store {
@@ -236,7 +252,8 @@ impl Store {
         decode: fn(&TableRef, &Row) -> rusqlite::Result<T>,
     ) -> StoreResult<Vec<T>> {
         let conn = self.conn()?;
-        let filter = build_where(table, &query.filters, &query.or_filters);
+        let searchable = searchable_fields(&conn, table, &query.filters, &query.or_filters)?;
+        let filter = build_where(table, &query.filters, &query.or_filters, &searchable);
         let sql = format!(
             "SELECT key, data, created_dt, updated_dt FROM {} WHERE {} ORDER BY {} LIMIT {} OFFSET {}",
             quoted(&table.qualified()),
@@ -259,7 +276,8 @@ impl Store {
         or_filters: &[Filter],
     ) -> StoreResult<u64> {
         let conn = self.conn()?;
-        let filter = build_where(table, filters, or_filters);
+        let searchable = searchable_fields(&conn, table, filters, or_filters)?;
+        let filter = build_where(table, filters, or_filters, &searchable);
         let sql = format!(
             "SELECT COUNT(*) FROM {} WHERE {}",
             quoted(&table.qualified()),
@@ -317,6 +335,9 @@ impl Store {
                 other => other,
             })?;
         }
+        for field in collection.fields.iter().filter(|f| f.searchable) {
+            fulltext::create_index(&tx, &target, &field.name)?;
+        }
         tx.commit()?;
         if let Ok(mut set) = self.known_tables.lock() {
             set.insert(defs.qualified());
@@ -347,6 +368,7 @@ impl Store {
         for index in indexes {
             tx.execute_batch(&format!("DROP INDEX IF EXISTS {}", quoted(&index)))?;
         }
+        fulltext::drop_indexes(&tx, &target)?;
         let removed = match tx.execute(
             &format!("DELETE FROM {} WHERE key = ?1", quoted(&defs.qualified())),
             [name],

@@ -208,7 +208,12 @@ fn unique_index_conflicts_and_indexed_filters_use_the_index() {
         ("filter[line][INSIDE][object]", "l1,l2"),
         ("filter[line][IN][string]", "[\"l1\"]"),
     ] {
-        let where_ = super::filter_sql::build_where(&t, &q(&[(key, value)]).filters, &[]);
+        let where_ = super::filter_sql::build_where(
+            &t,
+            &q(&[(key, value)]).filters,
+            &[],
+            &Default::default(),
+        );
         let conn = store.conn().unwrap();
         let plan: Vec<String> = conn
             .prepare(&format!(
@@ -257,4 +262,115 @@ fn unique_index_on_conflicting_data_is_refused_whole() {
         Err(StoreError::Conflict(_))
     ));
     assert!(store.collection(&t).unwrap().is_none());
+}
+
+#[test]
+fn searchable_fields_answer_full_text_from_their_index_like_the_scan_does() {
+    let (_dir, store) = store();
+    let t = TableRef::new("acme", "assets").unwrap();
+    // Records written before the collection exists are indexed when it is created.
+    store
+        .insert_record(
+            &t,
+            "a1",
+            &obj(json!({"note": "Main pump 7, hall B", "tag": "Main pump"})),
+        )
+        .unwrap();
+    let assets: Collection = serde_json::from_value(json!({
+        "name": "assets",
+        "fields": [{"name": "note", "type": "string", "searchable": true},
+                   {"name": "tag", "type": "string"}]
+    }))
+    .unwrap();
+    store.create_collection("acme", &assets).unwrap();
+    store
+        .insert_record(
+            &t,
+            "a2",
+            &obj(json!({"note": "Spare pump", "tag": "Spare pump"})),
+        )
+        .unwrap();
+    store
+        .insert_record(
+            &t,
+            "a3",
+            &obj(json!({"note": "Überdruck-Ventil", "tag": "Überdruck-Ventil"})),
+        )
+        .unwrap();
+    let both = |words: &str| {
+        let indexed = keys(
+            &store
+                .list_records(&t, &q(&[("filter[note][@@][string]", words)]))
+                .unwrap(),
+        );
+        let scanned = keys(
+            &store
+                .list_records(&t, &q(&[("filter[tag][@@][string]", words)]))
+                .unwrap(),
+        );
+        assert_eq!(indexed, scanned, "`{words}`: index and scan disagree");
+        indexed
+    };
+    assert_eq!(both("PUMP"), ["a1", "a2"]);
+    assert_eq!(both("pump main"), ["a1"]);
+    assert_eq!(both("pum"), Vec::<String>::new(), "whole words");
+    assert_eq!(both("überdruck"), ["a3"]);
+    assert_eq!(both(" ; "), Vec::<String>::new(), "no words, no match");
+    assert_eq!(
+        both("\"pump\" main*"),
+        ["a1"],
+        "FTS syntax in the value is just words"
+    );
+
+    // The index follows updates and deletes.
+    store
+        .update_record(
+            &t,
+            "a2",
+            &obj(json!({"note": "Spare valve", "tag": "Spare valve"})),
+            |_, _| Ok(()),
+        )
+        .unwrap();
+    assert!(store.delete_record(&t, "a1").unwrap());
+    assert_eq!(both("pump"), Vec::<String>::new());
+    assert_eq!(both("valve"), ["a2"]);
+
+    // The indexed query reads the FTS5 table, not every record.
+    let where_ = super::filter_sql::build_where(
+        &t,
+        &q(&[("filter[note][@@][string]", "valve")]).filters,
+        &[],
+        &super::fulltext::indexed_fields(&store.conn().unwrap(), &t).unwrap(),
+    );
+    let conn = store.conn().unwrap();
+    let plan: Vec<String> = conn
+        .prepare(&format!(
+            "EXPLAIN QUERY PLAN SELECT key FROM \"acme.assets\" WHERE {}",
+            where_.sql
+        ))
+        .unwrap()
+        .query_map(rusqlite::params_from_iter(where_.params), |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(plan.iter().any(|p| p.contains("VIRTUAL TABLE")), "{plan:?}");
+
+    // Deleting the collection drops the index and its triggers; the records stay and still match.
+    assert!(store.delete_collection("acme", "assets").unwrap());
+    assert!(super::fulltext::indexed_fields(&store.conn().unwrap(), &t)
+        .unwrap()
+        .is_empty());
+    store
+        .insert_record(&t, "a4", &obj(json!({"note": "new valve"})))
+        .unwrap();
+    assert_eq!(
+        keys(
+            &store
+                .list_records(&t, &q(&[("filter[note][@@][string]", "valve")]))
+                .unwrap()
+        ),
+        ["a2", "a4"]
+    );
 }
