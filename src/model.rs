@@ -59,6 +59,9 @@ pub struct ApiKeyInfo {
     pub prefix: String,
     pub created_dt: String,
     pub last_used_dt: Option<String>,
+    /// The owner, in listings of other users' keys (`GET /auth/keys?scope=all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -447,3 +447,105 @@ fn the_users_and_groups_features_govern_administration_and_nothing_else() {
         json!({"success": true})
     );
 }
+
+#[test]
+fn api_keys_scope_all_reaches_the_domain_s_users_only() {
+    let s = server();
+    let acme_ops = s.create_group_with_grants(ACME, "ops", &[("tags", "read", "*")]);
+    let beta_ops = s.create_group_with_grants(BETA, "ops", &[("tags", "read", "*")]);
+    let ann = s.create_user("ann", "ann-password-1");
+    s.add_user_to_group(ACME, &acme_ops, &ann);
+    let bob = s.create_user("bob", "bob-password-1");
+    s.add_user_to_group(BETA, &beta_ops, &bob);
+    let (ann_key_id, ann_key) = s.create_api_key(&s.login("ann", "ann-password-1"), "ann-key");
+    let (bob_key_id, _) = s.create_api_key(&s.login("bob", "bob-password-1"), "bob-key");
+    let keeper = s.user_with_grants(ACME, "keeper", &[("api_keys", "read-write", "all")]);
+    let reader = s.user_with_grants(ACME, "kreader", &[("api_keys", "read", "all")]);
+
+    // Everyone manages its own keys without any grant.
+    let (own_id, _) = s.create_api_key(&reader, "mine");
+    let mine = json_ok(get(&s, &reader, ACME, "/auth/keys"), StatusCode::OK);
+    assert_eq!(mine.as_array().unwrap().len(), 1);
+    assert_eq!(mine[0]["id"], json!(own_id));
+    assert!(mine[0].get("user_id").is_none());
+
+    // `all`: the keys of acme's users, with their owner; never beta's.
+    let all = json_ok(
+        get(&s, &keeper, ACME, "/auth/keys?scope=all"),
+        StatusCode::OK,
+    );
+    let ids: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&ann_key_id.as_str()), "{all}");
+    assert!(!ids.contains(&bob_key_id.as_str()), "{all}");
+    let ann_row = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == json!(ann_key_id))
+        .unwrap();
+    assert_eq!(ann_row["user_id"], json!(ann));
+    assert!(
+        !all.to_string().contains(&ann_key),
+        "secrets are never listed"
+    );
+    assert_error(
+        get(&s, &keeper, BETA, "/auth/keys?scope=all"),
+        StatusCode::UNAUTHORIZED,
+        &[],
+    );
+    assert_error(
+        get(
+            &s,
+            &s.login("ann", "ann-password-1"),
+            ACME,
+            "/auth/keys?scope=all",
+        ),
+        StatusCode::UNAUTHORIZED,
+        &[],
+    );
+    assert_error(
+        get(&s, &keeper, ACME, "/auth/keys?scope=everyone"),
+        StatusCode::BAD_REQUEST,
+        &["scope"],
+    );
+
+    // Revoking: read is not enough; read-write revokes acme users' keys, not beta's.
+    let revoke = |token: &str, id: &str| {
+        s.with_token_in(
+            token,
+            ACME,
+            Method::DELETE,
+            &format!("/auth/keys/{}?scope=all", enc(id)),
+        )
+        .send()
+        .unwrap()
+    };
+    // Without `scope=all` the route is about the caller's own keys only.
+    let own_only = s
+        .with_token_in(
+            &keeper,
+            ACME,
+            Method::DELETE,
+            &format!("/auth/keys/{}", enc(&ann_key_id)),
+        )
+        .send()
+        .unwrap();
+    assert_error(own_only, StatusCode::NOT_FOUND, &[]);
+    assert_error(revoke(&reader, &ann_key_id), StatusCode::NOT_FOUND, &[]);
+    assert_error(revoke(&keeper, &bob_key_id), StatusCode::NOT_FOUND, &[]);
+    assert_eq!(
+        json_ok(revoke(&keeper, &ann_key_id), StatusCode::OK),
+        json!({"success": true})
+    );
+    let with_revoked = s
+        .req(Method::GET, "/auth/me")
+        .header("X-Svc-Api-Key", &ann_key)
+        .send()
+        .unwrap();
+    assert_error(with_revoked, StatusCode::UNAUTHORIZED, &[]);
+}

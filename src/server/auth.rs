@@ -1,26 +1,22 @@
-//! Authentication routes (mounted under `/auth` and `/svc/auth`): login, the caller's API keys,
-//! the permission report, `me`, and token validation.
+//! Authentication routes (mounted under `/auth` and `/svc/auth`): login, the permission
+//! reports and checks, `me`, and token validation. API keys are in [`super::api_keys`].
 
 use super::caller::user_of_password;
 use super::caller::{Caller, Identity};
-use super::credentials::new_api_key;
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
 use crate::model::{
-    ApiKeyInfo, LoginRequest, LoginResponse, NewApiKey, NewApiKeyRequest, PermissionCheck,
-    PermissionResponse, Success, User, ValidateTokenRequest, ValidateTokenResponse,
+    LoginRequest, LoginResponse, PermissionCheck, PermissionResponse, User, ValidateTokenRequest,
+    ValidateTokenResponse,
 };
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::routing::{delete, get, post};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/login", post(login))
-        .route("/keys", post(create_key).get(list_keys))
-        .route("/keys/{id}", delete(revoke_key))
         .route(
             "/permission/action/feature/{feature}/scope/{scope}",
             get(permission),
@@ -56,65 +52,6 @@ async fn login(
             Ok(Json(LoginResponse { success: true, tkn }))
         }
         None => Err(ApiError::unauthorized(BAD_LOGIN)),
-    }
-}
-
-async fn create_key(
-    State(state): State<AppState>,
-    Identity(user): Identity,
-    JsonBody(request): JsonBody<NewApiKeyRequest>,
-) -> ApiResult<(StatusCode, Json<NewApiKey>)> {
-    let name = request.name.trim().to_string();
-    if name.is_empty() || name.len() > 200 {
-        return Err(ApiError::bad_request("`name` must be 1 to 200 characters"));
-    }
-    let (key, prefix, hash) = new_api_key();
-    let info = state
-        .store
-        .run(move |s| s.create_api_key(&user.key, &name, &prefix, &hash))
-        .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(NewApiKey {
-            success: true,
-            id: info.id,
-            name: info.name,
-            key,
-            prefix: info.prefix,
-            created_dt: info.created_dt,
-        }),
-    ))
-}
-
-async fn list_keys(
-    State(state): State<AppState>,
-    Identity(user): Identity,
-) -> ApiResult<Json<Vec<ApiKeyInfo>>> {
-    Ok(Json(
-        state.store.run(move |s| s.list_api_keys(&user.key)).await?,
-    ))
-}
-
-async fn revoke_key(
-    State(state): State<AppState>,
-    Identity(user): Identity,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Success>> {
-    let key = id.rsplit(':').next().unwrap_or_default().to_string();
-    let removed = state
-        .store
-        .run(move |s| s.delete_api_key(&user.key, &id))
-        .await?;
-    state.auth_cache.clear();
-    if removed {
-        if let Ok(broker) = state.broker() {
-            broker
-                .disconnect_where(|p| p.api_key_id.as_deref() == Some(key.as_str()))
-                .await;
-        }
-        Ok(Json(Success::yes()))
-    } else {
-        Err(ApiError::not_found("you have no API key with this id"))
     }
 }
 

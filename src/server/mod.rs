@@ -2,6 +2,7 @@
 //! announces them on the `ready` line, and serves until SIGINT/SIGTERM.
 
 mod admin;
+mod api_keys;
 mod auth;
 pub mod automation;
 mod caller;
@@ -246,6 +247,7 @@ fn router(state: AppState) -> Router {
     let max_body = state.settings.max_body;
     let auth_routes = auth::routes()
         .merge(admin::routes())
+        .merge(api_keys::routes())
         .merge(users::routes())
         .merge(groups::routes());
     Router::new()

@@ -71,7 +71,7 @@ pub(super) fn group_id(domain: &str, key: &str) -> String {
     format!("{domain}.groups:{key}")
 }
 
-fn api_key_id(key: &str) -> String {
+pub(super) fn api_key_id(key: &str) -> String {
     format!("{ADMIN_DOMAIN}.api_keys:{key}")
 }
 
@@ -163,7 +163,7 @@ fn group_model(domain: &str, key: &str, name: String, grants: Vec<Grant>) -> Gro
     }
 }
 
-fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
+pub(super) fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
     let key: String = row.get(0)?;
     Ok(ApiKeyInfo {
         id: api_key_id(&key),
@@ -171,6 +171,7 @@ fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
         prefix: row.get(2)?,
         created_dt: row.get(3)?,
         last_used_dt: row.get(4)?,
+        user_id: None,
     })
 }
 
@@ -419,6 +420,7 @@ impl Store {
             prefix: prefix.to_string(),
             created_dt,
             last_used_dt: None,
+            user_id: None,
         })
     }
 

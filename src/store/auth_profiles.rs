@@ -1,9 +1,9 @@
 //! What the SDK shows around a user and a group: a user's profile (names, email, number,
 //! image), the groups it belongs to, a group's members, and grants added to an existing group.
 
-use super::auth::{group_id, user_id};
+use super::auth::{api_key_from_row, api_key_id, group_id, user_id};
 use super::{Store, StoreResult};
-use crate::model::{Grant, NamedGrant, UserProfile};
+use crate::model::{ApiKeyInfo, Grant, NamedGrant, UserProfile};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 /// Adds the profile column to a users table from before it existed; idempotent.
@@ -104,6 +104,37 @@ impl Store {
             }
         }
         Ok(all)
+    }
+
+    /// Every user's API keys with their owner; only those of users in a group of `domain` when
+    /// given.
+    pub fn api_keys_of_users(&self, domain: Option<&str>) -> StoreResult<Vec<ApiKeyInfo>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT key, name, prefix, created_dt, last_used_dt, user_key FROM auth_api_keys k \
+             WHERE ?1 IS NULL OR EXISTS (SELECT 1 FROM auth_group_members m \
+                 WHERE m.user_key = k.user_key AND m.domain = ?1) \
+             ORDER BY user_key, created_dt, key",
+        )?;
+        let rows = stmt.query_map([domain], |row| {
+            let mut info = api_key_from_row(row)?;
+            info.user_id = Some(user_id(&row.get::<_, String>(5)?));
+            Ok(info)
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The user key owning an API key (by id or bare key).
+    pub fn api_key_user(&self, id: &str) -> StoreResult<Option<String>> {
+        let key = id.strip_prefix(&api_key_id("")).unwrap_or(id);
+        Ok(self
+            .conn()?
+            .query_row(
+                "SELECT user_key FROM auth_api_keys WHERE key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .optional()?)
     }
 
     pub fn group_exists(&self, domain: &str, group_key: &str) -> StoreResult<bool> {
