@@ -449,3 +449,69 @@ fn records_keep_json_types() {
         "null field dropped"
     );
 }
+
+#[test]
+fn multipart_update_mixes_stored_names_and_new_files_as_the_sdk_sends_them() {
+    let server = acme();
+    // The SDK's create: the record part names the file, the file part carries it.
+    let form = Form::new()
+        .text("record", json!({"photos": ["one.jpg"]}).to_string())
+        .part("photos", file_part(b"first photo", "one.jpg", "image/jpeg"));
+    let resp = server
+        .admin_in(ACME, Method::POST, "/svc/inspections")
+        .multipart(form)
+        .send()
+        .unwrap();
+    let rec = json_ok(resp, StatusCode::CREATED);
+    let id = rec["id"].as_str().unwrap().to_string();
+    assert_eq!(rec["photos"], json!("one.jpg"));
+    // The SDK's update: a list mixing the stored name and a new File, in the user's order.
+    let form = Form::new()
+        .text(
+            "record",
+            json!({"photos": ["two.jpg", "one.jpg"]}).to_string(),
+        )
+        .part(
+            "photos",
+            file_part(b"second photo", "two.jpg", "image/jpeg"),
+        );
+    let resp = server
+        .admin_in(ACME, Method::PUT, &rec_path(&id))
+        .multipart(form)
+        .send()
+        .unwrap();
+    let updated = json_ok(resp, StatusCode::OK);
+    assert_eq!(updated["photos"], json!(["two.jpg", "one.jpg"]));
+    for (name, want) in [
+        ("one.jpg", &b"first photo"[..]),
+        ("two.jpg", &b"second photo"[..]),
+    ] {
+        assert_bytes(
+            download_get(&server, &id, "photos", name),
+            want,
+            "image/jpeg",
+        );
+    }
+    // A listed name that is neither uploaded nor stored is refused, and nothing changes.
+    let form = Form::new()
+        .text("record", json!({"photos": ["ghost.jpg"]}).to_string())
+        .part("photos", file_part(b"third", "three.jpg", "image/jpeg"));
+    let resp = server
+        .admin_in(ACME, Method::PUT, &rec_path(&id))
+        .multipart(form)
+        .send()
+        .unwrap();
+    assert_error(
+        resp,
+        StatusCode::BAD_REQUEST,
+        &["ghost.jpg", "neither uploaded nor stored"],
+    );
+    let again = server.get_json(ACME, &rec_path(&id));
+    assert_eq!(again["photos"], json!(["two.jpg", "one.jpg"]));
+    let key = id.rsplit_once(':').unwrap().1;
+    let dir = server.data_dir.join("files/acme/inspections").join(key);
+    assert!(
+        !dir.join("three.jpg").exists(),
+        "a refused update writes no file"
+    );
+}

@@ -146,28 +146,68 @@ pub async fn store_uploads(
         return Ok(());
     }
     let dir = record_dir(state, table, key);
+    // Every field's names first, so a refused list writes no file.
+    let mut names: Vec<(String, Vec<String>)> = Vec::new();
+    for upload in &uploads {
+        match names.iter_mut().find(|(f, _)| *f == upload.field) {
+            Some((_, list)) => list.push(upload.file_name.clone()),
+            None => names.push((upload.field.clone(), vec![upload.file_name.clone()])),
+        }
+    }
+    let mut values = Vec::with_capacity(names.len());
+    for (field, uploaded) in names {
+        let value = merged_names(&field, fields.get(&field), uploaded, &dir)?;
+        values.push((field, value));
+    }
     tokio::fs::create_dir_all(&dir)
         .await
         .map_err(|e| ApiError::internal(format!("cannot store files: {e}")))?;
-    let mut names: Vec<(String, Vec<String>)> = Vec::new();
     for upload in uploads {
         tokio::fs::write(dir.join(&upload.file_name), &upload.bytes)
             .await
             .map_err(|e| ApiError::internal(format!("cannot store file: {e}")))?;
-        match names.iter_mut().find(|(f, _)| *f == upload.field) {
-            Some((_, list)) => list.push(upload.file_name),
-            None => names.push((upload.field, vec![upload.file_name])),
+    }
+    fields.extend(values);
+    Ok(())
+}
+
+/// The value of a field that received files. The record part may list names (the SDK sends the
+/// file's name, or a list mixing new files with names of files already stored): each listed
+/// name is an uploaded file or one stored for this record, in the listed order, and uploads it
+/// does not list follow. Without a list the field holds the uploads.
+fn merged_names(
+    field: &str,
+    listed: Option<&Value>,
+    uploaded: Vec<String>,
+    dir: &std::path::Path,
+) -> ApiResult<Value> {
+    let listed: Vec<&str> = match listed {
+        Some(Value::String(name)) => vec![name.as_str()],
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
+            items.iter().filter_map(Value::as_str).collect()
+        }
+        _ => Vec::new(),
+    };
+    let mut remaining = uploaded;
+    let mut names = Vec::with_capacity(listed.len() + remaining.len());
+    for name in listed {
+        let safe = safe_file_name(name);
+        if let Some(at) = remaining.iter().position(|u| *u == safe) {
+            names.push(remaining.remove(at));
+        } else if dir.join(&safe).is_file() {
+            names.push(safe);
+        } else {
+            return Err(ApiError::bad_request(format!(
+                "field `{field}` names file `{name}`, which is neither uploaded nor stored"
+            )));
         }
     }
-    for (field, mut list) in names {
-        let value = if list.len() == 1 {
-            Value::String(list.remove(0))
-        } else {
-            Value::Array(list.into_iter().map(Value::String).collect())
-        };
-        fields.insert(field, value);
-    }
-    Ok(())
+    names.append(&mut remaining);
+    Ok(if names.len() == 1 {
+        Value::String(names.remove(0))
+    } else {
+        Value::Array(names.into_iter().map(Value::String).collect())
+    })
 }
 
 /// Removes every stored file of a record (after the record itself is deleted).
