@@ -1,7 +1,6 @@
 //! Node configs: the typed config of each node type and the parsing that checks it (topic
 //! filters, schedules, switch rules, change rules, delay modes, function limits).
 
-use super::graph::{NodeKind, MAX_PORTS};
 use crate::functions::{check_limits, default_memory_mb, default_timeout_ms};
 use crate::schedule::Schedule;
 use crate::topic::{validate_topic_filter, validate_topic_name};
@@ -117,6 +116,49 @@ pub enum DelayConfig {
 #[serde(deny_unknown_fields)]
 pub struct DebugConfig {
     pub label: Option<String>,
+}
+
+/// Most output ports of a switch or function node.
+pub const MAX_PORTS: usize = 16;
+
+/// A node's type with its checked config.
+#[derive(Debug, Clone)]
+pub enum NodeKind {
+    TagIn(TagInConfig),
+    Inject(InjectConfig),
+    Function(FunctionConfig),
+    Switch(SwitchConfig),
+    Change(ChangeConfig),
+    TagWrite(TagWriteConfig),
+    RecordWrite(RecordWriteConfig),
+    Delay(DelayConfig),
+    Debug(DebugConfig),
+}
+
+impl NodeKind {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            NodeKind::TagIn(_) => "tag-in",
+            NodeKind::Inject(_) => "inject",
+            NodeKind::Function(_) => "function",
+            NodeKind::Switch(_) => "switch",
+            NodeKind::Change(_) => "change",
+            NodeKind::TagWrite(_) => "svc.tag.write",
+            NodeKind::RecordWrite(_) => "record-write",
+            NodeKind::Delay(_) => "delay",
+            NodeKind::Debug(_) => "debug",
+        }
+    }
+
+    /// How many output ports the node has.
+    pub fn ports(&self) -> usize {
+        match self {
+            NodeKind::Function(c) => c.outputs,
+            NodeKind::Switch(c) => c.rules.len(),
+            NodeKind::Debug(_) => 0,
+            _ => 1,
+        }
+    }
 }
 
 pub(super) fn parse_kind(

@@ -12,8 +12,6 @@ use std::fmt;
 
 /// Most nodes a flow may have.
 pub const MAX_NODES: usize = 1000;
-/// Most output ports of a switch or function node.
-pub const MAX_PORTS: usize = 16;
 
 #[derive(Debug, Clone)]
 pub struct Flow {
@@ -33,19 +31,6 @@ pub struct Node {
     config: Value,
     /// Per output port, the ids of the nodes it feeds.
     pub wires: Vec<Vec<String>>,
-}
-
-#[derive(Debug, Clone)]
-pub enum NodeKind {
-    TagIn(TagInConfig),
-    Inject(InjectConfig),
-    Function(FunctionConfig),
-    Switch(SwitchConfig),
-    Change(ChangeConfig),
-    TagWrite(TagWriteConfig),
-    RecordWrite(RecordWriteConfig),
-    Delay(DelayConfig),
-    Debug(DebugConfig),
 }
 
 /// Why a flow was refused; `node` names the node at fault when there is one.
@@ -205,32 +190,6 @@ fn parse_wires(wires: Value) -> Result<Vec<Vec<String>>, String> {
             _ => Err(bad()),
         })
         .collect()
-}
-
-impl NodeKind {
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            NodeKind::TagIn(_) => "tag-in",
-            NodeKind::Inject(_) => "inject",
-            NodeKind::Function(_) => "function",
-            NodeKind::Switch(_) => "switch",
-            NodeKind::Change(_) => "change",
-            NodeKind::TagWrite(_) => "svc.tag.write",
-            NodeKind::RecordWrite(_) => "record-write",
-            NodeKind::Delay(_) => "delay",
-            NodeKind::Debug(_) => "debug",
-        }
-    }
-
-    /// How many output ports the node has.
-    pub fn ports(&self) -> usize {
-        match self {
-            NodeKind::Function(c) => c.outputs,
-            NodeKind::Switch(c) => c.rules.len(),
-            NodeKind::Debug(_) => 0,
-            _ => 1,
-        }
-    }
 }
 
 impl Flow {
