@@ -3,6 +3,7 @@
 
 mod broker;
 mod cli;
+mod client;
 mod duration;
 mod flows;
 mod functions;

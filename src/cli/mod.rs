@@ -2,9 +2,7 @@
 //! client options. The client subcommands run through [`run::run`].
 
 mod auth;
-pub mod client;
 mod csv_typed;
-mod error;
 mod export;
 mod filters;
 mod flows;
@@ -13,7 +11,6 @@ mod historian;
 mod import;
 mod keys;
 mod output;
-pub mod profile;
 mod records;
 mod run;
 mod tags;
@@ -21,10 +18,11 @@ mod tags;
 use crate::server::settings::ServeArgs;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use run::run;
+// The API client (shared with the TUI) under the names the subcommands use.
+use crate::client;
+pub use crate::client::{error, profile, GlobalArgs, OutputFormat, DEFAULT_URL};
 
-/// The REST address used when neither `--url`, `SVC_URL` nor the profile names one.
-pub const DEFAULT_URL: &str = "http://127.0.0.1:6188";
+pub use run::run;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,26 +35,6 @@ pub struct Cli {
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Options of every client subcommand (accepted before or after the subcommand).
-#[derive(Debug, Clone, Args)]
-pub struct GlobalArgs {
-    /// Base URL of the REST API [default: the profile's, else http://127.0.0.1:6188]
-    #[arg(long, env = "SVC_URL", global = true)]
-    pub url: Option<String>,
-    /// Domain (tenant) to work in: `acme` or `domains:acme` [default: the profile's]
-    #[arg(long, env = "SVC_DOMAIN", global = true)]
-    pub domain: Option<String>,
-    /// API key to authenticate with instead of the profile's login
-    #[arg(long, env = "SVC_API_KEY", global = true, hide_env_values = true)]
-    pub api_key: Option<String>,
-    /// Profile holding the login (stored by `svc login`)
-    #[arg(long, env = "SVC_PROFILE", global = true, default_value = "default")]
-    pub profile: String,
-    /// Output format [default: table on a terminal, json when piped]
-    #[arg(long, value_enum, env = "SVC_OUTPUT", global = true)]
-    pub output: Option<OutputFormat>,
 }
 
 /// `TOPIC=NAME` of `historian export --map`: both sides non-empty, split at the last `=`
@@ -73,14 +51,6 @@ fn topic_mapping(text: &str) -> Result<(String, String), String> {
 /// Names, ids and topics given on the command line may not be empty.
 fn non_empty() -> clap::builder::NonEmptyStringValueParser {
     clap::builder::NonEmptyStringValueParser::new()
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    Table,
-    Json,
-    Jsonl,
-    Csv,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,7 +2,7 @@
 //! (`GET /svc/historian/list`) and the last hour of one tag (`PATCH /svc/historian`: raw values,
 //! or 10-second means when the hour holds more than [`RAW_LIMIT`]), fetched with blocking reqwest on a background thread so the UI never waits on HTTP.
 
-use crate::cli::client::{Client, Credential};
+use crate::client::{Client, Credential};
 use crate::model::DeviceInfo;
 use anyhow::anyhow;
 use reqwest::blocking::RequestBuilder;

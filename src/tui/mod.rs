@@ -14,8 +14,8 @@ mod render;
 mod render_tests;
 mod tree;
 
-use crate::cli::client::Client;
-use crate::cli::GlobalArgs;
+use crate::client::Client;
+use crate::client::GlobalArgs;
 use anyhow::{anyhow, bail, Context};
 use app::App;
 use crossterm::event::{self, Event};

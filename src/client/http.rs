@@ -1,4 +1,4 @@
-//! The REST client of the subcommands: resolves URL, domain and credential from flags,
+//! The REST client of the subcommands and the TUI: resolves URL, domain and credential from flags,
 //! environment and the profile, adds the headers, and turns non-2xx answers into
 //! [`CliError::Http`] with the server's text (and a hint to log in again on 401).
 
