@@ -47,7 +47,7 @@ fn require_tag(state: &AppState, caller: &Caller, topic: &str) -> ApiResult<bool
 }
 
 /// Waits until every acknowledged value is readable from its series.
-async fn settled(state: &AppState) -> ApiResult<()> {
+pub(super) async fn settled(state: &AppState) -> ApiResult<()> {
     state
         .historian
         .settle()

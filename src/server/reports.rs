@@ -5,11 +5,11 @@
 
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
+use super::historian::settled;
 use super::json::JsonBody;
 use super::AppState;
-use crate::ids::TableRef;
 use crate::report_sql::{self, HISTORIAN};
-use crate::store::ReportLimits;
+use crate::store::{ReportLimits, ReportRelation};
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
@@ -39,26 +39,32 @@ async fn query(
 ) -> ApiResult<Json<Vec<Map<String, Value>>>> {
     let checked = report_sql::check(&request.query).map_err(ApiError::bad_request)?;
     let domain = caller.domain.clone();
-    let tables = state.store.run(move |s| s.domain_tables(&domain)).await?;
-    for relation in &checked.relations {
-        if relation == HISTORIAN {
-            caller.require(&state, HISTORIAN, "*", Access::Read).await?;
-        } else if let Some(table) = tables.iter().find(|t| t.to_lowercase() == *relation) {
-            let table = TableRef::new(&caller.domain, table).map_err(ApiError::bad_request)?;
-            caller.require_table(&state, &table, Access::Read).await?;
+    let (checked, relations) = state
+        .store
+        .run(move |s| {
+            let relations = s.report_relations(&domain, &checked)?;
+            Ok((checked, relations))
+        })
+        .await?;
+    let mut names_historian = false;
+    for (_, relation) in &relations {
+        match relation {
+            ReportRelation::Historian => {
+                caller.require(&state, HISTORIAN, "*", Access::Read).await?;
+                names_historian = true;
+            }
+            ReportRelation::Table(table) => {
+                caller.require_table(&state, table, Access::Read).await?;
+            }
         }
     }
-    if checked.relations.contains(HISTORIAN) {
-        state
-            .historian
-            .settle()
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+    if names_historian {
+        settled(&state).await?;
     }
     let domain = caller.domain.clone();
     let rows = state
         .store
-        .run(move |s| s.run_report(&domain, checked, LIMITS))
+        .run(move |s| s.run_report(&domain, checked, &relations, LIMITS))
         .await?;
     Ok(Json(rows))
 }

@@ -16,7 +16,7 @@ mod tags;
 pub use auth::{AuthUser, GrantSet};
 pub use automation::{version_now, RunOwner};
 pub use historian::{HistoryPoint, HistoryWrite};
-pub use report::ReportLimits;
+pub use report::{ReportLimits, ReportRelation};
 pub use tags::{TagRow, TAGS};
 
 use r2d2::PooledConnection;

@@ -24,9 +24,15 @@ pub struct ReportLimits {
     pub max_rows: usize,
 }
 
+/// A relation a report names, resolved in the active domain.
+pub enum ReportRelation {
+    Historian,
+    Table(TableRef),
+}
+
 impl Store {
     /// The domain's record tables (bare names).
-    pub fn domain_tables(&self, domain: &str) -> StoreResult<Vec<String>> {
+    fn domain_tables(&self, domain: &str) -> StoreResult<Vec<String>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT substr(name, length(?1) + 2) FROM sqlite_master \
@@ -37,18 +43,18 @@ impl Store {
         Ok(names.into_iter().filter(|n| is_identifier(n)).collect())
     }
 
-    /// Runs the report over `domain`'s data: rows as JSON objects, columns in query order.
-    pub fn run_report(
+    /// What each relation of the query is in `domain` (names match case-insensitively); a
+    /// relation that is neither the historian nor a table of the domain → 400.
+    pub fn report_relations(
         &self,
         domain: &str,
-        query: CheckedQuery,
-        limits: ReportLimits,
-    ) -> StoreResult<Vec<Map<String, Value>>> {
+        query: &CheckedQuery,
+    ) -> StoreResult<Vec<(String, ReportRelation)>> {
         let tables = self.domain_tables(domain)?;
-        let mut definitions = Vec::new();
+        let mut relations = Vec::with_capacity(query.relations.len());
         for relation in &query.relations {
             if relation == HISTORIAN {
-                definitions.push((relation.clone(), historian_definition()));
+                relations.push((relation.clone(), ReportRelation::Historian));
                 continue;
             }
             let Some(table) = tables.iter().find(|t| t.to_lowercase() == *relation) else {
@@ -57,7 +63,27 @@ impl Store {
                 )));
             };
             let table = TableRef::new(domain, table).map_err(StoreError::Invalid)?;
-            definitions.push((relation.clone(), self.table_definition(&table)?));
+            relations.push((relation.clone(), ReportRelation::Table(table)));
+        }
+        Ok(relations)
+    }
+
+    /// Runs the report over `domain`'s data, its relations resolved by
+    /// [`Store::report_relations`]: rows as JSON objects keyed by column name.
+    pub fn run_report(
+        &self,
+        domain: &str,
+        query: CheckedQuery,
+        relations: &[(String, ReportRelation)],
+        limits: ReportLimits,
+    ) -> StoreResult<Vec<Map<String, Value>>> {
+        let mut definitions = Vec::with_capacity(relations.len());
+        for (name, relation) in relations {
+            let definition = match relation {
+                ReportRelation::Historian => historian_definition(),
+                ReportRelation::Table(table) => self.table_definition(table)?,
+            };
+            definitions.push((name.clone(), definition));
         }
         let sql = query
             .with_relations(&definitions)
