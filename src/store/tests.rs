@@ -25,6 +25,29 @@ fn q(pairs: &[(&str, &str)]) -> ListQuery {
     query::parse(&pairs).unwrap()
 }
 
+/// SQLite's plan (the `detail` column) for the filters of `query` over `table`.
+fn query_plan(
+    store: &Store,
+    table: &TableRef,
+    query: &ListQuery,
+    searchable: &std::collections::HashSet<String>,
+) -> Vec<String> {
+    let where_ = super::filter_sql::build_where(table, &query.filters, &[], searchable);
+    let conn = store.conn().unwrap();
+    let sql = format!(
+        "EXPLAIN QUERY PLAN SELECT key FROM {} WHERE {}",
+        quoted(&table.qualified()),
+        where_.sql
+    );
+    let mut stmt = conn.prepare(&sql).unwrap();
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(where_.params), |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
 fn keys(records: &[Value]) -> Vec<String> {
     records
         .iter()
@@ -208,25 +231,7 @@ fn unique_index_conflicts_and_indexed_filters_use_the_index() {
         ("filter[line][INSIDE][object]", "l1,l2"),
         ("filter[line][IN][string]", "[\"l1\"]"),
     ] {
-        let where_ = super::filter_sql::build_where(
-            &t,
-            &q(&[(key, value)]).filters,
-            &[],
-            &Default::default(),
-        );
-        let conn = store.conn().unwrap();
-        let plan: Vec<String> = conn
-            .prepare(&format!(
-                "EXPLAIN QUERY PLAN SELECT key FROM \"acme.products\" WHERE {}",
-                where_.sql
-            ))
-            .unwrap()
-            .query_map(rusqlite::params_from_iter(where_.params), |r| {
-                r.get::<_, String>(3)
-            })
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let plan = query_plan(&store, &t, &q(&[(key, value)]), &Default::default());
         assert!(
             plan.iter()
                 .any(|p| p.contains("USING INDEX") && p.contains("__i__line")),
@@ -336,25 +341,13 @@ fn searchable_fields_answer_full_text_from_their_index_like_the_scan_does() {
     assert_eq!(both("valve"), ["a2"]);
 
     // The indexed query reads the FTS5 table, not every record.
-    let where_ = super::filter_sql::build_where(
+    let searchable = super::fulltext::indexed_fields(&store.conn().unwrap(), &t).unwrap();
+    let plan = query_plan(
+        &store,
         &t,
-        &q(&[("filter[note][@@][string]", "valve")]).filters,
-        &[],
-        &super::fulltext::indexed_fields(&store.conn().unwrap(), &t).unwrap(),
+        &q(&[("filter[note][@@][string]", "valve")]),
+        &searchable,
     );
-    let conn = store.conn().unwrap();
-    let plan: Vec<String> = conn
-        .prepare(&format!(
-            "EXPLAIN QUERY PLAN SELECT key FROM \"acme.assets\" WHERE {}",
-            where_.sql
-        ))
-        .unwrap()
-        .query_map(rusqlite::params_from_iter(where_.params), |r| {
-            r.get::<_, String>(3)
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
     assert!(plan.iter().any(|p| p.contains("VIRTUAL TABLE")), "{plan:?}");
 
     // Deleting the collection drops the index and its triggers; the records stay and still match.
