@@ -34,3 +34,8 @@ mod tests {
         assert!(parse_rfc3339("2026-01-02").is_none());
     }
 }
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}

@@ -1,34 +1,42 @@
-//! The embedded MQTT broker (rmqtt): the only code that touches the broker crate. It binds the
-//! TCP, WebSocket and loopback bridge listeners, asks a [`Policy`] to authenticate clients and to
-//! authorize every publish and every delivery, hands accepted publishes to the policy, publishes
-//! from inside the process, and disconnects clients on demand.
+//! svc's MQTT broker (MQTT 3.1.1 and 5 over TCP, WebSocket and TLS). This is its boundary:
+//! the rest of svc gives it a [`Policy`] that authenticates clients, authorizes every publish
+//! and every delivery and sees every accepted message, publishes from inside the process, and
+//! disconnects clients on demand. Inside: `transport` (listeners), `connection`/`inbound`/
+//! `writer` (one client), `hub` (sessions, subscriptions, retained messages, routing),
+//! `session`, `trie` (the subscription index), `persist` (durable state), `packet` (both
+//! protocol versions behind one shape).
 
-mod bridge;
-mod hooks;
-mod shared;
+mod connection;
+mod hub;
+mod inbound;
+mod packet;
+mod persist;
+mod publication;
+mod session;
+mod transport;
+mod trie;
+mod writer;
 
-pub use bridge::mqtt_over_websocket;
+pub use session::Limits;
 
 use anyhow::{Context, Result};
 use async_trait::async_trait;
+use axum::extract::ws::WebSocketUpgrade;
 use bytes::Bytes;
-use rmqtt::codec::types::{Publish as CodecPublish, QoS};
-use rmqtt::codec::v5::PublishProperties;
-use rmqtt::context::ServerContext;
-use rmqtt::hook::{Register, Type};
-use rmqtt::net::Builder;
-use rmqtt::server::MqttServer;
-use rmqtt::session::SessionState;
-use rmqtt::types::{ClientId, From, Id, Publish, UserName};
+use hub::Hub;
+use publication::Publication;
+use rmqtt_codec::v5::PublishProperties;
+use serde::{Deserialize, Serialize};
+use session::Kick;
 use std::net::{IpAddr, SocketAddr};
-use std::num::{NonZeroU16, NonZeroU32};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
+use transport::Accept;
 
 /// Who a connected client is, as decided by the policy at CONNECT.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Principal {
     /// The user the credential belongs to; empty for anonymous clients.
     pub user_key: String,
@@ -66,6 +74,21 @@ pub trait Policy: Send + Sync + 'static {
     /// be stored: it is neither delivered nor acknowledged (the client is disconnected, so it
     /// publishes again when it reconnects).
     async fn on_message(&self, message: Message) -> Result<(), String>;
+
+    /// [`Policy::on_message`] for a batch read from one client at once, so the policy can
+    /// store them together; all or nothing.
+    async fn on_messages(&self, messages: Vec<Message>) -> Result<(), String> {
+        for message in messages {
+            self.on_message(message).await?;
+        }
+        Ok(())
+    }
+
+    /// Changes whenever authorization decisions may have changed (grants, keys, users, tag
+    /// ownership), so the broker's cached decisions start over.
+    fn authz_generation(&self) -> u64 {
+        0
+    }
 }
 
 pub struct BrokerConfig {
@@ -74,6 +97,9 @@ pub struct BrokerConfig {
     pub ws_port: u16,
     /// Certificate and key (PEM files) enabling the TLS listeners.
     pub tls: Option<TlsListeners>,
+    pub limits: Limits,
+    /// Where retained messages and persistent sessions are kept.
+    pub store: crate::store::Store,
 }
 
 pub struct TlsListeners {
@@ -88,159 +114,90 @@ pub struct TlsListeners {
 pub struct BrokerAddrs {
     pub mqtt: SocketAddr,
     pub ws: SocketAddr,
-    /// Loopback listener speaking the PROXY protocol, fed by the HTTP port's `/mqtt` bridge.
-    pub bridge: SocketAddr,
     pub mqtts: Option<SocketAddr>,
     pub wss: Option<SocketAddr>,
 }
 
 pub struct Broker {
-    scx: ServerContext,
-    policy: Arc<dyn Policy>,
-    server: JoinHandle<()>,
-    register: Box<dyn Register>,
+    hub: Arc<Hub>,
+    accept: Accept,
+    tasks: Vec<JoinHandle<()>>,
     pub addrs: BrokerAddrs,
 }
 
-/// Per-session outbound window: enough to keep a subscriber's pipe full without unbounded memory.
-const MAX_INFLIGHT: u16 = 128;
-/// Per-session queue (offline messages and in-flight overflow). A subscriber that falls this far
-/// behind loses the oldest messages, which is reported in the log.
-const MAX_QUEUE: usize = 100_000;
-const MAX_PACKET: u32 = 1024 * 1024;
-
-fn listener(name: &str, addr: SocketAddr) -> Builder {
-    Builder::new()
-        .name(name)
-        .laddr(addr)
-        .reuseaddr(Some(true))
-        .nodelay(true)
-        // Anonymous CONNECTs skip the authentication hook when allowed here; the policy decides.
-        .allow_anonymous(false)
-        .max_connections(100_000)
-        .max_handshaking_limit(1_000)
-        .max_packet_size(MAX_PACKET)
-        .max_inflight(NonZeroU16::new(MAX_INFLIGHT).unwrap_or(NonZeroU16::MIN))
-        .max_mqueue_len(MAX_QUEUE)
-        .mqueue_rate_limit(NonZeroU32::MAX, Duration::from_secs(1))
-        .session_expiry_interval(Duration::from_secs(2 * 60 * 60))
-        // Messages without an expiry property never expire (MQTT 5 semantics).
-        .message_expiry_interval(Duration::ZERO)
-        .max_keepalive(65_535)
-        .handshake_timeout(Duration::from_secs(15))
+async fn bind(bind: IpAddr, port: u16, what: &str) -> Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(SocketAddr::new(bind, port))
+        .await
+        .with_context(|| format!("cannot listen for {what} on {bind}:{port}"))
 }
 
 impl Broker {
     pub async fn start(config: BrokerConfig, policy: Arc<dyn Policy>) -> Result<Broker> {
-        let scx = ServerContext::new()
-            .node_id(1)
-            // Load-based CONNECT refusal ("Server unavailable") is wrong for an edge box.
-            .busy_check_enable(false)
-            .plugins_config_map_add(
-                "rmqtt-retainer",
-                r#"
-                    storage.type = "ram"
-                    max_retained_messages = 0
-                    max_payload_size = "1MB"
-                    retained_message_ttl = "0s"
-                "#,
-            )
-            .build()
-            .await;
-        rmqtt_retainer::register(&scx, true, false)
+        let hub = Arc::new(Hub::new(policy, config.limits, config.store.clone()));
+        hub.restore(&config.store)
             .await
-            .map_err(|e| anyhow::anyhow!("cannot start the retained-message store: {e}"))?;
-        *scx.extends.shared_subscription_mut().await = Box::new(shared::RoundRobin::default());
-
-        let register = scx.extends.hook_mgr().register();
-        for hook in [
-            Type::ClientAuthenticate,
-            Type::ClientConnected,
-            Type::ClientSubscribeCheckAcl,
-            Type::MessagePublishCheckAcl,
-            Type::MessageExpiryCheck,
-        ] {
-            register
-                .add(
-                    hook,
-                    Box::new(hooks::Hooks::new(scx.clone(), policy.clone())),
-                )
-                .await;
-        }
-        register.start().await;
-
-        let tcp = listener("mqtt", SocketAddr::new(config.bind, config.mqtt_port))
-            .bind()
-            .with_context(|| {
-                format!(
-                    "cannot listen for MQTT on {}:{}",
-                    config.bind, config.mqtt_port
-                )
-            })?
-            .tcp()
-            .context("cannot start the MQTT listener")?;
-        let ws = listener("ws", SocketAddr::new(config.bind, config.ws_port))
-            .bind()
-            .with_context(|| {
-                format!(
-                    "cannot listen for MQTT over WebSocket on {}:{}",
-                    config.bind, config.ws_port
-                )
-            })?
-            .ws()
-            .context("cannot start the WebSocket listener")?;
-        let bridge = listener("bridge", SocketAddr::from(([127, 0, 0, 1], 0)))
-            .proxy_protocol(true)
-            .bind()
-            .context("cannot listen for the /mqtt bridge")?
-            .tcp()
-            .context("cannot start the /mqtt bridge listener")?;
+            .context("cannot load the broker's retained messages and sessions")?;
+        let accept: Accept = {
+            let hub = hub.clone();
+            Arc::new(move |connection| {
+                tokio::spawn(connection::serve(hub.clone(), connection));
+            })
+        };
+        let tls = match &config.tls {
+            Some(tls) => Some(
+                transport::tls_acceptor(&tls.cert, &tls.key)
+                    .context("cannot start the TLS listeners (check tls_cert and tls_key)")?,
+            ),
+            None => None,
+        };
+        let tcp = bind(config.bind, config.mqtt_port, "MQTT").await?;
+        let ws = bind(config.bind, config.ws_port, "MQTT over WebSocket").await?;
         let mut addrs = BrokerAddrs {
             mqtt: tcp.local_addr()?,
             ws: ws.local_addr()?,
-            bridge: bridge.local_addr()?,
             mqtts: None,
             wss: None,
         };
-        // Listener ids, not ports, key the listeners: several may bind port 0.
-        let mut server = MqttServer::new(scx.clone())
-            .listener_by_id(tcp, 1)
-            .listener_by_id(ws, 2)
-            .listener_by_id(bridge, 3);
-        if let Some(tls) = &config.tls {
-            let secured = |name: &str, port: u16| {
-                let cert = tls.cert.to_string_lossy().into_owned();
-                let key = tls.key.to_string_lossy().into_owned();
-                listener(name, SocketAddr::new(config.bind, port))
-                    .tls_cert(Some(cert))
-                    .tls_key(Some(key))
-                    .bind()
-                    .with_context(|| format!("cannot listen for {name} on {}:{port}", config.bind))
-            };
-            let mqtts = secured("mqtts", tls.mqtts_port)?
-                .tls()
-                .context("cannot start the mqtts listener (check tls_cert and tls_key)")?;
-            let wss = secured("wss", tls.wss_port)?
-                .wss()
-                .context("cannot start the wss listener (check tls_cert and tls_key)")?;
+        let mut tasks = vec![
+            tokio::spawn(transport::serve_tcp(tcp, None, accept.clone())),
+            tokio::spawn(transport::serve_websocket(ws, None, accept.clone())),
+        ];
+        if let (Some(listeners), Some(acceptor)) = (&config.tls, tls) {
+            let mqtts = bind(config.bind, listeners.mqtts_port, "mqtts").await?;
+            let wss = bind(config.bind, listeners.wss_port, "wss").await?;
             addrs.mqtts = Some(mqtts.local_addr()?);
             addrs.wss = Some(wss.local_addr()?);
-            server = server.listener_by_id(mqtts, 4).listener_by_id(wss, 5);
+            tasks.push(tokio::spawn(transport::serve_tcp(
+                mqtts,
+                Some(acceptor.clone()),
+                accept.clone(),
+            )));
+            tasks.push(tokio::spawn(transport::serve_websocket(
+                wss,
+                Some(acceptor),
+                accept.clone(),
+            )));
         }
-        let server = server.build();
-        // run(), not start(): start() exits the process on a listener error.
-        let server = tokio::spawn(async move {
-            if let Err(e) = server.run().await {
-                tracing::error!(error = %e, "MQTT broker stopped");
+        let sweeper = hub.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                sweeper.expire_sessions();
             }
-        });
+        }));
         Ok(Broker {
-            scx,
-            policy,
-            server,
-            register,
+            hub,
+            accept,
+            tasks,
             addrs,
         })
+    }
+
+    /// MQTT over WebSocket at `/mqtt` on the HTTP port: the upgraded connection is served
+    /// like any other client.
+    pub fn websocket(&self, upgrade: WebSocketUpgrade, peer: SocketAddr) -> axum::response::Response {
+        transport::upgrade(upgrade, peer, self.accept.clone())
     }
 
     /// Publishes from inside the process: every subscriber and the policy's `on_message` see it.
@@ -251,92 +208,54 @@ impl Broker {
     /// [`Broker::publish`] on behalf of an in-process writer named by `origin`.
     pub async fn publish_from(
         &self,
-        origin: Option<std::sync::Arc<str>>,
+        origin: Option<Arc<str>>,
         topic: &str,
         payload: Bytes,
         qos: u8,
         retain: bool,
     ) -> Result<()> {
-        let qos = match qos {
-            0 => QoS::AtMostOnce,
-            1 => QoS::AtLeastOnce,
-            _ => QoS::ExactlyOnce,
-        };
-        let from = From::from_system(Id::new(
-            self.scx.node.id(),
-            0,
-            None,
-            None,
-            ClientId::from("$svc"),
-            Some(UserName::from("svc")),
-        ));
-        let publish = CodecPublish {
-            dup: false,
-            retain,
-            qos,
+        let received_ms = crate::time::now_ms();
+        let publication = Arc::new(Publication {
             topic: topic.into(),
-            packet_id: None,
             payload: payload.clone(),
+            qos: hub::qos_of(qos),
+            retain,
             properties: Some(PublishProperties::default()),
-        };
-        let received_ms = rmqtt::utils::timestamp_millis();
-        let publish = Publish::from(Box::new(publish)).create_time(received_ms);
-        self.policy
+            received_ms,
+            sender: None,
+        });
+        self.hub
+            .policy
             .on_message(Message {
                 topic: topic.to_string(),
                 payload,
                 received_ms,
-                qos: qos.value(),
+                qos: qos.min(2),
                 origin,
             })
             .await
             .map_err(|e| anyhow::anyhow!("the message was not stored: {e}"))?;
-        SessionState::forwards(&self.scx, from, publish, false, None)
+        self.hub
+            .deliver_all(&[publication])
             .await
             .map_err(|e| anyhow::anyhow!("cannot deliver the message: {e}"))
     }
 
-    /// Closes the connections of every client the predicate selects.
+    /// Closes the connections of every client the predicate selects (MQTT 5 clients are told
+    /// "not authorized").
     pub async fn disconnect_where(&self, select: impl Fn(&Principal) -> bool) {
-        let mut targets = Vec::new();
-        for entry in self.scx.extends.shared().await.iter() {
-            if let Some(session) = entry.session() {
-                if hooks::principal_of(&session)
-                    .await
-                    .is_some_and(|p| select(&p))
-                {
-                    targets.push(session.id.clone());
-                }
-            }
-        }
-        for id in targets {
-            let mut entry = self.scx.extends.shared().await.entry(id);
-            if let Err(e) = entry.kick(true, true, true).await {
-                tracing::warn!(error = %e, "could not disconnect an MQTT client");
-            }
-        }
+        self.hub.kick_where(select, Kick::NotAuthorized);
     }
 
-    /// Stops accepting and disconnects every client.
+    /// Stops accepting and disconnects every client ("server shutting down").
     pub async fn shutdown(&self) {
-        self.server.abort();
-        let ids: Vec<Id> = self
-            .scx
-            .extends
-            .shared()
-            .await
-            .iter()
-            .filter_map(|e| e.session().map(|s| s.id.clone()))
-            .collect();
-        let kicks = ids.into_iter().map(|id| {
-            let scx = self.scx.clone();
-            async move {
-                let mut entry = scx.extends.shared().await.entry(id);
-                let _ = tokio::time::timeout(Duration::from_secs(5), entry.kick(true, true, true))
-                    .await;
-            }
-        });
-        futures::future::join_all(kicks).await;
-        self.register.stop().await;
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.hub.kick_where(|_| true, Kick::ShuttingDown);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !self.hub.online().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }

@@ -113,10 +113,26 @@ impl HistorianWriter {
 
     /// Journals a value and resolves once it is stored (it survives a killed process).
     pub async fn commit(&self, write: HistoryWrite) -> Result<(), NotRecorded> {
-        self.queue(write, true).await
+        self.commit_many(vec![write]).await
+    }
+
+    /// Journals values with one write and resolves once they are all stored.
+    pub async fn commit_many(&self, writes: Vec<HistoryWrite>) -> Result<(), NotRecorded> {
+        self.queue_all(writes, true).await
     }
 
     async fn queue(&self, write: HistoryWrite, journaled: bool) -> Result<(), NotRecorded> {
+        self.queue_all(vec![write], journaled).await
+    }
+
+    async fn queue_all(
+        &self,
+        writes: Vec<HistoryWrite>,
+        journaled: bool,
+    ) -> Result<(), NotRecorded> {
+        if writes.is_empty() {
+            return Ok(());
+        }
         loop {
             let room = self.shared.room.notified();
             {
@@ -124,23 +140,22 @@ impl HistorianWriter {
                 if state.stopped {
                     return Err(NotRecorded("the historian is shut down"));
                 }
-                if state.pending.len() < MAX_PENDING {
+                // A batch larger than the limit goes in when the queue is empty, so it cannot
+                // wait forever.
+                if state.pending.len() + writes.len() <= MAX_PENDING || state.pending.is_empty() {
                     if journaled {
-                        let seq =
-                            state
-                                .journal
-                                .append(std::slice::from_ref(&write))
-                                .map_err(|e| {
-                                    tracing::error!(error = %e, "historian journal write failed");
-                                    NotRecorded("the historian could not write the value")
-                                })?;
+                        let seq = state.journal.append(&writes).map_err(|e| {
+                            tracing::error!(error = %e, "historian journal write failed");
+                            NotRecorded("the historian could not write the value")
+                        })?;
                         state.pending_upto = Some(seq);
                     }
-                    state.pending.push(write);
+                    let before = state.pending.len();
+                    state.pending.extend(writes);
                     if state.since.is_none() {
                         state.since = Some(Instant::now());
                         self.shared.wake.notify_one();
-                    } else if state.pending.len() == FOLD_AT {
+                    } else if before < FOLD_AT && state.pending.len() >= FOLD_AT {
                         self.shared.wake.notify_one();
                     }
                     return Ok(());

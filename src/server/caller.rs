@@ -34,13 +34,22 @@ pub struct AuthCache {
     /// Tokens whose signature checked out → (user key, expiry in epoch seconds).
     tokens: RwLock<HashMap<String, (String, i64)>>,
     touched: Mutex<HashMap<String, Instant>>,
+    /// Bumped by every clear, so caches elsewhere (the broker's authorization decisions) know
+    /// to start over.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 /// Verified tokens remembered at most; the map starts over when full.
 const TOKEN_CACHE: usize = 10_000;
 
 impl AuthCache {
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     pub fn clear(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         if let Ok(mut m) = self.users.write() {
             m.clear();
         }

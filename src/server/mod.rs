@@ -132,6 +132,8 @@ async fn serve(settings: Settings) -> Result<()> {
             mqtts_port: settings.mqtts_port,
             wss_port: settings.wss_port,
         }),
+        limits: settings.mqtt_limits,
+        store: store.clone(),
     };
     let state = AppState(Arc::new(Shared {
         store: store.clone(),
@@ -294,12 +296,11 @@ fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// MQTT over WebSocket on the HTTP port, bridged into the broker.
+/// MQTT over WebSocket on the HTTP port, served by the broker like any other client.
 async fn mqtt_bridge(
     axum::extract::State(state): axum::extract::State<AppState>,
     axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<SocketAddr>,
     upgrade: axum::extract::ws::WebSocketUpgrade,
 ) -> error::ApiResult<axum::response::Response> {
-    let bridge = state.broker()?.addrs.bridge;
-    Ok(crate::broker::mqtt_over_websocket(upgrade, peer, bridge))
+    Ok(state.broker()?.websocket(upgrade, peer))
 }

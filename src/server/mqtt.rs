@@ -155,37 +155,55 @@ impl Policy for PlatformPolicy {
     /// Records a historized value (committed before a QoS 1/2 publish is acknowledged), then
     /// updates the last value and hands the message to automation.
     async fn on_message(&self, message: Message) -> Result<(), String> {
-        let owner = self.state.tags.owner(&message.topic);
-        if owner.is_none() && crate::topic::validate_topic_name(&message.topic).is_ok() {
-            self.register_topic(&message.topic);
-        }
-        if let Some(owner) = owner.as_ref().filter(|o| o.historize) {
-            let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
-            let write = HistoryWrite {
-                domain: owner.domain.to_string(),
-                topic: message.topic.clone(),
-                ts_ms,
-                value,
-            };
-            if message.qos == 0 {
-                self.state.historian.record(write).await;
-            } else {
-                self.state
-                    .historian
-                    .commit(write)
-                    .await
-                    .map_err(|e| e.to_string())?;
+        self.on_messages(vec![message]).await
+    }
+
+    /// [`Policy::on_message`] for a batch: the historized QoS 1/2 values of the batch are
+    /// journaled with one write.
+    async fn on_messages(&self, messages: Vec<Message>) -> Result<(), String> {
+        let mut owners = Vec::with_capacity(messages.len());
+        let mut durable = Vec::new();
+        for message in &messages {
+            let owner = self.state.tags.owner(&message.topic);
+            if owner.is_none() && crate::topic::validate_topic_name(&message.topic).is_ok() {
+                self.register_topic(&message.topic);
             }
+            if let Some(owner) = owner.as_ref().filter(|o| o.historize) {
+                let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
+                let write = HistoryWrite {
+                    domain: owner.domain.to_string(),
+                    topic: message.topic.clone(),
+                    ts_ms,
+                    value,
+                };
+                if message.qos == 0 {
+                    self.state.historian.record(write).await;
+                } else {
+                    durable.push(write);
+                }
+            }
+            owners.push(owner);
         }
         self.state
-            .last_values
-            .set(&message.topic, message.received_ms, message.payload.clone());
-        self.state.automation.on_message(
-            &message.topic,
-            &message.payload,
-            owner.as_ref(),
-            message.origin.as_deref(),
-        );
+            .historian
+            .commit_many(durable)
+            .await
+            .map_err(|e| e.to_string())?;
+        for (message, owner) in messages.into_iter().zip(owners) {
+            self.state
+                .last_values
+                .set(&message.topic, message.received_ms, message.payload.clone());
+            self.state.automation.on_message(
+                &message.topic,
+                &message.payload,
+                owner.as_ref(),
+                message.origin.as_deref(),
+            );
+        }
         Ok(())
+    }
+
+    fn authz_generation(&self) -> u64 {
+        self.state.auth_cache.generation() + self.state.tags.generation()
     }
 }

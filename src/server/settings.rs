@@ -65,6 +65,24 @@ pub struct ServeArgs {
     /// HS256 secret for JWTs [default: generated into <data_dir>/jwt.secret]
     #[arg(long, env = "SVC_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
+    /// MQTT deliveries in flight per session, also the Receive Maximum announced to clients
+    /// [default: 128]
+    #[arg(long, env = "SVC_MQTT_MAX_INFLIGHT")]
+    pub mqtt_max_inflight: Option<u16>,
+    /// MQTT deliveries waiting per session (offline or behind a full window) [default: 100000]
+    #[arg(long, env = "SVC_MQTT_MAX_QUEUE")]
+    pub mqtt_max_queue: Option<usize>,
+    /// Largest MQTT packet accepted and announced, in bytes [default: 1048576]
+    #[arg(long, env = "SVC_MQTT_MAX_PACKET_SIZE")]
+    pub mqtt_max_packet_size: Option<u32>,
+    /// Longest MQTT keep alive in seconds; longer requests are lowered and the client told
+    /// (Server Keep Alive) [default: 65535]
+    #[arg(long, env = "SVC_MQTT_MAX_KEEPALIVE")]
+    pub mqtt_max_keepalive: Option<u16>,
+    /// How long a disconnected persistent MQTT session is kept (MQTT 3.1.1), and the most an
+    /// MQTT 5 client may ask for, e.g. 2h [default: 2h]
+    #[arg(long, env = "SVC_MQTT_SESSION_EXPIRY")]
+    pub mqtt_session_expiry: Option<String>,
 }
 
 /// Resolved settings, every default applied.
@@ -85,6 +103,7 @@ pub struct Settings {
     pub max_body: usize,
     pub jwt_secret: Option<String>,
     pub historian_retention: Option<Duration>,
+    pub mqtt_limits: crate::broker::Limits,
 }
 
 #[derive(Debug, Clone)]
@@ -130,7 +149,42 @@ impl Settings {
         if max_body == 0 {
             bail!("invalid max_body: it must be at least 1 byte");
         }
+        let defaults = crate::broker::Limits::default();
+        let mqtt_session_expiry = match pick(args.mqtt_session_expiry, file.mqtt_session_expiry) {
+            Some(text) => parse_duration(&text)
+                .map_err(|e| anyhow::anyhow!("invalid mqtt_session_expiry: {e}"))?
+                .as_secs()
+                .min(u64::from(u32::MAX - 1)) as u32,
+            None => defaults.session_expiry_secs,
+        };
+        let mqtt_limits = crate::broker::Limits {
+            max_inflight: args
+                .mqtt_max_inflight
+                .or(file.mqtt_max_inflight)
+                .unwrap_or(defaults.max_inflight),
+            max_queue: args
+                .mqtt_max_queue
+                .or(file.mqtt_max_queue)
+                .unwrap_or(defaults.max_queue),
+            max_packet_size: args
+                .mqtt_max_packet_size
+                .or(file.mqtt_max_packet_size)
+                .unwrap_or(defaults.max_packet_size),
+            max_keepalive: args
+                .mqtt_max_keepalive
+                .or(file.mqtt_max_keepalive)
+                .unwrap_or(defaults.max_keepalive),
+            session_expiry_secs: mqtt_session_expiry,
+            topic_alias_max: defaults.topic_alias_max,
+        };
+        if mqtt_limits.max_inflight == 0 || mqtt_limits.max_queue == 0 {
+            bail!("invalid mqtt_max_inflight or mqtt_max_queue: each must be at least 1");
+        }
+        if mqtt_limits.max_packet_size < 64 {
+            bail!("invalid mqtt_max_packet_size: it must be at least 64 bytes");
+        }
         Ok(Settings {
+            mqtt_limits,
             data_dir: args
                 .data_dir
                 .or(file.data_dir)

@@ -65,6 +65,8 @@ pub struct TagRegistry {
     /// Held across "check the owner, write the tag, reload": two domains declaring the same
     /// path at once cannot both pass the check.
     declaring: tokio::sync::Mutex<()>,
+    /// Bumped whenever a domain's tags are replaced (ownership may have moved).
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl TagRegistry {
@@ -94,6 +96,10 @@ impl TagRegistry {
         Ok(())
     }
 
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Serializes tag declarations: hold the guard from [`TagRegistry::may_declare`] until the
     /// written tag is reloaded.
     pub async fn declaring(&self) -> tokio::sync::MutexGuard<'_, ()> {
@@ -119,6 +125,8 @@ impl TagRegistry {
         let Ok(mut index) = self.index.write() else {
             return;
         };
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         if let Some(old) = index.by_domain.remove(domain) {
             for tag in old {
                 if let Some(declarations) = index.by_topic.get_mut(&tag.path) {

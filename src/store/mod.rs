@@ -9,6 +9,7 @@ mod filter_sql;
 mod fulltext;
 mod hist_journal;
 mod historian;
+mod mqtt_state;
 mod records;
 mod report;
 mod tags;
@@ -16,6 +17,7 @@ mod tags;
 pub use auth::{AuthUser, GrantSet};
 pub use automation::{version_now, RunOwner};
 pub use historian::{HistoryPoint, HistoryWrite};
+pub use mqtt_state::{MqttWrite, StoredMessage, StoredSubscription};
 pub use report::{ReportLimits, ReportRelation};
 pub use tags::{TagRow, TAGS};
 
@@ -102,6 +104,9 @@ impl Store {
                  PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON; \
                  PRAGMA mmap_size=268435456;",
             )?;
+            // rusqlite keeps 16 by default; the broker's batches alone use 14, and evicting
+            // them for every other module's statements would re-prepare them per batch.
+            c.set_prepared_statement_cache_capacity(64);
             fulltext::register(c)
         });
         let pool = r2d2::Pool::builder()
@@ -120,6 +125,7 @@ impl Store {
         store.init_historian()?;
         store.conn()?.execute_batch(hist_journal::JOURNAL_SCHEMA)?;
         store.conn()?.execute_batch(automation::AUTOMATION_SCHEMA)?;
+        store.conn()?.execute_batch(mqtt_state::MQTT_SCHEMA)?;
         Ok(store)
     }
 

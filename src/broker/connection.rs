@@ -1,0 +1,293 @@
+//! One client connection: the CONNECT handshake, then a reader that decodes everything a read
+//! brought and handles it, publishes as one batch (one policy call, one durable commit, then
+//! the acknowledgements), while the connection's writer sends whatever the session queues.
+
+use super::hub::{Hub, Will};
+use super::inbound::Inbound;
+use super::packet::{Codec, Handshake, Packet, Version};
+use super::publication::Publication;
+use super::session::{Kick, Link};
+use super::transport::{Connection, Reader};
+use super::writer::{self, Outbound, Outbox};
+use bytes::BytesMut;
+use bytestring::ByteString;
+use rmqtt_codec::error::DecodeError;
+use rmqtt_codec::v5::{self, ConnectAckReason, DisconnectReasonCode};
+use std::num::NonZeroU16;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// How long a client may take to send its CONNECT.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+const READ_BUFFER: usize = 4 * 1024;
+
+/// Serves one accepted connection until it ends.
+pub async fn serve(hub: Arc<Hub>, connection: Connection) {
+    let Connection {
+        mut reader,
+        writer,
+        peer,
+        listener,
+    } = connection;
+    let mut buf = BytesMut::with_capacity(READ_BUFFER);
+    let handshake = tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        read_connect(&mut reader, &mut buf, hub.limits.max_packet_size),
+    )
+    .await;
+    let (codec, connect) = match handshake {
+        Ok(Ok(found)) => found,
+        Ok(Err(why)) => {
+            tracing::debug!(%peer, %listener, why, "MQTT handshake failed");
+            let mut writer = writer;
+            writer.close().await;
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, %listener, "no CONNECT in time");
+            let mut writer = writer;
+            writer.close().await;
+            return;
+        }
+    };
+    let version = codec.version();
+    let mut out_codec = codec.clone();
+    let client_max_packet = connect.max_packet_size.map_or(0, |m| m.get());
+    if client_max_packet > 0 {
+        out_codec.limit_outbound(client_max_packet);
+    }
+    let alias_max = if version == Version::V5 {
+        connect.topic_alias_max
+    } else {
+        0
+    };
+    let (outbox, writer_task) = writer::spawn(writer, out_codec, alias_max);
+
+    let limits = hub.limits;
+    let mut ack = v5::ConnectAck {
+        receive_max: NonZeroU16::new(limits.max_inflight).unwrap_or(NonZeroU16::MIN),
+        max_packet_size: Some(limits.max_packet_size),
+        topic_alias_max: limits.topic_alias_max,
+        retain_available: true,
+        wildcard_subscription_available: true,
+        subscription_identifiers_available: true,
+        shared_subscription_available: true,
+        ..v5::ConnectAck::default()
+    };
+    let mut client_id = connect.client_id.clone();
+    if client_id.is_empty() {
+        if version == Version::V3 && !connect.clean_start {
+            return refuse(outbox, writer_task, ack, ConnectAckReason::ClientIdentifierNotValid,
+                "a persistent session needs a client identifier").await;
+        }
+        client_id = ByteString::from(format!("svc-{}", crate::ids::new_key()));
+        ack.assigned_client_id = Some(client_id.clone());
+    }
+    let username = connect.username.as_deref();
+    let password = connect.password.as_deref();
+    let Some(principal) = hub.policy.authenticate(username, password).await else {
+        tracing::info!(%peer, %listener, client_id = %client_id, "MQTT CONNECT refused: bad credentials");
+        return refuse(outbox, writer_task, ack, ConnectAckReason::BadUserNameOrPassword,
+            "bad user name or password").await;
+    };
+
+    let mut keep_alive = connect.keep_alive;
+    if keep_alive > limits.max_keepalive {
+        keep_alive = limits.max_keepalive;
+        ack.server_keepalive_sec = Some(keep_alive);
+    }
+    let expiry = match (version, connect.session_expiry_interval_secs) {
+        (Version::V3, 0) => 0,
+        (Version::V3, _) => limits.session_expiry_secs,
+        (Version::V5, asked) if asked > limits.session_expiry_secs => {
+            ack.session_expiry_interval_secs = Some(limits.session_expiry_secs);
+            limits.session_expiry_secs
+        }
+        (Version::V5, asked) => asked,
+    };
+    let (kick_tx, kick_rx) = oneshot::channel();
+    let link_id = hub.next_link_id();
+    let link = Link {
+        id: link_id,
+        outbox: outbox.clone(),
+        receive_max: connect.receive_max.map_or(u16::MAX, |r| r.get()),
+        max_packet: client_max_packet,
+        kick: Some(kick_tx),
+    };
+    let will = connect.last_will.clone().map(|w| will_of(w, &client_id));
+    let Some((session, present)) =
+        hub.attach(&client_id, principal.clone(), connect.clean_start, expiry, link)
+    else {
+        tracing::info!(client_id = %client_id, "CONNECT refused: the client id belongs to another user's session");
+        return refuse(outbox, writer_task, ack, ConnectAckReason::NotAuthorized,
+            "the client identifier is in use by another user").await;
+    };
+    ack.session_present = present;
+    outbox.send(Outbound::Packet(Packet::ConnectAck(Box::new(ack))));
+    let mut writes = Vec::new();
+    session.resume(&limits, &mut writes);
+    hub.persist.send(writes);
+
+    let mut inbound = Inbound::new(hub.clone(), session.clone(), outbox.clone(), version, principal);
+    let end = read_loop(&mut reader, &mut buf, codec, &mut inbound, keep_alive, kick_rx).await;
+    let will = match end {
+        End::Normal => None,
+        _ => will,
+    };
+    if let End::Server(reason) = end {
+        outbox.send(Outbound::Close(Some(reason)));
+    } else {
+        outbox.send(Outbound::Close(None));
+    }
+    hub.detach(&session, link_id, will);
+    drop(outbox);
+    let _ = writer_task.await;
+}
+
+/// How a connection ended.
+pub enum End {
+    /// DISCONNECT with reason 0: no will.
+    Normal,
+    /// DISCONNECT 0x04, closed socket, or an error: the will goes out.
+    Abrupt,
+    /// The server ends it with this reason (MQTT 5 DISCONNECT).
+    Server(DisconnectReasonCode),
+}
+
+async fn read_loop(
+    reader: &mut Reader,
+    buf: &mut BytesMut,
+    mut codec: Codec,
+    inbound: &mut Inbound,
+    keep_alive: u16,
+    mut kick: oneshot::Receiver<Kick>,
+) -> End {
+    // A client silent for one and a half keep-alive periods is gone (MQTT §3.1.2.10).
+    let silence = (keep_alive > 0).then(|| Duration::from_millis(u64::from(keep_alive) * 1500));
+    loop {
+        let read = async {
+            match silence {
+                Some(limit) => tokio::time::timeout(limit, reader.read(buf)).await.ok(),
+                None => Some(reader.read(buf).await),
+            }
+        };
+        tokio::select! {
+            biased;
+            why = &mut kick => {
+                return match why {
+                    Ok(Kick::TakenOver) => End::Server(DisconnectReasonCode::SessionTakenOver),
+                    Ok(Kick::NotAuthorized) => End::Server(DisconnectReasonCode::NotAuthorized),
+                    Ok(Kick::ShuttingDown) => End::Server(DisconnectReasonCode::ServerShuttingDown),
+                    Err(_) => End::Abrupt,
+                };
+            }
+            read = read => match read {
+                None => return End::Server(DisconnectReasonCode::KeepAliveTimeout),
+                Some(Ok(0)) | Some(Err(_)) => {
+                    inbound.flush().await;
+                    return End::Abrupt;
+                }
+                Some(Ok(_)) => {}
+            },
+        }
+        loop {
+            match codec.decode(buf) {
+                Ok(Some(packet)) => {
+                    if let Some(end) = inbound.handle(packet).await {
+                        inbound.flush().await;
+                        return end;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    inbound.flush().await;
+                    return End::Server(decode_reason(&e));
+                }
+            }
+        }
+        if let Some(end) = inbound.flush().await {
+            return end;
+        }
+        if buf.capacity() == 0 {
+            buf.reserve(READ_BUFFER);
+        }
+    }
+}
+
+fn decode_reason(e: &DecodeError) -> DisconnectReasonCode {
+    match e {
+        DecodeError::MaxSizeExceeded { .. } => DisconnectReasonCode::PacketTooLarge,
+        _ => DisconnectReasonCode::MalformedPacket,
+    }
+}
+
+/// Reads until the first packet, which must be CONNECT.
+async fn read_connect(
+    reader: &mut Reader,
+    buf: &mut BytesMut,
+    max_packet: u32,
+) -> Result<(Codec, Box<v5::Connect>), &'static str> {
+    let mut codec = None;
+    loop {
+        if codec.is_none() {
+            match Codec::detect(buf, max_packet) {
+                Ok(found) => codec = Some(found),
+                Err(Handshake::Incomplete) => {}
+                Err(Handshake::Refused(_)) => return Err("not an MQTT CONNECT"),
+            }
+        }
+        if let Some(codec) = codec.as_mut() {
+            match codec.decode(buf) {
+                Ok(Some(Packet::Connect(connect))) => return Ok((codec.clone(), connect)),
+                Ok(Some(_)) => return Err("the first packet was not CONNECT"),
+                Ok(None) => {}
+                Err(_) => return Err("a malformed CONNECT"),
+            }
+        }
+        match reader.read(buf).await {
+            Ok(0) | Err(_) => return Err("closed before CONNECT"),
+            Ok(_) => {}
+        }
+    }
+}
+
+async fn refuse(
+    outbox: Outbox,
+    writer_task: tokio::task::JoinHandle<()>,
+    mut ack: v5::ConnectAck,
+    reason: ConnectAckReason,
+    why: &str,
+) {
+    ack.reason_code = reason;
+    ack.reason_string = Some(why.into());
+    ack.session_present = false;
+    outbox.send(Outbound::Packet(Packet::ConnectAck(Box::new(ack))));
+    outbox.send(Outbound::Close(None));
+    drop(outbox);
+    let _ = writer_task.await;
+}
+
+fn will_of(will: v5::LastWill, client_id: &ByteString) -> Will {
+    let properties = v5::PublishProperties {
+        correlation_data: will.correlation_data,
+        message_expiry_interval: will.message_expiry_interval,
+        content_type: will.content_type,
+        user_properties: will.user_properties,
+        is_utf8_payload: will.is_utf8_payload.unwrap_or(false),
+        response_topic: will.response_topic,
+        ..v5::PublishProperties::default()
+    };
+    Will {
+        delay_secs: will.will_delay_interval_sec.unwrap_or(0),
+        publication: Publication {
+            topic: will.topic,
+            payload: will.message,
+            qos: will.qos,
+            retain: will.retain,
+            properties: Some(properties),
+            received_ms: 0,
+            sender: Some(client_id.to_string().into()),
+        },
+    }
+}

@@ -1,0 +1,133 @@
+//! A message inside the broker: what was published, once, shared by every subscriber it goes
+//! to, and the PUBLISH packet each delivery of it becomes.
+
+use bytes::Bytes;
+use bytestring::ByteString;
+use rmqtt_codec::types::{Publish, QoS};
+use rmqtt_codec::v5::PublishProperties;
+use std::num::{NonZeroU16, NonZeroU32};
+use std::sync::Arc;
+
+/// A published message. Cheap to share: subscribers hold an `Arc` of it.
+#[derive(Debug, Clone)]
+pub struct Publication {
+    pub topic: ByteString,
+    pub payload: Bytes,
+    pub qos: QoS,
+    pub retain: bool,
+    /// MQTT 5 properties to forward (no topic alias or subscription ids: those are per hop).
+    pub properties: Option<PublishProperties>,
+    pub received_ms: i64,
+    /// The publishing client, for No Local; `None` for messages from inside svc.
+    pub sender: Option<Arc<str>>,
+}
+
+/// One delivery of a publication to one subscriber.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub publication: Arc<Publication>,
+    pub qos: QoS,
+    pub retain: bool,
+    pub subscription_ids: Vec<NonZeroU32>,
+}
+
+impl Publication {
+    /// Seconds of Message Expiry Interval left at `now_ms`; `Some(0)` once expired, `None` when
+    /// the message never expires.
+    pub fn remaining_secs(&self, now_ms: i64) -> Option<u32> {
+        let interval = self.properties.as_ref()?.message_expiry_interval?;
+        let elapsed = (now_ms - self.received_ms).max(0) / 1000;
+        Some((i64::from(interval.get()) - elapsed).max(0) as u32)
+    }
+
+    pub fn expired(&self, now_ms: i64) -> bool {
+        self.remaining_secs(now_ms) == Some(0)
+    }
+
+    /// When the message expires, in epoch milliseconds.
+    pub fn expires_at_ms(&self) -> Option<i64> {
+        let interval = self.properties.as_ref()?.message_expiry_interval?;
+        Some(self.received_ms + i64::from(interval.get()) * 1000)
+    }
+
+    /// Rough encoded size of a delivery, to skip one above a client's Maximum Packet Size
+    /// before it takes a packet id.
+    pub fn encoded_size_estimate(&self) -> usize {
+        let props = self.properties.as_ref().map_or(0, |p| {
+            p.user_properties
+                .iter()
+                .map(|(k, v)| k.len() + v.len() + 5)
+                .sum::<usize>()
+                + p.content_type.as_ref().map_or(0, |c| c.len() + 3)
+                + p.response_topic.as_ref().map_or(0, |r| r.len() + 3)
+                + p.correlation_data.as_ref().map_or(0, |c| c.len() + 3)
+                + 16
+        });
+        5 + 2 + self.topic.len() + 2 + props + self.payload.len()
+    }
+}
+
+impl Delivery {
+    /// The PUBLISH packet of this delivery at `now_ms` (remaining expiry, subscription ids).
+    pub fn packet(&self, packet_id: Option<NonZeroU16>, dup: bool, now_ms: i64) -> Publish {
+        let p = &self.publication;
+        let mut properties = p.properties.clone().unwrap_or_default();
+        if let Some(left) = p.remaining_secs(now_ms) {
+            properties.message_expiry_interval = NonZeroU32::new(left.max(1));
+        }
+        properties.subscription_ids = self.subscription_ids.clone();
+        Publish {
+            dup,
+            retain: self.retain,
+            qos: self.qos,
+            topic: p.topic.clone(),
+            packet_id,
+            payload: p.payload.clone(),
+            properties: Some(properties),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn publication(expiry: Option<u32>) -> Publication {
+        Publication {
+            topic: "a/b".into(),
+            payload: Bytes::from_static(b"1"),
+            qos: QoS::AtLeastOnce,
+            retain: false,
+            properties: Some(PublishProperties {
+                message_expiry_interval: expiry.and_then(NonZeroU32::new),
+                ..PublishProperties::default()
+            }),
+            received_ms: 10_000,
+            sender: None,
+        }
+    }
+
+    #[test]
+    fn expiry_counts_down_in_whole_seconds() {
+        let p = publication(Some(5));
+        assert_eq!(p.remaining_secs(10_000), Some(5));
+        assert_eq!(p.remaining_secs(12_500), Some(3));
+        assert!(!p.expired(14_999));
+        assert!(p.expired(15_000));
+        assert_eq!(publication(None).remaining_secs(99_999), None);
+    }
+
+    #[test]
+    fn a_delivery_forwards_the_remaining_time_never_zero() {
+        let delivery = Delivery {
+            publication: Arc::new(publication(Some(5))),
+            qos: QoS::AtMostOnce,
+            retain: false,
+            subscription_ids: vec![NonZeroU32::new(7).expect("non-zero")],
+        };
+        let packet = delivery.packet(None, false, 14_900);
+        let props = packet.properties.expect("properties");
+        assert_eq!(props.message_expiry_interval.map(|v| v.get()), Some(1));
+        assert_eq!(props.subscription_ids.len(), 1);
+    }
+}
