@@ -234,7 +234,7 @@ async fn read_connect(
             match Codec::detect(buf, max_packet) {
                 Ok(found) => codec = Some(found),
                 Err(Handshake::Incomplete) => {}
-                Err(Handshake::Refused(_)) => return Err("not an MQTT CONNECT"),
+                Err(Handshake::Refused) => return Err("not an MQTT CONNECT"),
             }
         }
         if let Some(codec) = codec.as_mut() {

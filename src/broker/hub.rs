@@ -108,7 +108,10 @@ impl Hub {
                 stored_session
                     .queue
                     .into_iter()
-                    .map(|q| (q.seq, from_stored(q.message)))
+                    .map(|q| {
+                        let released = q.packet_id.filter(|_| q.state == 2);
+                        (q.seq, from_stored(q.message), released)
+                    })
                     .collect(),
             );
             lock(&self.sessions).insert(client_id, session);
@@ -241,14 +244,19 @@ impl Hub {
             received_ms: crate::time::now_ms(),
             ..will
         });
-        if let Err(e) = self.dispatch(std::slice::from_ref(&publication)).await {
+        if let Err(e) = self.dispatch(std::slice::from_ref(&publication), Vec::new()).await {
             tracing::warn!(error = %e, "a will was not published");
         }
     }
 
     /// The one path of accepted publishes: the policy sees them (history, last values), then
     /// retained messages and subscribers get them, and what must be durable is committed.
-    pub async fn dispatch(&self, batch: &[Arc<Publication>]) -> Result<(), String> {
+    /// `also` are writes committed with the batch (the publisher's own bookkeeping).
+    pub async fn dispatch(
+        &self,
+        batch: &[Arc<Publication>],
+        also: Vec<MqttWrite>,
+    ) -> Result<(), String> {
         let messages = batch
             .iter()
             .map(|p| Message {
@@ -260,12 +268,15 @@ impl Hub {
             })
             .collect();
         self.policy.on_messages(messages).await?;
-        self.deliver_all(batch).await
+        self.deliver_all(batch, also).await
     }
 
     /// [`Hub::dispatch`] after the policy has seen the messages.
-    pub async fn deliver_all(&self, batch: &[Arc<Publication>]) -> Result<(), String> {
-        let mut writes = Vec::new();
+    pub async fn deliver_all(
+        &self,
+        batch: &[Arc<Publication>],
+        mut writes: Vec<MqttWrite>,
+    ) -> Result<(), String> {
         for publication in batch {
             if publication.retain {
                 self.retain(publication, &mut writes);

@@ -11,6 +11,7 @@ use super::session::{Session, SubOptions};
 use super::trie::parse_shared;
 use super::writer::{Outbound, Outbox};
 use super::Principal;
+use crate::store::MqttWrite;
 use bytestring::ByteString;
 use rmqtt_codec::types::{Publish, QoS};
 use rmqtt_codec::v5::{
@@ -74,18 +75,32 @@ impl Inbound {
                 if ack.reason_code as u8 >= 0x80 {
                     // The client refused the message: it is done.
                     self.completed(ack.packet_id);
-                } else if !self.session.received(ack.packet_id) {
-                    self.send(Packet::PublishRelease(PublishAck2 {
-                        packet_id: ack.packet_id,
-                        reason_code: v5::PublishAck2Reason::PacketIdNotFound,
-                        ..PublishAck2::default()
-                    }));
+                } else {
+                    let mut writes = Vec::new();
+                    if !self.session.received(ack.packet_id, &mut writes) {
+                        self.send(Packet::PublishRelease(PublishAck2 {
+                            packet_id: ack.packet_id,
+                            reason_code: v5::PublishAck2Reason::PacketIdNotFound,
+                            ..PublishAck2::default()
+                        }));
+                    }
+                    self.hub.persist.send(writes);
                 }
             }
             Packet::PublishRelease(release) => {
                 // The message was routed when it arrived; releasing only frees its id.
                 self.flush().await;
-                self.session.lock().inbound_qos2.remove(&release.packet_id.get());
+                let persistent = {
+                    let mut state = self.session.lock();
+                    state.inbound_qos2.remove(&release.packet_id.get());
+                    Session::persistent(&state)
+                };
+                if persistent {
+                    self.hub.persist.send(vec![MqttWrite::DeleteInboundQos2 {
+                        client_id: self.session.client_id.to_string(),
+                        packet_id: release.packet_id.get(),
+                    }]);
+                }
                 self.send(Packet::PublishComplete(PublishAck2 {
                     packet_id: release.packet_id,
                     ..PublishAck2::default()
@@ -242,7 +257,23 @@ impl Inbound {
         }
         let batch = std::mem::take(&mut self.batch);
         let acks = std::mem::take(&mut self.acks);
-        if let Err(e) = self.hub.dispatch(&batch).await {
+        // QoS 2 ids a persistent session received must survive a restart, so a resend after
+        // it is still recognised as a duplicate.
+        let qos2_ids: Vec<MqttWrite> = if acks.iter().any(|(q, _)| *q == QoS::ExactlyOnce)
+            && Session::persistent(&self.session.lock())
+        {
+            acks.iter()
+                .filter(|(q, _)| *q == QoS::ExactlyOnce)
+                .filter_map(|(_, id)| *id)
+                .map(|id| MqttWrite::PutInboundQos2 {
+                    client_id: self.session.client_id.to_string(),
+                    packet_id: id.get(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if let Err(e) = self.hub.dispatch(&batch, qos2_ids).await {
             tracing::warn!(error = %e, client_id = %self.session.client_id, "publishes were not stored");
             return Some(End::Server(DisconnectReasonCode::ImplementationSpecificError));
         }

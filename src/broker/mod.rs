@@ -236,7 +236,7 @@ impl Broker {
             .await
             .map_err(|e| anyhow::anyhow!("the message was not stored: {e}"))?;
         self.hub
-            .deliver_all(&[publication])
+            .deliver_all(&[publication], Vec::new())
             .await
             .map_err(|e| anyhow::anyhow!("cannot deliver the message: {e}"))
     }

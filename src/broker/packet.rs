@@ -30,7 +30,7 @@ pub enum Codec {
 pub enum Handshake {
     /// Not enough bytes yet.
     Incomplete,
-    Refused(DecodeError),
+    Refused,
 }
 
 impl Codec {
@@ -40,7 +40,7 @@ impl Codec {
             Ok(Some(ProtocolVersion::MQTT3)) => Ok(Codec::V3(v3::Codec::new(max_packet))),
             Ok(Some(ProtocolVersion::MQTT5)) => Ok(Codec::V5(v5::Codec::new(max_packet, 0))),
             Ok(None) => Err(Handshake::Incomplete),
-            Err(e) => Err(Handshake::Refused(e)),
+            Err(_) => Err(Handshake::Refused),
         }
     }
 
@@ -287,7 +287,7 @@ mod tests {
         let mut buf = BytesMut::from(&b"GET / HTTP/1.1\r\n\r\n"[..]);
         assert!(matches!(
             Codec::detect(&mut buf, 1024),
-            Err(Handshake::Refused(_))
+            Err(Handshake::Refused)
         ));
     }
 }

@@ -229,13 +229,23 @@ impl Session {
         state.pump(limits, &self.client_id, writes);
     }
 
-    /// PUBREC from the client: answer PUBREL. False when the packet id is unknown.
-    pub fn received(&self, packet_id: NonZeroU16) -> bool {
+    /// PUBREC from the client: answer PUBREL. False when the packet id is unknown. A
+    /// persistent session records it, so after a restart it releases rather than resends.
+    pub fn received(&self, packet_id: NonZeroU16, writes: &mut Vec<MqttWrite>) -> bool {
         let mut state = self.lock();
+        let persistent = Session::persistent(&state);
         let Some(flight) = state.inflight.get_mut(&packet_id.get()) else {
             return false;
         };
         flight.released = true;
+        if persistent {
+            writes.push(MqttWrite::SetDelivery {
+                client_id: self.client_id.to_string(),
+                seq: flight.seq,
+                packet_id: Some(packet_id.get()),
+                state: 2,
+            });
+        }
         if let Some(link) = &state.link {
             link.outbox.send(Outbound::Packet(Packet::PublishRelease(PublishAck2 {
                 packet_id,
@@ -272,12 +282,23 @@ impl Session {
         state.pump(limits, &self.client_id, writes);
     }
 
-    /// Puts back what a restart found in the store (queued deliveries, in order).
-    pub fn restore(&self, queued: Vec<(i64, Delivery)>) {
+    /// Puts back what a restart found in the store: queued deliveries in order, and QoS 2
+    /// deliveries the client had received (PUBREC) under their packet id.
+    pub fn restore(&self, queued: Vec<(i64, Delivery, Option<u16>)>) {
         let mut state = self.lock();
-        for (seq, delivery) in queued {
+        for (seq, delivery, released) in queued {
             state.next_seq = state.next_seq.max(seq + 1);
-            state.queue.push_back(Waiting { delivery, seq });
+            match released {
+                Some(packet_id) => {
+                    let flight = InFlight {
+                        delivery,
+                        seq,
+                        released: true,
+                    };
+                    state.inflight.insert(packet_id, flight);
+                }
+                None => state.queue.push_back(Waiting { delivery, seq }),
+            }
         }
     }
 
