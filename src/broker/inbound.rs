@@ -164,7 +164,14 @@ impl Inbound {
                 state.inbound_qos2.len() + self.acks.len()
             };
             if unacknowledged >= usize::from(self.hub.limits.max_inflight) {
-                return Some(End::Server(DisconnectReasonCode::ReceiveMaximumExceeded));
+                // MQTT 5 clients were told the Receive Maximum; MQTT 3.1.1 clients were not,
+                // so their batch is dispatched and acknowledged to make room.
+                if self.version == Version::V5 {
+                    return Some(End::Server(DisconnectReasonCode::ReceiveMaximumExceeded));
+                }
+                if let Some(end) = self.flush().await {
+                    return Some(end);
+                }
             }
         }
         if !self.may_publish(&publish.topic).await {

@@ -261,16 +261,6 @@ impl Store {
         tx.commit()?;
         Ok((retained, sessions))
     }
-
-    /// Deletes the sessions (with their rows) that have expired at `now_ms`; returns how many.
-    /// Connected sessions never expire.
-    pub fn mqtt_expire_sessions(&self, now_ms: i64) -> StoreResult<usize> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let expired = delete_expired_sessions(&tx, now_ms)?;
-        tx.commit()?;
-        Ok(expired)
-    }
 }
 
 fn apply(s: &mut Statements<'_>, write: &MqttWrite) -> StoreResult<()> {

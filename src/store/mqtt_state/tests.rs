@@ -330,27 +330,6 @@ fn load_drops_rows_whose_session_is_gone() {
 }
 
 #[test]
-fn expiring_sessions_counts_the_ended_and_spares_the_connected() {
-    let (_dir, store) = store();
-    store
-        .mqtt_write(&[
-            put_session("a", 1, Some(0)),
-            enqueue("a", 1, message("t", b"x")),
-            put_session("b", 2, Some(0)),
-            put_session("never", u32::MAX, Some(0)),
-            put_session("online", 0, None),
-        ])
-        .unwrap();
-    assert_eq!(store.mqtt_expire_sessions(999).unwrap(), 0);
-    assert_eq!(store.mqtt_expire_sessions(1_000).unwrap(), 1);
-    assert_eq!(rows_of(&store, "mqtt_queue", "a"), 0);
-    // Year 2065: "never" (u32::MAX seconds) is still a century away.
-    assert_eq!(store.mqtt_expire_sessions(3_000_000_000_000).unwrap(), 1);
-    assert_eq!(rows_of(&store, "mqtt_sessions", "never"), 1);
-    assert_eq!(rows_of(&store, "mqtt_sessions", "online"), 1);
-}
-
-#[test]
 fn the_state_outlives_the_store_that_wrote_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("broker.db");
