@@ -348,6 +348,8 @@ impl Hub {
             if !self.may_receive(&session, &publication.topic, generation).await {
                 continue;
             }
+            ids.sort_unstable();
+            ids.dedup();
             let delivery = Delivery {
                 publication: publication.clone(),
                 qos: publication.qos.less_value(qos_of(qos)),
@@ -494,6 +496,15 @@ impl Hub {
             }
         }
         kicked
+    }
+
+    /// Sessions (all, connected) and subscriptions, for the periodic log line.
+    pub fn census(&self) -> (usize, usize, usize) {
+        let sessions = lock(&self.sessions);
+        let online = sessions.values().filter(|s| s.is_online()).count();
+        let index = self.index.read().unwrap_or_else(|p| p.into_inner());
+        let subscriptions = if index.is_empty() { 0 } else { index.len() };
+        (sessions.len(), online, subscriptions)
     }
 
     /// Removes persistent sessions whose expiry has passed while offline.

@@ -181,9 +181,13 @@ impl Broker {
         let sweeper = hub.clone();
         tasks.push(tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
-            loop {
+            for second in 0u64.. {
                 tick.tick().await;
                 sweeper.expire_sessions();
+                if second % 60 == 59 {
+                    let (sessions, online, subscriptions) = sweeper.census();
+                    tracing::debug!(sessions, online, subscriptions, "MQTT broker");
+                }
             }
         }));
         Ok(Broker {

@@ -32,16 +32,15 @@ pub struct Delivery {
 }
 
 impl Publication {
-    /// Seconds of Message Expiry Interval left at `now_ms`; `Some(0)` once expired, `None` when
+    /// Whole seconds of Message Expiry Interval left at `now_ms` (rounded down); `None` when
     /// the message never expires.
     pub fn remaining_secs(&self, now_ms: i64) -> Option<u32> {
-        let interval = self.properties.as_ref()?.message_expiry_interval?;
-        let elapsed = (now_ms - self.received_ms).max(0) / 1000;
-        Some((i64::from(interval.get()) - elapsed).max(0) as u32)
+        let expires = self.expires_at_ms()?;
+        Some(((expires - now_ms).max(0) / 1000) as u32)
     }
 
     pub fn expired(&self, now_ms: i64) -> bool {
-        self.remaining_secs(now_ms) == Some(0)
+        self.expires_at_ms().is_some_and(|at| at <= now_ms)
     }
 
     /// When the message expires, in epoch milliseconds.
@@ -111,7 +110,7 @@ mod tests {
     fn expiry_counts_down_in_whole_seconds() {
         let p = publication(Some(5));
         assert_eq!(p.remaining_secs(10_000), Some(5));
-        assert_eq!(p.remaining_secs(12_500), Some(3));
+        assert_eq!(p.remaining_secs(12_500), Some(2));
         assert!(!p.expired(14_999));
         assert!(p.expired(15_000));
         assert_eq!(publication(None).remaining_secs(99_999), None);

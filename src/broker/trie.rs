@@ -360,7 +360,7 @@ impl<K: Eq + Hash, V> Subscribers<K, V> {
             Some(group) => self
                 .groups
                 .entry(group.into())
-                .or_insert_with(Group::default)
+                .or_default()
                 .members
                 .insert(key, value),
         }

@@ -3,6 +3,7 @@
 //! a byte stream whatever the framing and that each write leaves as one WebSocket frame.
 
 use super::*;
+use super::websocket::WS_MAX_MESSAGE_BYTES;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
@@ -191,7 +192,10 @@ async fn tls_listener_survives_a_failed_handshake() {
     tokio::spawn(serve_tcp(listener, Some(acceptor), accept));
     // Plain MQTT bytes on the TLS port: the handshake fails and the server hangs up.
     let mut plain = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    plain.write_all(b"\x10\x0c\x00\x04MQTT").await.expect("write");
+    plain
+        .write_all(b"\x10\x0c\x00\x04MQTT")
+        .await
+        .expect("write");
     let mut rest = Vec::new();
     let _ = tokio::time::timeout(WAIT, plain.read_to_end(&mut rest))
         .await
@@ -373,13 +377,23 @@ async fn ws_accepts_a_full_size_packet_and_refuses_a_larger_frame() {
     assert!(expect_ended(&mut seen).await.is_err());
 }
 
+/// The error `tls_acceptor` gives (`TlsAcceptor` is not `Debug`, so no `expect_err`).
+fn acceptor_error(cert: &std::path::Path, key: &std::path::Path) -> String {
+    match tls_acceptor(cert, key) {
+        Ok(_) => panic!(
+            "tls_acceptor accepted {} and {}",
+            cert.display(),
+            key.display()
+        ),
+        Err(e) => e.to_string(),
+    }
+}
+
 #[test]
 fn tls_acceptor_errors_say_what_is_wrong() {
     let tls = self_signed();
     let missing = tls._dir.path().join("missing.pem");
-    let error = tls_acceptor(&missing, &tls.key)
-        .expect_err("missing certificate")
-        .to_string();
+    let error = acceptor_error(&missing, &tls.key);
     assert!(
         error.starts_with(&format!(
             "cannot read the TLS certificate {}:",
@@ -387,9 +401,7 @@ fn tls_acceptor_errors_say_what_is_wrong() {
         )),
         "{error}"
     );
-    let error = tls_acceptor(&tls.cert, &missing)
-        .expect_err("missing key")
-        .to_string();
+    let error = acceptor_error(&tls.cert, &missing);
     assert!(
         error.starts_with(&format!(
             "cannot read the TLS private key {}:",
@@ -398,19 +410,13 @@ fn tls_acceptor_errors_say_what_is_wrong() {
         "{error}"
     );
     // The certificate file given as the key: it holds no key.
-    let error = tls_acceptor(&tls.cert, &tls.cert)
-        .expect_err("no key")
-        .to_string();
+    let error = acceptor_error(&tls.cert, &tls.cert);
     assert_eq!(error, format!("no private key in {}", tls.cert.display()));
-    let error = tls_acceptor(&tls.key, &tls.key)
-        .expect_err("no certificate")
-        .to_string();
+    let error = acceptor_error(&tls.key, &tls.key);
     assert_eq!(error, format!("no certificate in {}", tls.key.display()));
     // A key that belongs to another certificate.
     let other = self_signed();
-    let error = tls_acceptor(&tls.cert, &other.key)
-        .expect_err("mismatched key")
-        .to_string();
+    let error = acceptor_error(&tls.cert, &other.key);
     assert!(
         error.starts_with("cannot use the TLS certificate"),
         "{error}"

@@ -40,7 +40,12 @@ fn certificates(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
         .map_err(|e| anyhow!("cannot read the TLS certificate {}: {e}", path.display()))?;
     let chain = CertificateDer::pem_slice_iter(&text)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow!("the TLS certificate {} is not valid PEM: {e}", path.display()))?;
+        .map_err(|e| {
+            anyhow!(
+                "the TLS certificate {} is not valid PEM: {e}",
+                path.display()
+            )
+        })?;
     if chain.is_empty() {
         return Err(anyhow!("no certificate in {}", path.display()));
     }
@@ -52,7 +57,10 @@ fn private_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
         .map_err(|e| anyhow!("cannot read the TLS private key {}: {e}", path.display()))?;
     PrivateKeyDer::from_pem_slice(&text).map_err(|e| match e {
         pem::Error::NoItemsFound => anyhow!("no private key in {}", path.display()),
-        e => anyhow!("the TLS private key {} is not valid PEM: {e}", path.display()),
+        e => anyhow!(
+            "the TLS private key {} is not valid PEM: {e}",
+            path.display()
+        ),
     })
 }
 

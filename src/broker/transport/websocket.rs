@@ -113,12 +113,11 @@ async fn serve_http<IO>(io: IO, router: Router, peer: SocketAddr)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper::service::service_fn(
-        move |mut request: hyper::Request<hyper::body::Incoming>| {
+    let service =
+        hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
             request.extensions_mut().insert(ConnectInfo(peer));
             router.clone().oneshot(request.map(Body::new))
-        },
-    );
+        });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)

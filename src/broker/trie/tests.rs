@@ -303,7 +303,9 @@ fn filter() -> impl Strategy<Value = String> {
             if hash {
                 levels.push("#");
             }
-            (!levels.is_empty()).then(|| levels.join("/"))
+            // A lone empty level would be the empty filter, which is invalid.
+            let filter = levels.join("/");
+            (!filter.is_empty()).then_some(filter)
         },
     )
 }
@@ -314,18 +316,22 @@ enum Op {
     Unsubscribe(String, u8),
 }
 
-fn op() -> impl Strategy<Value = Op> {
-    let full = (
+/// A filter as subscribed: plain, or shared in group `g` or `h`.
+fn full_filter() -> impl Strategy<Value = String> {
+    (
         filter(),
         prop::sample::select(vec![None, Some("g"), Some("h")]),
     )
         .prop_map(|(filter, group)| match group {
             Some(group) => format!("$share/{group}/{filter}"),
             None => filter,
-        });
+        })
+}
+
+fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (full.clone(), 0u8..4, any::<u32>()).prop_map(|(f, k, v)| Op::Subscribe(f, k, v)),
-        (full, 0u8..4).prop_map(|(f, k)| Op::Unsubscribe(f, k)),
+        (full_filter(), 0u8..4, any::<u32>()).prop_map(|(f, k, v)| Op::Subscribe(f, k, v)),
+        (full_filter(), 0u8..4).prop_map(|(f, k)| Op::Unsubscribe(f, k)),
     ]
 }
 
