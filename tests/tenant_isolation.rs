@@ -7,8 +7,9 @@
 //! - The tag-squatting sequence: Alice cannot declare beta's topic (409, beta not named) and so
 //!   reaches it by no path: MQTT 3.1.1 and 5 subscriptions (direct and `#`), publishes,
 //!   historian, tag routes, a function's `svc.tag.read`, `tag_change` triggers, flow `tag-in`.
-//! - MQTT sessions belong to their user: another user's CONNECT with the same client id neither
-//!   disconnects the owner nor takes over its persistent session and queued messages.
+//! - MQTT sessions belong to their user: another user's CONNECT with the same client id gets a
+//!   session of its own; it neither disconnects the owner nor takes over its persistent session
+//!   and queued messages.
 
 mod common;
 #[path = "tenant_isolation_support/routes.rs"]
@@ -329,21 +330,22 @@ fn mqtt_sessions_belong_to_their_user() {
         for v in ["1", "2", "3"] {
             admin.publish(BETA_TAG, v, 1, false);
         }
-        // Alice, then an admin, reuse the client id: refused, and Bob's session is untouched.
+        // Alice, then an admin, reuse the client id: each gets a fresh session of its own, and
+        // Bob's session is untouched. (Until issue 13 the embedded engine keyed sessions by
+        // client id alone, so this test could only ask for a refusal; issue 11 asks for
+        // sessions per user, which svc's own broker keys by user and client id.)
         for (user, password) in [("alice", w.alice_key.as_str()), ("admin", ADMIN_PASSWORD)] {
-            let thief = MqttOpts::new(proto, Via::Tcp, &id)
+            let other = MqttOpts::new(proto, Via::Tcp, &id)
                 .creds(user, password)
                 .persistent();
-            match server.try_mqtt(thief) {
-                Err(refusal) => assert!(
-                    refusal.contains("uthoriz"),
-                    "{proto:?} {user}: refusal {refusal}"
-                ),
-                Ok(client) => panic!(
-                    "{proto:?}: {user} connected with Bob's client id (session_present={})",
-                    client.session_present
-                ),
-            }
+            let client = server
+                .try_mqtt(other)
+                .unwrap_or_else(|e| panic!("{proto:?} {user}: refused: {e}"));
+            assert!(
+                !client.session_present,
+                "{proto:?}: {user} resumed a session under Bob's client id"
+            );
+            client.disconnect();
         }
         let mut bob = server.mqtt(bob_opts());
         assert!(bob.session_present, "{proto:?}: Bob's session was lost");
@@ -352,14 +354,17 @@ fn mqtt_sessions_belong_to_their_user() {
             .collect();
         assert_eq!(queued, ["1", "2", "3"], "{proto:?}: Bob's queue");
         // Online: another user's CONNECT does not disconnect Bob.
-        let thief = MqttOpts::new(proto, Via::Tcp, &id).creds("alice", &w.alice_key);
-        assert!(server.try_mqtt(thief).is_err());
+        let other = MqttOpts::new(proto, Via::Tcp, &id).creds("alice", &w.alice_key);
+        let alice = server
+            .try_mqtt(other)
+            .unwrap_or_else(|e| panic!("{proto:?} alice online: refused: {e}"));
         admin.publish(BETA_TAG, "4", 1, false);
         assert_eq!(
             bob.expect_publish(BETA_TAG).text(),
             "4",
             "{proto:?}: Bob was cut off"
         );
+        alice.disconnect();
         // Bob himself may take his session over, as before.
         let mut again = server.mqtt(bob_opts());
         assert!(again.session_present);

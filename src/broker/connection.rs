@@ -6,7 +6,7 @@ use super::hub::{Hub, Will};
 use super::inbound::Inbound;
 use super::packet::{Codec, Handshake, Packet, Version};
 use super::publication::Publication;
-use super::session::{Kick, Link};
+use super::session::{session_key, Kick, Link};
 use super::transport::{Connection, Reader};
 use super::writer::{self, Outbound, Outbox};
 use bytes::BytesMut;
@@ -38,7 +38,14 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
     .await;
     let (codec, connect) = match handshake {
         Ok(Ok(found)) => found,
-        Ok(Err(why)) => {
+        Ok(Err(Refusal::IdentifierRejected(codec))) => {
+            // MQTT 3.1.1: an empty client id needs a clean session (return code 2).
+            let (outbox, writer_task) = writer::spawn(writer, codec, 0);
+            let ack = v5::ConnectAck::default();
+            return refuse(outbox, writer_task, ack, ConnectAckReason::ClientIdentifierNotValid,
+                "a persistent session needs a client identifier").await;
+        }
+        Ok(Err(Refusal::Close(why))) => {
             tracing::debug!(%peer, %listener, why, "MQTT handshake failed");
             let mut writer = writer;
             writer.close().await;
@@ -115,14 +122,10 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
         max_packet: client_max_packet,
         kick: Some(kick_tx),
     };
-    let will = connect.last_will.clone().map(|w| will_of(w, &client_id));
-    let Some((session, present)) =
-        hub.attach(&client_id, principal.clone(), connect.clean_start, expiry, link)
-    else {
-        tracing::info!(client_id = %client_id, "CONNECT refused: the client id belongs to another user's session");
-        return refuse(outbox, writer_task, ack, ConnectAckReason::NotAuthorized,
-            "the client identifier is in use by another user").await;
-    };
+    let key = session_key(&principal.user_key, &client_id);
+    let will = connect.last_will.clone().map(|w| will_of(w, &key));
+    let (session, present) =
+        hub.attach(&key, principal.clone(), connect.clean_start, expiry, link);
     ack.session_present = present;
     outbox.send(Outbound::Packet(Packet::ConnectAck(Box::new(ack))));
     let mut writes = Vec::new();
@@ -222,31 +225,42 @@ fn decode_reason(e: &DecodeError) -> DisconnectReasonCode {
     }
 }
 
+/// Why a connection ends before its CONNECT is accepted.
+enum Refusal {
+    /// Answered with CONNACK "identifier rejected" in the client's version.
+    IdentifierRejected(Codec),
+    /// Closed without an answer (not MQTT, malformed, too slow).
+    Close(&'static str),
+}
+
 /// Reads until the first packet, which must be CONNECT.
 async fn read_connect(
     reader: &mut Reader,
     buf: &mut BytesMut,
     max_packet: u32,
-) -> Result<(Codec, Box<v5::Connect>), &'static str> {
+) -> Result<(Codec, Box<v5::Connect>), Refusal> {
     let mut codec = None;
     loop {
         if codec.is_none() {
             match Codec::detect(buf, max_packet) {
                 Ok(found) => codec = Some(found),
                 Err(Handshake::Incomplete) => {}
-                Err(Handshake::Refused) => return Err("not an MQTT CONNECT"),
+                Err(Handshake::Refused) => return Err(Refusal::Close("not an MQTT CONNECT")),
             }
         }
         if let Some(codec) = codec.as_mut() {
             match codec.decode(buf) {
                 Ok(Some(Packet::Connect(connect))) => return Ok((codec.clone(), connect)),
-                Ok(Some(_)) => return Err("the first packet was not CONNECT"),
+                Ok(Some(_)) => return Err(Refusal::Close("the first packet was not CONNECT")),
                 Ok(None) => {}
-                Err(_) => return Err("a malformed CONNECT"),
+                Err(DecodeError::InvalidClientId) => {
+                    return Err(Refusal::IdentifierRejected(codec.clone()))
+                }
+                Err(_) => return Err(Refusal::Close("a malformed CONNECT")),
             }
         }
         match reader.read(buf).await {
-            Ok(0) | Err(_) => return Err("closed before CONNECT"),
+            Ok(0) | Err(_) => return Err(Refusal::Close("closed before CONNECT")),
             Ok(_) => {}
         }
     }
@@ -268,7 +282,7 @@ async fn refuse(
     let _ = writer_task.await;
 }
 
-fn will_of(will: v5::LastWill, client_id: &ByteString) -> Will {
+fn will_of(will: v5::LastWill, session_key: &Arc<str>) -> Will {
     let properties = v5::PublishProperties {
         correlation_data: will.correlation_data,
         message_expiry_interval: will.message_expiry_interval,
@@ -287,7 +301,7 @@ fn will_of(will: v5::LastWill, client_id: &ByteString) -> Will {
             retain: will.retain,
             properties: Some(properties),
             received_ms: 0,
-            sender: Some(client_id.to_string().into()),
+            sender: Some(session_key.clone()),
         },
     }
 }

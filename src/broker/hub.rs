@@ -88,8 +88,9 @@ impl Hub {
             let Ok(principal) = serde_json::from_str::<Principal>(&stored_session.owner) else {
                 continue;
             };
-            let client_id: Arc<str> = stored_session.client_id.as_str().into();
-            let session = Arc::new(Session::new(client_id.clone(), principal));
+            // The store's `client_id` column holds the session key (user and client id).
+            let key: Arc<str> = stored_session.client_id.as_str().into();
+            let session = Arc::new(Session::new(key.clone(), principal));
             {
                 let mut state = session.lock();
                 state.expiry_secs = stored_session.expiry_secs;
@@ -114,7 +115,7 @@ impl Hub {
                     })
                     .collect(),
             );
-            lock(&self.sessions).insert(client_id, session);
+            lock(&self.sessions).insert(key, session);
         }
         if restored > 0 {
             tracing::info!(sessions = restored, "restored persistent MQTT sessions");
@@ -122,25 +123,22 @@ impl Hub {
         Ok(())
     }
 
-    /// Attaches a connection to the client id's session, creating or taking it over. `None`
-    /// when the client id belongs to another user's session.
+    /// Attaches a connection to the session `key` names, creating it or taking it over;
+    /// true when an earlier session continues.
     pub fn attach(
         &self,
-        client_id: &str,
+        key: &str,
         principal: Principal,
         clean_start: bool,
         expiry_secs: u32,
         link: Link,
-    ) -> Option<(Arc<Session>, bool)> {
+    ) -> (Arc<Session>, bool) {
         let mut writes = Vec::new();
         let mut sessions = lock(&self.sessions);
-        let (session, present) = match sessions.get(client_id) {
+        let (session, present) = match sessions.get(key) {
             Some(existing) => {
                 let existing = existing.clone();
                 let mut state = existing.lock();
-                if state.principal.user_key != principal.user_key {
-                    return None;
-                }
                 if let Some(mut old) = state.link.take() {
                     if let Some(kick) = old.kick.take() {
                         let _ = kick.send(Kick::TakenOver);
@@ -153,7 +151,7 @@ impl Hub {
                     Session::reset(&mut state);
                     if Session::persistent(&state) {
                         writes.push(MqttWrite::DeleteSession {
-                            client_id: client_id.to_string(),
+                            client_id: key.to_string(),
                         });
                     }
                 }
@@ -161,8 +159,8 @@ impl Hub {
                 (existing, present)
             }
             None => {
-                let session = Arc::new(Session::new(client_id.into(), principal.clone()));
-                sessions.insert(session.client_id.clone(), session.clone());
+                let session = Arc::new(Session::new(key.into(), principal.clone()));
+                sessions.insert(session.key.clone(), session.clone());
                 (session, false)
             }
         };
@@ -174,13 +172,13 @@ impl Hub {
             state.epoch += 1;
             state.link = Some(link);
             if expiry_secs > 0 {
-                writes.push(put_session(&session.client_id, &state.principal, expiry_secs, None));
+                writes.push(put_session(&session.key, &state.principal, expiry_secs, None));
             }
         }
         session.set_online(true);
         drop(sessions);
         self.persist.send(writes);
-        Some((session, present))
+        (session, present)
     }
 
     /// The connection `link_id` ended. A session without expiry ends with it; a persistent one
@@ -200,15 +198,15 @@ impl Hub {
                 drop(state);
                 self.unindex(session, &filters);
                 if sessions
-                    .get(&session.client_id)
+                    .get(&session.key)
                     .is_some_and(|s| Arc::ptr_eq(s, session))
                 {
-                    sessions.remove(&session.client_id);
+                    sessions.remove(&session.key);
                 }
             } else {
                 let now = crate::time::now_ms();
                 state.disconnected_at_ms = Some(now);
-                let write = put_session(&session.client_id, &state.principal, expiry, Some(now));
+                let write = put_session(&session.key, &state.principal, expiry, Some(now));
                 drop(state);
                 self.persist.send(vec![write]);
             }
@@ -320,7 +318,7 @@ impl Hub {
                 |key| key.0.is_online(),
                 |key, options| {
                     let own = options.no_local
-                        && publication.sender.as_deref() == Some(&*key.0.client_id);
+                        && publication.sender.as_deref() == Some(&*key.0.key);
                     if !own {
                         targets.push((key.0.clone(), *options));
                     }
@@ -387,7 +385,7 @@ impl Hub {
                 .is_none();
             if Session::persistent(&state) {
                 writes.push(MqttWrite::PutSubscription {
-                    client_id: session.client_id.to_string(),
+                    client_id: session.key.to_string(),
                     subscription: StoredSubscription {
                         filter: filter.to_string(),
                         options: serde_json::to_vec(&options).unwrap_or_default(),
@@ -431,7 +429,7 @@ impl Hub {
             let existed = state.subscriptions.remove(filter).is_some();
             if existed && Session::persistent(&state) {
                 writes.push(MqttWrite::DeleteSubscription {
-                    client_id: session.client_id.to_string(),
+                    client_id: session.key.to_string(),
                     filter: filter.to_string(),
                 });
             }
@@ -539,9 +537,9 @@ impl Hub {
             Session::reset(&mut state);
             drop(state);
             self.unindex(&session, &filters);
-            sessions.remove(&session.client_id);
+            sessions.remove(&session.key);
             writes.push(MqttWrite::DeleteSession {
-                client_id: session.client_id.to_string(),
+                client_id: session.key.to_string(),
             });
         }
         drop(sessions);

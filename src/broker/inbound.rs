@@ -97,7 +97,7 @@ impl Inbound {
                 };
                 if persistent {
                     self.hub.persist.send(vec![MqttWrite::DeleteInboundQos2 {
-                        client_id: self.session.client_id.to_string(),
+                        client_id: self.session.key.to_string(),
                         packet_id: release.packet_id.get(),
                     }]);
                 }
@@ -190,7 +190,7 @@ impl Inbound {
             retain: publish.retain,
             properties,
             received_ms: crate::time::now_ms(),
-            sender: Some(self.session.client_id.clone()),
+            sender: Some(self.session.key.clone()),
         }));
         self.acks.push((publish.qos, packet_id));
         None
@@ -273,7 +273,7 @@ impl Inbound {
                 .filter(|(q, _)| *q == QoS::ExactlyOnce)
                 .filter_map(|(_, id)| *id)
                 .map(|id| MqttWrite::PutInboundQos2 {
-                    client_id: self.session.client_id.to_string(),
+                    client_id: self.session.key.to_string(),
                     packet_id: id.get(),
                 })
                 .collect()
@@ -281,7 +281,7 @@ impl Inbound {
             Vec::new()
         };
         if let Err(e) = self.hub.dispatch(&batch, qos2_ids).await {
-            tracing::warn!(error = %e, client_id = %self.session.client_id, "publishes were not stored");
+            tracing::warn!(error = %e, client_id = %self.session.key, "publishes were not stored");
             return Some(End::Server(DisconnectReasonCode::ImplementationSpecificError));
         }
         let mut state = None;

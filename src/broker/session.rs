@@ -45,6 +45,11 @@ impl Default for Limits {
     }
 }
 
+/// The key of the session `user_key` holds under `client_id` (user keys never contain `|`).
+pub fn session_key(user_key: &str, client_id: &str) -> Arc<str> {
+    format!("{user_key}|{client_id}").into()
+}
+
 /// A subscription's options, as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubOptions {
@@ -107,7 +112,10 @@ pub struct SessionState {
 }
 
 pub struct Session {
-    pub client_id: Arc<str>,
+    /// `<user key>|<client id>`: a session belongs to the user who connected with the client
+    /// id, so the same client id under another user is another session. It names the session
+    /// in the store and in logs, and is the sender No Local compares.
+    pub key: Arc<str>,
     online: AtomicBool,
     state: Mutex<SessionState>,
 }
@@ -116,9 +124,9 @@ pub struct Session {
 const AUTHZ_CACHE: usize = 10_000;
 
 impl Session {
-    pub fn new(client_id: Arc<str>, principal: Principal) -> Session {
+    pub fn new(key: Arc<str>, principal: Principal) -> Session {
         Session {
-            client_id,
+            key,
             online: AtomicBool::new(false),
             state: Mutex::new(SessionState {
                 principal,
@@ -193,26 +201,26 @@ impl Session {
                         dup: false,
                     });
                 } else {
-                    state.note_drop(&self.client_id, "its connection is too far behind");
+                    state.note_drop(&self.key, "its connection is too far behind");
                 }
             }
             return;
         }
         if state.queue.len() >= limits.max_queue {
-            state.note_drop(&self.client_id, "its queue is full");
+            state.note_drop(&self.key, "its queue is full");
             return;
         }
         let seq = state.next_seq;
         state.next_seq += 1;
         if Session::persistent(&state) {
             writes.push(MqttWrite::Enqueue {
-                client_id: self.client_id.to_string(),
+                client_id: self.key.to_string(),
                 seq,
                 message: stored(&delivery),
             });
         }
         state.queue.push_back(Waiting { delivery, seq });
-        state.pump(limits, &self.client_id, writes);
+        state.pump(limits, &self.key, writes);
     }
 
     /// PUBACK (QoS 1) or PUBCOMP (QoS 2) from the client.
@@ -221,12 +229,12 @@ impl Session {
         if let Some(done) = state.inflight.remove(&packet_id) {
             if Session::persistent(&state) {
                 writes.push(MqttWrite::Dequeue {
-                    client_id: self.client_id.to_string(),
+                    client_id: self.key.to_string(),
                     seq: done.seq,
                 });
             }
         }
-        state.pump(limits, &self.client_id, writes);
+        state.pump(limits, &self.key, writes);
     }
 
     /// PUBREC from the client: answer PUBREL. False when the packet id is unknown. A
@@ -240,7 +248,7 @@ impl Session {
         flight.released = true;
         if persistent {
             writes.push(MqttWrite::SetDelivery {
-                client_id: self.client_id.to_string(),
+                client_id: self.key.to_string(),
                 seq: flight.seq,
                 packet_id: Some(packet_id.get()),
                 state: 2,
@@ -279,7 +287,7 @@ impl Session {
                 link.outbox.send(item);
             }
         }
-        state.pump(limits, &self.client_id, writes);
+        state.pump(limits, &self.key, writes);
     }
 
     /// Puts back what a restart found in the store: queued deliveries in order, and QoS 2

@@ -4,12 +4,21 @@
 //! error and correlation rules of the contract.
 #![allow(dead_code)]
 
+mod conformance;
 mod mosquitto;
 mod mqtt;
+mod raw_clients;
+mod raw_mqtt;
+#[allow(unused_imports)]
+pub use conformance::*;
 #[allow(unused_imports)]
 pub use mosquitto::*;
 #[allow(unused_imports)]
 pub use mqtt::*;
+#[allow(unused_imports)]
+pub use raw_clients::*;
+#[allow(unused_imports)]
+pub use raw_mqtt::*;
 
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::CONTENT_TYPE;
