@@ -5,7 +5,7 @@
 use super::hub::{Hub, Will};
 use super::inbound::Inbound;
 use super::packet::{Codec, Handshake, Packet, Version};
-use super::publication::Publication;
+use super::publication::{forwarded, Publication};
 use super::session::{session_key, Kick, Link};
 use super::transport::{Connection, Reader};
 use super::writer::{self, Outbound, Outbox};
@@ -20,7 +20,6 @@ use tokio::sync::oneshot;
 
 /// How long a client may take to send its CONNECT.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
-const READ_BUFFER: usize = 4 * 1024;
 
 /// Serves one accepted connection until it ends.
 pub async fn serve(hub: Arc<Hub>, connection: Connection) {
@@ -30,7 +29,7 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
         peer,
         listener,
     } = connection;
-    let mut buf = BytesMut::with_capacity(READ_BUFFER);
+    let mut buf = BytesMut::new();
     let handshake = tokio::time::timeout(
         HANDSHAKE_TIMEOUT,
         read_connect(&mut reader, &mut buf, hub.limits.max_packet_size),
@@ -212,8 +211,10 @@ async fn read_loop(
         if let Some(end) = inbound.flush().await {
             return end;
         }
-        if buf.capacity() == 0 {
-            buf.reserve(READ_BUFFER);
+        if buf.is_empty() && buf.capacity() > 0 {
+            // Everything read was handled: give the buffer back while the client is quiet
+            // (the next read reserves one when bytes arrive).
+            *buf = BytesMut::new();
         }
     }
 }
@@ -299,7 +300,7 @@ fn will_of(will: v5::LastWill, session_key: &Arc<str>) -> Will {
             payload: will.message,
             qos: will.qos,
             retain: will.retain,
-            properties: Some(properties),
+            properties: forwarded(Some(properties)),
             received_ms: 0,
             sender: Some(session_key.clone()),
         },

@@ -6,7 +6,7 @@
 use super::connection::End;
 use super::hub::Hub;
 use super::packet::{Packet, Version};
-use super::publication::Publication;
+use super::publication::{forwarded, Publication};
 use super::session::{Session, SubOptions};
 use super::trie::parse_shared;
 use super::writer::{Outbound, Outbox};
@@ -188,7 +188,7 @@ impl Inbound {
             payload: publish.payload,
             qos: publish.qos,
             retain: publish.retain,
-            properties,
+            properties: forwarded(properties),
             received_ms: crate::time::now_ms(),
             sender: Some(self.session.key.clone()),
         }));

@@ -25,7 +25,6 @@ use axum::extract::ws::WebSocketUpgrade;
 use bytes::Bytes;
 use hub::Hub;
 use publication::Publication;
-use rmqtt_codec::v5::PublishProperties;
 use serde::{Deserialize, Serialize};
 use session::Kick;
 use std::net::{IpAddr, SocketAddr};
@@ -224,7 +223,7 @@ impl Broker {
             payload: payload.clone(),
             qos: hub::qos_of(qos),
             retain,
-            properties: Some(PublishProperties::default()),
+            properties: None,
             received_ms,
             sender: None,
         });

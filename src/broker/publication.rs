@@ -15,8 +15,10 @@ pub struct Publication {
     pub payload: Bytes,
     pub qos: QoS,
     pub retain: bool,
-    /// MQTT 5 properties to forward (no topic alias or subscription ids: those are per hop).
-    pub properties: Option<PublishProperties>,
+    /// MQTT 5 properties to forward (no topic alias or subscription ids: those are per hop);
+    /// `None` when there are none. Boxed: most messages have none, and a backlog of them
+    /// should not carry the properties' size each.
+    pub properties: Option<Box<PublishProperties>>,
     pub received_ms: i64,
     /// The publishing client, for No Local; `None` for messages from inside svc.
     pub sender: Option<Arc<str>>,
@@ -29,6 +31,13 @@ pub struct Delivery {
     pub qos: QoS,
     pub retain: bool,
     pub subscription_ids: Vec<NonZeroU32>,
+}
+
+/// The properties worth keeping: `None` when the publish carried none.
+pub fn forwarded(properties: Option<PublishProperties>) -> Option<Box<PublishProperties>> {
+    properties
+        .filter(|p| *p != PublishProperties::default())
+        .map(Box::new)
 }
 
 impl Publication {
@@ -70,7 +79,7 @@ impl Delivery {
     /// The PUBLISH packet of this delivery at `now_ms` (remaining expiry, subscription ids).
     pub fn packet(&self, packet_id: Option<NonZeroU16>, dup: bool, now_ms: i64) -> Publish {
         let p = &self.publication;
-        let mut properties = p.properties.clone().unwrap_or_default();
+        let mut properties = p.properties.as_deref().cloned().unwrap_or_default();
         if let Some(left) = p.remaining_secs(now_ms) {
             properties.message_expiry_interval = NonZeroU32::new(left.max(1));
         }
@@ -97,10 +106,10 @@ mod tests {
             payload: Bytes::from_static(b"1"),
             qos: QoS::AtLeastOnce,
             retain: false,
-            properties: Some(PublishProperties {
+            properties: Some(Box::new(PublishProperties {
                 message_expiry_interval: expiry.and_then(NonZeroU32::new),
                 ..PublishProperties::default()
-            }),
+            })),
             received_ms: 10_000,
             sender: None,
         }

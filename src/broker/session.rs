@@ -397,7 +397,7 @@ impl SessionState {
 /// A delivery as the store keeps it: subscription ids ride in the properties.
 pub fn stored(delivery: &Delivery) -> StoredMessage {
     let p = &delivery.publication;
-    let mut properties = p.properties.clone().unwrap_or_default();
+    let mut properties = p.properties.as_deref().cloned().unwrap_or_default();
     properties.subscription_ids = delivery.subscription_ids.clone();
     StoredMessage {
         topic: p.topic.to_string(),
@@ -426,7 +426,7 @@ pub fn from_stored(message: StoredMessage) -> Delivery {
             payload: message.payload.into(),
             qos,
             retain: message.retain,
-            properties: Some(properties),
+            properties: super::publication::forwarded(Some(properties)),
             received_ms: message.received_ms,
             sender: None,
         }),

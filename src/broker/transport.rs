@@ -94,10 +94,15 @@ impl Reader {
     /// the WebSocket library.
     pub async fn read(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
         match self {
-            Reader::Tcp(tcp) => {
+            Reader::Tcp(tcp) => loop {
+                // Reserve only once bytes are there: an idle connection holds no read buffer.
+                tcp.readable().await?;
                 buf.reserve(READ_RESERVE);
-                tcp.read_buf(buf).await
-            }
+                match tcp.try_read_buf(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    result => return result,
+                }
+            },
             Reader::Tls(tls) => {
                 buf.reserve(READ_RESERVE);
                 tls.read_buf(buf).await
