@@ -1,34 +1,54 @@
 #!/usr/bin/env bash
-# MQTT broker throughput of `svc serve` against Mosquitto, measured in one run on the same machine
-# with the same load generator (examples/mqtt_load.rs, rumqttc):
-#   20 publishers (`bench/p<i>`) → one `bench/#` subscriber (connected first, same QoS),
-#   QoS 0 with 20×20,000 and QoS 1 with 20×5,000 messages of 64 bytes (JSON objects).
+# MQTT broker benchmark of `svc serve` against Mosquitto, measured in one run on the same machine
+# with the same load generator (examples/mqtt_load, rumqttc):
+#   fan-in   20 publishers (`bench/p<i>`) → one `bench/#` subscriber (connected first, same QoS),
+#            QoS 0 with 20×20,000 and QoS 1 with 20×5,000 messages: delivered msgs/s;
+#   fan-out  one publisher → 200 subscribers of `bench/fanout` (all subscribed first, same QoS),
+#            QoS 0 with 2,000 and QoS 1 with 1,000 messages (×200 deliveries): delivered msgs/s;
+#   latency  one publisher paced at 20,000 msgs/s (a tokio interval, in batches) → one subscriber
+#            of `bench/latency`, QoS 0 and 1, 1 s warm-up then 5 s measured: publish → deliver
+#            p50 / p99 (the payload carries its send time; the generator's two sockets get
+#            TCP_NODELAY, or Nagle would hold QoS 0 publishes for up to the delayed-ACK time);
+#   idle     10,000 connections held open (keep alive 60 s), once per broker on the fresh broker
+#            before the other loads: memory per connection = (VmRSS with them − VmRSS before) /
+#            connections held.
+# Every payload is a 64-byte JSON object.
 #
 #   bash bench/broker.sh
+#   BENCH_ROUNDS=1 BENCH_IDLE_CONNECTIONS=2000 BENCH_QOS0_MESSAGES=5000 bash bench/broker.sh
 #
 # svc runs as in production: a fresh data dir, authentication on (an API key created as admin
-# is the MQTT password), topic authorization, and the historian recording every `bench/p<i>`
-# (declared as historized tags before the load). Mosquitto (Debian package `mosquitto`, installed
-# if missing) runs on loopback with anonymous access, no queue or in-flight limits and no
-# persistence. Both brokers stay up for the whole run; BENCH_ROUNDS rounds (default 3) each run
-# the four measurements interleaved (Mosquitto QoS 0, svc QoS 0, Mosquitto QoS 1, svc QoS 1), and
-# the report shows, per broker and QoS, the round with the median delivered msgs/s, plus the loss
-# summed over every round, the broker's CPU time per delivered message (from /proc/<pid>/stat;
-# steadier than msgs/s on a busy machine), resident memory (VmRSS, and the peak VmHWM) of each
-# broker after all rounds, and how many values reached svc's historian (rows of `hist_points`,
-# counted read-only with sqlite3 once the count stops moving). Goals: svc >= 1.5x Mosquitto at
-# QoS 0 and at QoS 1, nothing lost, svc resident memory <= 100 MB. The report is written to
+# is the MQTT password), topic authorization, and the historian recording every topic of the
+# loads (`bench/p<i>`, `bench/fanout`, `bench/latency`, declared as historized tags before the
+# load). Mosquitto (Debian package `mosquitto`, installed if missing) runs on loopback with
+# anonymous access, no queue, in-flight or connection limits, TCP_NODELAY (as svc's listener)
+# and no persistence. The script raises its RLIMIT_NOFILE (ulimit -n; the hard limit too when it
+# may) for the idle connections, and both brokers and the generator inherit it. Both brokers stay up for the whole run;
+# BENCH_ROUNDS rounds (default 3) each run every load interleaved (Mosquitto then svc for each
+# load and QoS), and the report shows per broker and load the round with the median msgs/s (the
+# median p99 for latency), the loss summed over every round, the broker's CPU time per delivered
+# message (from /proc/<pid>/stat; steadier than msgs/s on a busy machine), resident memory (VmRSS
+# after all rounds, and the peak VmHWM), and how many values reached svc's historian (rows of
+# `hist_points`, counted read-only with sqlite3 once the count stops moving). Goals (issue 13):
+# fan-in >= 2x Mosquitto's msgs/s at QoS 0 and >= 3x at QoS 1, fan-out >= 1.5x, CPU per message
+# below Mosquitto's, latency p99 <= Mosquitto's, memory per idle connection <= Mosquitto's, svc
+# resident memory <= 64 MB after the run and <= 100 MB at peak, nothing lost and every value
+# historized. The report (one table, bench/broker-report.awk) is written to
 # bench/broker-results.md (overwritten) with the machine, its load and the date.
 #
 # Settings (environment): BENCH_ROUNDS (3), BENCH_PUBLISHERS (20), BENCH_QOS0_MESSAGES (20000),
-# BENCH_QOS1_MESSAGES (5000), BENCH_SIZE (64), SVC_LOG (svc's log filter, default info; its log is
-# kept only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to
-# measure an already built svc binary instead of building target/release/svc, BENCH_PERF=<file>
-# to record `perf record -g` of svc during the first svc run at QoS BENCH_PERF_QOS (default 0), BENCH_NICE (run both brokers
-# and the load generator under `nice -n <value>`; a negative value, as root, keeps other jobs on a
-# shared machine from stealing the benchmark's CPU), BENCH_SVC_BASELINE=<path> to measure a
-# second svc binary (e.g. the previous commit's) interleaved in the same rounds, reported as
-# `baseline` with the ratio svc / baseline.
+# BENCH_QOS1_MESSAGES (5000), BENCH_SIZE (64), BENCH_FANOUT_SUBSCRIBERS (200),
+# BENCH_FANOUT_QOS0_MESSAGES (2000), BENCH_FANOUT_QOS1_MESSAGES (1000), BENCH_LATENCY_RATE
+# (20000 msgs/s), BENCH_LATENCY_WARMUP_MS (1000), BENCH_LATENCY_MS (5000, the measured window),
+# BENCH_IDLE_CONNECTIONS (10000; 0 skips the idle measurement), SVC_LOG (svc's log filter,
+# default info; its log is kept only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed,
+# BENCH_SVC=<path> to measure an already built svc binary instead of building target/release/svc,
+# BENCH_PERF=<file> to record `perf record -g` of svc during the first svc fan-in run at QoS
+# BENCH_PERF_QOS (default 0), BENCH_NICE (run both brokers and the load generator under
+# `nice -n <value>`; a negative value, as root, keeps other jobs on a shared machine from stealing
+# the benchmark's CPU), BENCH_SVC_BASELINE=<path> to measure a second svc binary (e.g. the
+# previous commit's) interleaved in the same rounds, reported as `baseline` with the ratio
+# svc / baseline.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -38,6 +58,13 @@ PUBLISHERS=${BENCH_PUBLISHERS:-20}
 QOS0_MESSAGES=${BENCH_QOS0_MESSAGES:-20000}
 QOS1_MESSAGES=${BENCH_QOS1_MESSAGES:-5000}
 SIZE=${BENCH_SIZE:-64}
+FANOUT_SUBSCRIBERS=${BENCH_FANOUT_SUBSCRIBERS:-200}
+FANOUT_QOS0_MESSAGES=${BENCH_FANOUT_QOS0_MESSAGES:-2000}
+FANOUT_QOS1_MESSAGES=${BENCH_FANOUT_QOS1_MESSAGES:-1000}
+LATENCY_RATE=${BENCH_LATENCY_RATE:-20000}
+LATENCY_WARMUP_MS=${BENCH_LATENCY_WARMUP_MS:-1000}
+LATENCY_MS=${BENCH_LATENCY_MS:-5000}
+IDLE_CONNECTIONS=${BENCH_IDLE_CONNECTIONS:-10000}
 PASSWORD="bench-$(date +%s)-$$"
 RESULTS="$ROOT/bench/broker-results.md"
 NICE=()
@@ -57,6 +84,18 @@ command -v curl >/dev/null 2>&1 || install_deb curl
 command -v sqlite3 >/dev/null 2>&1 || install_deb sqlite3
 if [ -n "${BENCH_PERF:-}" ]; then command -v perf >/dev/null 2>&1 || die "BENCH_PERF needs perf"; fi
 
+# --- descriptors --------------------------------------------------------------------------
+# Each idle connection is a socket in the generator and one in the broker, and the brokers and
+# the generator inherit this shell's limit: raise it before starting any of them.
+NEED_FDS=$((IDLE_CONNECTIONS + FANOUT_SUBSCRIBERS + 1024))
+HARD_FDS=$(ulimit -Hn)
+if [ "$HARD_FDS" != unlimited ] && [ "$HARD_FDS" -lt "$NEED_FDS" ]; then
+    ulimit -Hn "$NEED_FDS" 2>/dev/null ||
+        die "RLIMIT_NOFILE hard limit is $HARD_FDS, $NEED_FDS needed: raise it or lower BENCH_IDLE_CONNECTIONS"
+fi
+if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" -lt "$NEED_FDS" ]; then ulimit -Sn "$NEED_FDS"; fi
+log "RLIMIT_NOFILE $(ulimit -Sn) (hard $(ulimit -Hn))"
+
 build_tools mqtt_load
 LOADER="$ROOT/target/release/examples/mqtt_load"
 
@@ -64,12 +103,16 @@ LOADER="$ROOT/target/release/examples/mqtt_load"
 bench_workdir broker-bench
 start_svc "${NICE[@]}"
 
-# Mosquitto takes a port from its config: try a few random free-looking ports.
+# Mosquitto takes a port from its config: try a few random free-looking ports. Like svc's
+# listener it sets TCP_NODELAY (Mosquitto's default leaves Nagle on, which adds up to the peer's
+# delayed-ACK time to latency), and it has no connection limit for the idle connections.
 MOSQUITTO_PID=""
 for _ in 1 2 3 4 5; do
     MOSQUITTO_PORT=$((20000 + RANDOM % 40000))
     cat >"$WORK/mosquitto.conf" <<CONF
 listener $MOSQUITTO_PORT 127.0.0.1
+max_connections -1
+set_tcp_nodelay true
 allow_anonymous true
 max_queued_messages 0
 max_queued_bytes 0
@@ -101,17 +144,21 @@ MOSQUITTO_VERSION=$({ "$MOSQUITTO" -h 2>/dev/null || true; } | sed -n 's/^mosqui
 log "mosquitto ${MOSQUITTO_VERSION:-?} ready on port $MOSQUITTO_PORT (pid $MOSQUITTO_PID)"
 
 # --- svc credentials and historized tags --------------------------------------------------
-# prepare_svc : API_KEY for the svc at SVC_URL, and the historized bench tags declared there.
+# prepare_svc : API_KEY for the svc at SVC_URL, and the historized bench tags declared there:
+# the fan-in publishers' `bench/p<i>`, `bench/fanout` and `bench/latency`.
 prepare_svc() {
     login_admin
     API_KEY=$(call POST /auth/keys '{"name":"bench"}' | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
     [ -n "$API_KEY" ] || die "no API key"
-    log "declaring $PUBLISHERS historized tags bench/p0..bench/p$((PUBLISHERS - 1))"
-    for i in $(seq 0 $((PUBLISHERS - 1))); do
-        call POST /svc/tags "{\"path\":\"bench/p$i\",\"historize\":true}" >/dev/null
+    local tags=() i
+    for i in $(seq 0 $((PUBLISHERS - 1))); do tags+=("bench/p$i"); done
+    tags+=(bench/fanout bench/latency)
+    log "declaring ${#tags[@]} historized tags: bench/p0..bench/p$((PUBLISHERS - 1)), bench/fanout, bench/latency"
+    for i in "${tags[@]}"; do
+        call POST /svc/tags "{\"path\":\"$i\",\"historize\":true}" >/dev/null
     done
-    HISTORIZED=$(call GET /svc/historian/list | grep -o '"bench/p[0-9]*"' | wc -l)
-    [ "$HISTORIZED" -eq "$PUBLISHERS" ] || die "GET /svc/historian/list has $HISTORIZED bench tags, expected $PUBLISHERS"
+    HISTORIZED=$(call GET /svc/historian/list | grep -o '"bench/[a-z0-9]*"' | sort -u | wc -l)
+    [ "$HISTORIZED" -eq "${#tags[@]}" ] || die "GET /svc/historian/list has $HISTORIZED bench tags, expected ${#tags[@]}"
 }
 prepare_svc
 BASELINE=${BENCH_SVC_BASELINE:-}
@@ -124,37 +171,64 @@ if [ -n "$BASELINE" ]; then
     SVC=${MAIN[0]} SVC_PID=${MAIN[1]} SVC_URL=${MAIN[2]} SVC_MQTT_PORT=${MAIN[3]} DB=${MAIN[4]}
     API_KEY=${MAIN[5]} TOKEN=${MAIN[6]}
 fi
+BROKERS=(mosquitto svc)
+[ -z "$BASELINE" ] || BROKERS+=(baseline)
 
 # --- measure ------------------------------------------------------------------------------
 TICKS_PER_SEC=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
+# field JSON KEY : the number after "KEY": in JSON, or `-` when there is none (or it is null).
+field() {
+    local v
+    v=$(sed -n "s/.*\"$2\":\(-\?[0-9.]*\).*/\1/p" <<<"$1")
+    echo "${v:--}"
+}
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+fd_count() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 
-# measure BROKER QOS MESSAGES : one load run; prints "BROKER QOS sent received lost seconds
-# msgs_per_s cpu_us_per_msg".
+# target BROKER : PORT, PID and CREDS (the generator's credential flags) of that broker.
+target() {
+    case $1 in
+        svc) PORT=$SVC_MQTT_PORT PID=$SVC_PID CREDS=(--username bench --password "$API_KEY") ;;
+        baseline) PORT=$BASE_MQTT_PORT PID=$BASE_PID CREDS=(--username bench --password "$BASE_API_KEY") ;;
+        *) PORT=$MOSQUITTO_PORT PID=$MOSQUITTO_PID CREDS=() ;;
+    esac
+}
+
+# measure BROKER LOAD QOS : one run of LOAD (fanin, fanout or latency); prints "BROKER LOAD QOS
+# sent published received lost seconds msgs_per_s cpu_us_per_100_msgs p50_us p99_us max_us
+# send_rate" (`-` where the load has no such number).
 PERF_DONE=""
 measure() {
-    local broker=$1 qos=$2 messages=$3 port pid creds=() before after out perf_pid=""
-    if [ "$broker" = svc ]; then
-        port=$SVC_MQTT_PORT pid=$SVC_PID creds=(--username bench --password "$API_KEY")
-    elif [ "$broker" = baseline ]; then
-        port=$BASE_MQTT_PORT pid=$BASE_PID creds=(--username bench --password "$BASE_API_KEY")
-    else
-        port=$MOSQUITTO_PORT pid=$MOSQUITTO_PID
-    fi
-    if [ "$broker" = svc ] && [ "$qos" = "${BENCH_PERF_QOS:-0}" ] && [ -n "${BENCH_PERF:-}" ] && [ -z "$PERF_DONE" ]; then
+    local broker=$1 load=$2 qos=$3 before after out perf_pid="" flags=()
+    target "$broker"
+    case $load in
+        fanin)
+            local messages=$QOS0_MESSAGES
+            [ "$qos" = 0 ] || messages=$QOS1_MESSAGES
+            flags=(--mode fan-in --publishers "$PUBLISHERS" --messages "$messages")
+            log "$broker fan-in QoS $qos: $PUBLISHERS x $messages messages → 1 subscriber" ;;
+        fanout)
+            local messages=$FANOUT_QOS0_MESSAGES
+            [ "$qos" = 0 ] || messages=$FANOUT_QOS1_MESSAGES
+            flags=(--mode fan-out --subscribers "$FANOUT_SUBSCRIBERS" --messages "$messages")
+            log "$broker fan-out QoS $qos: $messages messages → $FANOUT_SUBSCRIBERS subscribers" ;;
+        latency)
+            flags=(--mode latency --rate "$LATENCY_RATE" --warmup-ms "$LATENCY_WARMUP_MS" --duration-ms "$LATENCY_MS")
+            log "$broker latency QoS $qos: $LATENCY_RATE msgs/s, ${LATENCY_WARMUP_MS} ms warm-up + ${LATENCY_MS} ms" ;;
+    esac
+    if [ "$broker" = svc ] && [ "$load" = fanin ] && [ "$qos" = "${BENCH_PERF_QOS:-0}" ] &&
+        [ -n "${BENCH_PERF:-}" ] && [ -z "$PERF_DONE" ]; then
         perf record -g -o "$BENCH_PERF" -p "$SVC_PID" 2>"$WORK/perf.log" >&2 &
         perf_pid=$!
         PERF_DONE=1
         sleep 0.5
     fi
-    log "$broker QoS $qos: $PUBLISHERS x $messages messages of $SIZE bytes"
-    before=$(cpu_ticks "$pid")
-    out=$("${NICE[@]}" "$LOADER" --host 127.0.0.1 --port "$port" "${creds[@]}" --publishers "$PUBLISHERS" \
-        --messages "$messages" --qos "$qos" --subscriber-qos "$qos" --size "$SIZE" \
-        --topic-prefix bench 2>>"$WORK/loader.log") || die "mqtt_load failed against $broker"
-    after=$(cpu_ticks "$pid")
+    before=$(cpu_ticks "$PID")
+    out=$("${NICE[@]}" "$LOADER" --host 127.0.0.1 --port "$PORT" "${CREDS[@]}" "${flags[@]}" \
+        --qos "$qos" --subscriber-qos "$qos" --size "$SIZE" --topic-prefix bench \
+        2>>"$WORK/loader.log") || die "mqtt_load ${flags[*]} failed against $broker"
+    after=$(cpu_ticks "$PID")
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true
         wait "$perf_pid" 2>/dev/null || true
@@ -163,25 +237,55 @@ measure() {
     log "  $out"
     local received
     received=$(field "$out" received)
-    echo "$broker $qos $(field "$out" sent) $received $(field "$out" lost) $(field "$out" seconds)" \
-        "$(field "$out" msgs_per_s)" \
-        "$(( received > 0 ? (after - before) * 1000000 / TICKS_PER_SEC * 100 / received : 0 ))"
+    echo "$broker $load $qos $(field "$out" sent) $(field "$out" published) $received" \
+        "$(field "$out" lost) $(field "$out" seconds) $(field "$out" msgs_per_s)" \
+        "$(( received > 0 ? (after - before) * 1000000 / TICKS_PER_SEC * 100 / received : 0 ))" \
+        "$(field "$out" p50_us) $(field "$out" p99_us) $(field "$out" max_us) $(field "$out" send_rate)"
+}
+
+# measure_idle BROKER : IDLE_CONNECTIONS held open against the broker, which reads its VmRSS
+# before and with them; prints "idle BROKER connections held failed rss_before_kb rss_with_kb
+# bytes_per_connection connect_seconds", then waits until the broker has closed them.
+measure_idle() {
+    local broker=$1 out fds_before
+    target "$broker"
+    fds_before=$(fd_count "$PID")
+    log "$broker idle: $IDLE_CONNECTIONS connections (keep alive 60 s)"
+    out=$("${NICE[@]}" "$LOADER" --mode idle --host 127.0.0.1 --port "$PORT" "${CREDS[@]}" \
+        --connections "$IDLE_CONNECTIONS" --keep-alive 60 --broker-pid "$PID" \
+        2>>"$WORK/loader.log") || die "mqtt_load --mode idle failed against $broker"
+    log "  $out"
+    echo "idle $broker $(field "$out" connections) $(field "$out" held) $(field "$out" failed)" \
+        "$(field "$out" rss_before_kb) $(field "$out" rss_with_kb) $(field "$out" bytes_per_connection)" \
+        "$(field "$out" connect_seconds)"
+    # The generator has exited: let the broker close its side before the next measurement.
+    local _
+    for _ in $(seq 1 300); do
+        [ "$(fd_count "$PID")" -le $((fds_before + 16)) ] && break
+        sleep 0.1
+    done
 }
 
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-for round in $(seq 1 "$ROUNDS"); do
-    log "round $round of $ROUNDS"
-    measure mosquitto 0 "$QOS0_MESSAGES"
-    measure svc 0 "$QOS0_MESSAGES"
-    [ -z "$BASELINE" ] || measure baseline 0 "$QOS0_MESSAGES"
-    measure mosquitto 1 "$QOS1_MESSAGES"
-    measure svc 1 "$QOS1_MESSAGES"
-    [ -z "$BASELINE" ] || measure baseline 1 "$QOS1_MESSAGES"
-done >"$WORK/results"
+{
+    # On the fresh brokers, before any other load: the memory a connection costs, not what an
+    # earlier load left in the allocator.
+    if [ "$IDLE_CONNECTIONS" -gt 0 ]; then
+        for broker in "${BROKERS[@]}"; do measure_idle "$broker"; done
+    fi
+    for round in $(seq 1 "$ROUNDS"); do
+        log "round $round of $ROUNDS"
+        for load in fanin fanout latency; do
+            for qos in 0 1; do
+                for broker in "${BROKERS[@]}"; do measure "$broker" "$load" "$qos"; done
+            done
+        done
+    done
+} >"$WORK/results"
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # QoS 0 values are committed asynchronously: wait until the row count stops moving.
-EXPECTED_HIST=$((ROUNDS * PUBLISHERS * (QOS0_MESSAGES + QOS1_MESSAGES)))
+EXPECTED_HIST=$(awk '$1 == "svc" { n += $5 } END { print n + 0 }' "$WORK/results")
 HIST=-1
 for _ in $(seq 1 60); do
     sleep 0.5
@@ -190,10 +294,13 @@ for _ in $(seq 1 60); do
     HIST=$NOW
     [ "$HIST" -ge "$EXPECTED_HIST" ] && break
 done
-SVC_RSS=$(status_kb "$SVC_PID" VmRSS)
-SVC_HWM=$(status_kb "$SVC_PID" VmHWM)
-MOSQUITTO_RSS=$(status_kb "$MOSQUITTO_PID" VmRSS)
-MOSQUITTO_HWM=$(status_kb "$MOSQUITTO_PID" VmHWM)
+{
+    for broker in "${BROKERS[@]}"; do
+        target "$broker"
+        echo "memory $broker $(status_kb "$PID" VmRSS) $(status_kb "$PID" VmHWM)"
+    done
+    echo "historian svc $HIST $EXPECTED_HIST"
+} >>"$WORK/results"
 
 # --- report -------------------------------------------------------------------------------
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -202,53 +309,11 @@ COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -z "${BENCH_SVC:-}" ] && [ -n "$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]; then
     COMMIT="$COMMIT (src modified)"
 fi
-REPORT=$(awk -v svc_rss="$SVC_RSS" -v svc_hwm="$SVC_HWM" -v m_rss="$MOSQUITTO_RSS" \
-    -v m_hwm="$MOSQUITTO_HWM" -v hist="$HIST" -v hist_expected="$EXPECTED_HIST" \
-    -v pubs="$PUBLISHERS" -v q0="$QOS0_MESSAGES" -v q1="$QOS1_MESSAGES" -v rounds="$ROUNDS" \
-    -v baseline="$BASELINE" '
-    # $1 broker $2 qos $3 sent $4 received $5 lost $6 seconds $7 msgs/s $8 cpu us per 100 msgs
-    { k = $1 " " $2; c[k]++; line[k, c[k]] = $0; r[k, c[k]] = $7; lost[k] += $5 }
-    function pick(k,    i, j, t, idx, f) {
-        for (i = 1; i <= c[k]; i++) idx[i] = i
-        for (i = 1; i <= c[k]; i++) for (j = i + 1; j <= c[k]; j++)
-            if (r[k, idx[j]] < r[k, idx[i]]) { t = idx[i]; idx[i] = idx[j]; idx[j] = t }
-        split(line[k, idx[int((c[k] + 1) / 2)]], f, " ")
-        rate[k] = f[7]; secs[k] = f[6]; cpu[k] = f[8] / 100
-        all[k] = ""
-        for (i = 1; i <= c[k]; i++) all[k] = all[k] (i > 1 ? ", " : "") r[k, i]
-    }
-    END {
-        nb = split(baseline == "" ? "mosquitto svc" : "mosquitto svc baseline", brokers, " ")
-        print "| broker | load | delivered msgs/s (median) | all rounds | seconds | lost (all rounds) | broker CPU/msg | svc / Mosquitto |"
-        print "|---|---|---:|---|---:|---:|---:|---:|"
-        for (q = 0; q <= 1; q++) {
-            for (b = 1; b <= nb; b++) {
-                k = brokers[b] " " q; pick(k)
-                ratio = (b >= 2 && rate["mosquitto " q] > 0) ? sprintf("**%.2fx**", rate[k] / rate["mosquitto " q]) : ""
-                printf "| %s | QoS %d, %dx%d | %.0f | %s | %.2f | %d | %.2f µs | %s |\n", brokers[b], q, pubs, q == 0 ? q0 : q1, rate[k], all[k], secs[k], lost[k], cpu[k], ratio
-            }
-        }
-        print ""
-        printf "- resident memory after all rounds (VmRSS; peak VmHWM): svc %.1f MB (peak %.1f MB), Mosquitto %.1f MB (peak %.1f MB)\n", svc_rss / 1024, svc_hwm / 1024, m_rss / 1024, m_hwm / 1024
-        printf "- values in svc'"'"'s historian (`hist_points` rows) after all rounds: %d of %d published\n", hist, hist_expected
-        print ""
-        ok0 = rate["svc 0"] >= 1.5 * rate["mosquitto 0"]
-        ok1 = rate["svc 1"] >= 1.5 * rate["mosquitto 1"]
-        okl = (lost["svc 0"] + lost["svc 1"]) == 0
-        okm = svc_rss <= 100 * 1024
-        okh = hist >= hist_expected
-        printf "- svc >= 1.5x Mosquitto at QoS 0: %.2fx → %s\n", rate["svc 0"] / rate["mosquitto 0"], ok0 ? "**met**" : "**NOT met**"
-        printf "- svc >= 1.5x Mosquitto at QoS 1: %.2fx → %s\n", rate["svc 1"] / rate["mosquitto 1"], ok1 ? "**met**" : "**NOT met**"
-        printf "- nothing lost by svc: %d lost → %s\n", lost["svc 0"] + lost["svc 1"], okl ? "**met**" : "**NOT met**"
-        printf "- svc resident memory <= 100 MB after the run: %.1f MB → %s (peak during the run: %.1f MB, %s)\n", svc_rss / 1024, okm ? "**met**" : "**NOT met**", svc_hwm / 1024, svc_hwm <= 100 * 1024 ? "also within 100 MB" : "**above 100 MB**"
-        printf "- every published value historized: %d of %d → %s\n", hist, hist_expected, okh ? "**yes**" : "**no**"
-        if (baseline != "") {
-            for (q = 0; q <= 1; q++)
-                printf "- svc / baseline (`%s`) at QoS %d: %.2fx msgs/s, CPU/msg %.2f µs against %.2f µs\n", baseline, q, rate["svc " q] / rate["baseline " q], cpu["svc " q], cpu["baseline " q]
-        }
-        if (lost["mosquitto 0"] + lost["mosquitto 1"] > 0) print "- Mosquitto lost messages: its rate is not a clean reference"
-        exit (ok0 && ok1 && okl && okm) ? 0 : 3
-    }' "$WORK/results") && GOALS=0 || GOALS=$?
+REPORT=$(awk -f "$ROOT/bench/broker-report.awk" -v rounds="$ROUNDS" -v baseline="$BASELINE" \
+    -v pubs="$PUBLISHERS" -v q0="$QOS0_MESSAGES" -v q1="$QOS1_MESSAGES" \
+    -v subs="$FANOUT_SUBSCRIBERS" -v f0="$FANOUT_QOS0_MESSAGES" -v f1="$FANOUT_QOS1_MESSAGES" \
+    -v rate="$LATENCY_RATE" -v idle="$IDLE_CONNECTIONS" "$WORK/results") && GOALS=0 || GOALS=$?
+[ "$GOALS" -le 3 ] || die "the report failed (awk exit $GOALS)"
 
 {
     echo "# Broker benchmark: svc against Mosquitto"
@@ -258,10 +323,14 @@ REPORT=$(awk -v svc_rss="$SVC_RSS" -v svc_hwm="$SVC_HWM" -v m_rss="$MOSQUITTO_RS
     echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr)"
     echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}; nice: ${BENCH_NICE:-0} (both brokers and the load generator)"
-    echo "- load: \`examples/mqtt_load.rs\` (rumqttc): one \`bench/#\` subscriber connected first at the run's QoS, then $PUBLISHERS concurrent publishers on \`bench/p<i>\`, $SIZE-byte JSON payloads; msgs/s = messages delivered to the subscriber / (first publish → last delivery); QoS 1 publishers wait for every PUBACK; the load generator shares the machine with the brokers"
-    echo "- svc: fresh data dir, API-key authentication, topic authorization, historian recording all $PUBLISHERS topics (historized tags); log filter \`${SVC_LOG:-info}\`"
-    echo "- Mosquitto ${MOSQUITTO_VERSION:-?} (Debian): loopback listener, anonymous, \`max_queued_messages 0\`, \`max_inflight_messages 0\` (no limits), no persistence"
-    echo "- $ROUNDS interleaved round(s); per broker and QoS the round with the median msgs/s is shown; broker CPU/msg = the broker's user+system CPU time during that run / messages delivered"
+    echo "- load: \`examples/mqtt_load\` (rumqttc), $SIZE-byte JSON payloads, the generator sharing the machine with the brokers; msgs/s = messages delivered to the subscribers / (first publish → last delivery); QoS 1 publishers wait for every PUBACK"
+    echo "  - fan-in: one \`bench/#\` subscriber connected first at the run's QoS, then $PUBLISHERS concurrent publishers on \`bench/p<i>\`"
+    echo "  - fan-out: $FANOUT_SUBSCRIBERS subscribers of \`bench/fanout\` (all SUBACKs in first), then one publisher there"
+    echo "  - latency: one subscriber of \`bench/latency\`, one publisher paced at $LATENCY_RATE msgs/s (1 ms tokio interval, batches), both with TCP_NODELAY; publish → deliver over the ${LATENCY_MS} ms after a ${LATENCY_WARMUP_MS} ms warm-up"
+    echo "  - idle: $IDLE_CONNECTIONS connections (keep alive 60 s) on the fresh broker before the other loads; per connection = (VmRSS with them, from 2 s after the last CONNACK − VmRSS before) / connections held, each VmRSS read once two reads 500 ms apart agree within 256 kB"
+    echo "- svc: fresh data dir, API-key authentication, topic authorization, historian recording every load's topics (historized tags); log filter \`${SVC_LOG:-info}\`"
+    echo "- Mosquitto ${MOSQUITTO_VERSION:-?} (Debian): loopback listener, anonymous, \`max_connections -1\`, \`set_tcp_nodelay true\` (as svc), \`max_queued_messages 0\`, \`max_inflight_messages 0\` (no limits), no persistence"
+    echo "- $ROUNDS interleaved round(s); per broker and load the round with the median msgs/s (latency: median p99) is shown, with that round's CPU/msg; broker CPU/msg = the broker's user+system CPU time during the run / messages delivered; RLIMIT_NOFILE $(ulimit -Sn)"
     echo "- load average (1, 5, 15 min) before / after measuring: $LOAD_BEFORE / $LOAD_AFTER (anything above ~0.5 before means something else was running: treat the numbers as noisy)"
     echo
     echo "$REPORT"

@@ -1,0 +1,153 @@
+//! The load generator's command line: one flag set shared by every mode, parsed by hand (the
+//! example has no other use for a parser), with the defaults `bench/broker.sh` relies on.
+
+use rumqttc::QoS;
+
+/// What the run measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// N publishers → one `<prefix>/#` subscriber, as fast as they can (the original mode).
+    FanIn,
+    /// One publisher → N subscribers of `<prefix>/fanout`, as fast as it can.
+    FanOut,
+    /// One paced publisher → one subscriber of `<prefix>/latency`: publish→deliver percentiles.
+    Latency,
+    /// N connections that only hold their session open (keep alive), for the broker's memory.
+    Idle,
+}
+
+pub struct Args {
+    pub mode: Mode,
+    pub host: String,
+    pub port: u16,
+    pub username: String,
+    pub password: String,
+    pub publishers: usize,
+    pub subscribers: usize,
+    pub messages: usize,
+    pub qos: QoS,
+    pub subscriber_qos: Option<QoS>,
+    pub size: usize,
+    pub prefix: String,
+    /// Latency mode: messages per second.
+    pub rate: u64,
+    /// Latency mode: paced sending before the measured window, not counted in the percentiles.
+    pub warmup_ms: u64,
+    /// Latency mode: length of the measured window.
+    pub duration_ms: u64,
+    /// Idle mode: connections to hold.
+    pub connections: usize,
+    /// Idle mode: connection handshakes in flight at once.
+    pub connect_concurrency: usize,
+    /// Idle mode: the broker's pid, whose VmRSS is read before and with the connections.
+    pub broker_pid: Option<u32>,
+    /// Idle mode: wait after the last CONNACK before reading VmRSS.
+    pub settle_ms: u64,
+    /// Idle mode: keep alive of the held connections, in seconds.
+    pub keep_alive_s: u64,
+}
+
+impl Args {
+    /// The subscribers' QoS: `--subscriber-qos`, else the publishers'.
+    pub fn sub_qos(&self) -> QoS {
+        self.subscriber_qos.unwrap_or(self.qos)
+    }
+}
+
+fn qos_of(text: &str) -> QoS {
+    match text {
+        "0" => QoS::AtMostOnce,
+        "1" => QoS::AtLeastOnce,
+        "2" => QoS::ExactlyOnce,
+        other => usage(&format!("QoS must be 0, 1 or 2, not {other}")),
+    }
+}
+
+fn mode_of(text: &str) -> Mode {
+    match text {
+        "fan-in" => Mode::FanIn,
+        "fan-out" => Mode::FanOut,
+        "latency" => Mode::Latency,
+        "idle" => Mode::Idle,
+        other => usage(&format!(
+            "--mode must be fan-in, fan-out, latency or idle, not {other}"
+        )),
+    }
+}
+
+pub fn usage(problem: &str) -> ! {
+    eprintln!(
+        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-out|latency|idle] [--host H] \
+         [--port P] [--username U] [--password P] [--publishers N] [--subscribers N] \
+         [--messages M] [--qos 0|1|2] [--subscriber-qos 0|1|2] [--size BYTES] \
+         [--topic-prefix PREFIX] [--rate MSGS_PER_S] [--warmup-ms MS] [--duration-ms MS] \
+         [--connections N] [--connect-concurrency N] [--broker-pid PID] [--settle-ms MS] \
+         [--keep-alive S]"
+    );
+    std::process::exit(2)
+}
+
+pub fn parse_args() -> Args {
+    let mut args = Args {
+        mode: Mode::FanIn,
+        host: "127.0.0.1".into(),
+        port: 1883,
+        username: String::new(),
+        password: String::new(),
+        publishers: 20,
+        subscribers: 200,
+        messages: 20_000,
+        qos: QoS::AtMostOnce,
+        subscriber_qos: None,
+        size: 64,
+        prefix: "bench".into(),
+        rate: 20_000,
+        warmup_ms: 1_000,
+        duration_ms: 5_000,
+        connections: 10_000,
+        connect_concurrency: 100,
+        broker_pid: None,
+        settle_ms: 2_000,
+        keep_alive_s: 60,
+    };
+    let mut raw = std::env::args().skip(1);
+    while let Some(flag) = raw.next() {
+        let value = raw
+            .next()
+            .unwrap_or_else(|| usage(&format!("{flag} needs a value")));
+        let number = |v: &str| -> u64 {
+            v.parse()
+                .unwrap_or_else(|_| usage(&format!("{flag} wants a number, not {v}")))
+        };
+        match flag.as_str() {
+            "--mode" => args.mode = mode_of(&value),
+            "--host" => args.host = value,
+            "--port" => {
+                args.port = u16::try_from(number(&value))
+                    .unwrap_or_else(|_| usage("--port is at most 65535"))
+            }
+            "--username" => args.username = value,
+            "--password" => args.password = value,
+            "--publishers" => args.publishers = number(&value) as usize,
+            "--subscribers" => args.subscribers = number(&value) as usize,
+            "--messages" => args.messages = number(&value) as usize,
+            "--qos" => args.qos = qos_of(&value),
+            "--subscriber-qos" => args.subscriber_qos = Some(qos_of(&value)),
+            "--size" => args.size = number(&value) as usize,
+            "--topic-prefix" => args.prefix = value,
+            "--rate" => args.rate = number(&value).max(1),
+            "--warmup-ms" => args.warmup_ms = number(&value),
+            "--duration-ms" => args.duration_ms = number(&value).max(1),
+            "--connections" => args.connections = number(&value) as usize,
+            "--connect-concurrency" => args.connect_concurrency = number(&value).max(1) as usize,
+            "--broker-pid" => {
+                args.broker_pid =
+                    Some(u32::try_from(number(&value)).unwrap_or_else(|_| usage("--broker-pid")))
+            }
+            "--settle-ms" => args.settle_ms = number(&value),
+            "--keep-alive" => args.keep_alive_s = number(&value).max(5),
+            other => usage(&format!("unknown flag {other}")),
+        }
+    }
+    args
+}

@@ -1,0 +1,52 @@
+//! Fan-in: one `<prefix>/#` subscriber connects first, then N publishers each send M messages to
+//! `<prefix>/p<i>` concurrently, as fast as the broker takes them.
+
+use crate::args::Args;
+use crate::client::{delivery_seconds, now_ns, publish_burst, subscribe, Deliveries};
+use std::sync::{Arc, OnceLock};
+
+pub async fn run(args: Arc<Args>) -> Result<String, String> {
+    let total = (args.publishers * args.messages) as u64;
+    let deliveries = Arc::new(Deliveries::default());
+    let filter = format!("{}/#", args.prefix);
+    subscribe(
+        &args,
+        "bench-subscriber",
+        &filter,
+        args.sub_qos(),
+        deliveries.clone(),
+        |_| {},
+    )
+    .await?;
+
+    let first_publish = Arc::new(OnceLock::new());
+    let publishers: Vec<_> = (0..args.publishers)
+        .map(|p| {
+            let topic = format!("{}/p{p}", args.prefix);
+            let id = format!("bench-publisher-{p}");
+            tokio::spawn(publish_burst(
+                args.clone(),
+                id,
+                topic,
+                args.messages,
+                first_publish.clone(),
+            ))
+        })
+        .collect();
+    for p in publishers {
+        let _ = p.await;
+    }
+    let published = now_ns();
+    deliveries.wait_for(total).await;
+
+    let got = deliveries.received();
+    let start = *first_publish.get().unwrap_or(&published);
+    let seconds = delivery_seconds(start, &deliveries);
+    let publish_seconds = (published.saturating_sub(start)) as f64 / 1e9;
+    Ok(format!(
+        "{{\"sent\":{total},\"published\":{total},\"received\":{got},\"lost\":{},\
+         \"seconds\":{seconds:.3},\"msgs_per_s\":{:.0},\"publish_seconds\":{publish_seconds:.3}}}",
+        total.saturating_sub(got),
+        got as f64 / seconds
+    ))
+}

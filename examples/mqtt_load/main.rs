@@ -1,0 +1,67 @@
+//! MQTT load generator for `bench/broker.sh` (rumqttc). Each run prints one JSON line; the mode
+//! (`--mode`, default `fan-in`) decides what is measured:
+//!
+//! - `fan-in`: one `<prefix>/#` subscriber connects first, then `--publishers` N each send
+//!   `--messages` M to `<prefix>/p<i>` concurrently. It waits until every message arrived or
+//!   nothing arrived for 5 s, and prints sent, published, received, lost, seconds (first publish
+//!   to last delivery), msgs_per_s (delivered), publish_seconds (first publish until every
+//!   publisher is done: at QoS 1 a publisher is done when all its PUBACKs are in).
+//! - `fan-out`: `--subscribers` N subscribe to `<prefix>/fanout`, then one publisher sends M
+//!   there; sent = M × N deliveries expected, published = M, the rest as fan-in.
+//! - `latency`: one subscriber of `<prefix>/latency`, one publisher paced at `--rate` msgs/s for
+//!   `--warmup-ms` + `--duration-ms`; adds p50_us, p99_us, max_us (publish → deliver, over the
+//!   messages sent after the warm-up), samples and send_rate (the rate actually sent).
+//! - `idle`: `--connections` N held open (keep alive `--keep-alive` s); with `--broker-pid`,
+//!   rss_before_kb, rss_with_kb and bytes_per_connection of that broker.
+//!
+//! Payloads are JSON objects of exactly `--size` bytes (`{"value":N,"pad":"xxx…"}`; the latency
+//! mode adds `"sent_ns":T`), so a broker that historizes them stores numbers.
+//!
+//!   cargo run --release --example mqtt_load -- --port 1883 --publishers 20 --messages 20000 \
+//!       --qos 0 [--subscriber-qos 0] [--size 64] [--topic-prefix bench] \
+//!       [--host 127.0.0.1] [--username u --password p]
+//!   cargo run --release --example mqtt_load -- --mode fan-out --subscribers 200 --messages 2000
+//!   cargo run --release --example mqtt_load -- --mode latency --rate 20000 --qos 1
+//!   cargo run --release --example mqtt_load -- --mode idle --connections 10000 --broker-pid P
+
+mod args;
+mod client;
+mod fan_in;
+mod fan_out;
+mod idle;
+mod latency;
+mod system;
+
+use args::{parse_args, Mode};
+use std::sync::Arc;
+
+/// Descriptors beside the connections: stdio, the runtime's own, a margin.
+const SPARE_FDS: u64 = 256;
+
+#[tokio::main]
+async fn main() {
+    let args = Arc::new(parse_args());
+    let connections = match args.mode {
+        Mode::FanIn => args.publishers + 1,
+        Mode::FanOut => args.subscribers + 1,
+        Mode::Latency => 2,
+        Mode::Idle => args.connections,
+    };
+    if let Err(e) = system::raise_nofile(connections as u64 + SPARE_FDS) {
+        eprintln!("mqtt_load: {e}");
+        std::process::exit(1);
+    }
+    let result = match args.mode {
+        Mode::FanIn => fan_in::run(args).await,
+        Mode::FanOut => fan_out::run(args).await,
+        Mode::Latency => latency::run(args).await,
+        Mode::Idle => idle::run(args).await,
+    };
+    match result {
+        Ok(line) => println!("{line}"),
+        Err(e) => {
+            eprintln!("mqtt_load: {e}");
+            std::process::exit(1);
+        }
+    }
+}
