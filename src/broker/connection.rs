@@ -57,6 +57,10 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
             return;
         }
     };
+    if buf.is_empty() {
+        // The CONNECT was all there was: hold no buffer while the client is quiet.
+        buf = BytesMut::new();
+    }
     let version = codec.version();
     let mut out_codec = codec.clone();
     let client_max_packet = connect.max_packet_size.map_or(0, |m| m.get());
@@ -126,7 +130,7 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
     let (session, present) =
         hub.attach(&key, principal.clone(), connect.clean_start, expiry, link);
     ack.session_present = present;
-    outbox.send(Outbound::Packet(Packet::ConnectAck(Box::new(ack))));
+    outbox.send(Outbound::packet(Packet::ConnectAck(Box::new(ack))));
     let mut writes = Vec::new();
     session.resume(&limits, &mut writes);
     hub.persist.send(writes);
@@ -277,7 +281,7 @@ async fn refuse(
     ack.reason_code = reason;
     ack.reason_string = Some(why.into());
     ack.session_present = false;
-    outbox.send(Outbound::Packet(Packet::ConnectAck(Box::new(ack))));
+    outbox.send(Outbound::packet(Packet::ConnectAck(Box::new(ack))));
     outbox.send(Outbound::Close(None));
     drop(outbox);
     let _ = writer_task.await;

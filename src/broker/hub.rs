@@ -4,7 +4,9 @@
 
 use super::persist::Persister;
 use super::publication::{Delivery, Publication};
-use super::session::{from_stored, stored, Kick, Limits, Link, Session, SubOptions};
+use super::session::{
+    from_stored, stored, Kick, Limits, Link, Session, SessionState, SubOptions,
+};
 use super::trie::SubscriptionIndex;
 use super::{Message, Policy, Principal};
 use crate::store::{MqttWrite, StoredSubscription};
@@ -146,9 +148,7 @@ impl Hub {
                 }
                 let present = !clean_start && Session::persistent(&state);
                 if !present {
-                    let filters: Vec<String> = state.subscriptions.keys().cloned().collect();
-                    self.unindex(&existing, &filters);
-                    Session::reset(&mut state);
+                    self.clear(&existing, &mut state);
                     if Session::persistent(&state) {
                         writes.push(MqttWrite::DeleteSession {
                             client_id: key.to_string(),
@@ -193,10 +193,8 @@ impl Hub {
             state.link = None;
             session.set_online(false);
             if expiry == 0 {
-                let filters: Vec<String> = state.subscriptions.keys().cloned().collect();
-                Session::reset(&mut state);
+                self.clear(session, &mut state);
                 drop(state);
-                self.unindex(session, &filters);
                 if sessions
                     .get(&session.key)
                     .is_some_and(|s| Arc::ptr_eq(s, session))
@@ -463,6 +461,13 @@ impl Hub {
         self.persist.send(writes);
     }
 
+    /// Empties a session (subscriptions, deliveries) and takes it out of the index.
+    fn clear(&self, session: &Arc<Session>, state: &mut SessionState) {
+        let filters: Vec<String> = state.subscriptions.keys().cloned().collect();
+        Session::reset(state);
+        self.unindex(session, &filters);
+    }
+
     fn unindex(&self, session: &Arc<Session>, filters: &[String]) {
         let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
         let key = SessionKey(session.clone());
@@ -533,10 +538,8 @@ impl Hub {
             if state.link.is_some() {
                 continue;
             }
-            let filters: Vec<String> = state.subscriptions.keys().cloned().collect();
-            Session::reset(&mut state);
+            self.clear(&session, &mut state);
             drop(state);
-            self.unindex(&session, &filters);
             sessions.remove(&session.key);
             writes.push(MqttWrite::DeleteSession {
                 client_id: session.key.to_string(),

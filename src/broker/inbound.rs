@@ -63,7 +63,7 @@ impl Inbound {
     }
 
     fn send(&self, packet: Packet) {
-        self.outbox.send(Outbound::Packet(packet));
+        self.outbox.send(Outbound::packet(packet));
     }
 
     /// Handles one packet; `Some` ends the connection.
@@ -298,9 +298,9 @@ impl Inbound {
                     .get_or_insert_with(|| self.session.lock())
                     .inbound_qos2
                     .insert(packet_id.get());
-                self.outbox.send(Outbound::Packet(Packet::PublishReceived(ack)));
+                self.outbox.send(Outbound::packet(Packet::PublishReceived(ack)));
             } else {
-                self.outbox.send(Outbound::Packet(Packet::PublishAck(ack)));
+                self.outbox.send(Outbound::packet(Packet::PublishAck(ack)));
             }
         }
         None

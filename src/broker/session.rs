@@ -255,10 +255,7 @@ impl Session {
             });
         }
         if let Some(link) = &state.link {
-            link.outbox.send(Outbound::Packet(Packet::PublishRelease(PublishAck2 {
-                packet_id,
-                ..PublishAck2::default()
-            })));
+            link.outbox.send(release(packet_id));
         }
         true
     }
@@ -273,10 +270,7 @@ impl Session {
                     continue;
                 };
                 let item = if flight.released {
-                    Outbound::Packet(Packet::PublishRelease(PublishAck2 {
-                        packet_id,
-                        ..PublishAck2::default()
-                    }))
+                    release(packet_id)
                 } else {
                     Outbound::Deliver {
                         delivery: flight.delivery.clone(),
@@ -392,6 +386,14 @@ impl SessionState {
     pub fn pending(&self) -> (usize, usize) {
         (self.inflight.len(), self.queue.len())
     }
+}
+
+/// PUBREL for a QoS 2 delivery the client has received.
+fn release(packet_id: NonZeroU16) -> Outbound {
+    Outbound::packet(Packet::PublishRelease(PublishAck2 {
+        packet_id,
+        ..PublishAck2::default()
+    }))
 }
 
 /// A delivery as the store keeps it: subscription ids ride in the properties.

@@ -21,7 +21,8 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// What a connection's writer is asked to send.
 #[derive(Debug)]
 pub enum Outbound {
-    Packet(Packet),
+    /// Boxed: the channel allocates slots of the largest variant, and every connection has one.
+    Packet(Box<Packet>),
     Deliver {
         delivery: Delivery,
         packet_id: Option<NonZeroU16>,
@@ -29,6 +30,12 @@ pub enum Outbound {
     },
     /// A server DISCONNECT (MQTT 5 only) then close; `None` closes without one.
     Close(Option<DisconnectReasonCode>),
+}
+
+impl Outbound {
+    pub fn packet(packet: Packet) -> Outbound {
+        Outbound::Packet(Box::new(packet))
+    }
 }
 
 /// The sending side of a connection's writer, held by its session.
@@ -80,7 +87,7 @@ struct WriterTask {
 
 impl WriterTask {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Outbound>) {
-        let mut buf = BytesMut::with_capacity(1024);
+        let mut buf = BytesMut::new();
         while let Some(first) = rx.recv().await {
             let now_ms = crate::time::now_ms();
             let mut close = self.encode(first, &mut buf, now_ms);
@@ -96,10 +103,9 @@ impl WriterTask {
             if close {
                 break;
             }
-            // Idle connections should not keep a batch-sized buffer.
-            if buf.capacity() > BATCH_BYTES * 2 {
-                buf = BytesMut::with_capacity(1024);
-            }
+            // The written bytes share the buffer's allocation: start the next batch on a new
+            // one, so a quiet connection holds none.
+            buf = BytesMut::new();
         }
         self.writer.close().await;
     }
@@ -107,7 +113,7 @@ impl WriterTask {
     /// Encodes one item; true when the connection is to close after this batch.
     fn encode(&mut self, item: Outbound, buf: &mut BytesMut, now_ms: i64) -> bool {
         let packet = match item {
-            Outbound::Packet(packet) => packet,
+            Outbound::Packet(packet) => *packet,
             Outbound::Deliver {
                 delivery,
                 packet_id,
