@@ -310,18 +310,27 @@ fn the_same_client_id_under_another_user_is_another_session() {
             ..with_password(connect5("contested"), "mallory", "mallory-pw-123")
         };
         let (mut c, ack) = Raw5::connect(&server, via, connect);
-        assert_eq!(ack.reason_code, v5::ConnectAckReason::Success, "{via:?}: v5");
-        assert!(!ack.session_present, "{via:?}: v5 resumed the holder's session");
+        assert_eq!(
+            ack.reason_code,
+            v5::ConnectAckReason::Success,
+            "{via:?}: v5"
+        );
+        assert!(
+            !ack.session_present,
+            "{via:?}: v5 resumed the holder's session"
+        );
         c.disconnect(v5::DisconnectReasonCode::NormalDisconnection);
         let connect = with_password3(connect3("contested"), "mallory", "mallory-pw-123");
-        let (c, ack) =
-            Raw3::try_connect(&server, via, connect).unwrap_or_else(|e| panic!("{e}"));
+        let (c, ack) = Raw3::try_connect(&server, via, connect).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             ack.return_code,
             v3::ConnectAckReason::ConnectionAccepted,
             "{via:?}: v3"
         );
-        assert!(!ack.session_present, "{via:?}: v3 resumed the holder's session");
+        assert!(
+            !ack.session_present,
+            "{via:?}: v3 resumed the holder's session"
+        );
         drop(c);
     };
     for via in EVERY_VIA {

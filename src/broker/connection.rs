@@ -9,7 +9,7 @@ use super::publication::{forwarded, Publication};
 use super::session::{session_key, Kick, Link};
 use super::transport::{Connection, Reader};
 use super::writer::{self, Outbound, Outbox};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use bytestring::ByteString;
 use rmqtt_codec::error::DecodeError;
 use rmqtt_codec::v5::{self, ConnectAckReason, DisconnectReasonCode};
@@ -35,14 +35,20 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
         read_connect(&mut reader, &mut buf, hub.limits.max_packet_size),
     )
     .await;
-    let (codec, connect) = match handshake {
+    let (codec, mut connect) = match handshake {
         Ok(Ok(found)) => found,
         Ok(Err(Refusal::IdentifierRejected(codec))) => {
             // MQTT 3.1.1: an empty client id needs a clean session (return code 2).
             let (outbox, writer_task) = writer::spawn(writer, codec, 0);
             let ack = v5::ConnectAck::default();
-            return refuse(outbox, writer_task, ack, ConnectAckReason::ClientIdentifierNotValid,
-                "a persistent session needs a client identifier").await;
+            return refuse(
+                outbox,
+                writer_task,
+                ack,
+                ConnectAckReason::ClientIdentifierNotValid,
+                "a persistent session needs a client identifier",
+            )
+            .await;
         }
         Ok(Err(Refusal::Close(why))) => {
             tracing::debug!(%peer, %listener, why, "MQTT handshake failed");
@@ -85,11 +91,19 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
         shared_subscription_available: true,
         ..v5::ConnectAck::default()
     };
-    let mut client_id = connect.client_id.clone();
+    // Copied: the decoded CONNECT's fields share the read buffer's allocation, which must
+    // not stay pinned for the life of the connection.
+    let mut client_id = ByteString::from(&*connect.client_id);
     if client_id.is_empty() {
         if version == Version::V3 && !connect.clean_start {
-            return refuse(outbox, writer_task, ack, ConnectAckReason::ClientIdentifierNotValid,
-                "a persistent session needs a client identifier").await;
+            return refuse(
+                outbox,
+                writer_task,
+                ack,
+                ConnectAckReason::ClientIdentifierNotValid,
+                "a persistent session needs a client identifier",
+            )
+            .await;
         }
         client_id = ByteString::from(format!("svc-{}", crate::ids::new_key()));
         ack.assigned_client_id = Some(client_id.clone());
@@ -98,8 +112,14 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
     let password = connect.password.as_deref();
     let Some(principal) = hub.policy.authenticate(username, password).await else {
         tracing::info!(%peer, %listener, client_id = %client_id, "MQTT CONNECT refused: bad credentials");
-        return refuse(outbox, writer_task, ack, ConnectAckReason::BadUserNameOrPassword,
-            "bad user name or password").await;
+        return refuse(
+            outbox,
+            writer_task,
+            ack,
+            ConnectAckReason::BadUserNameOrPassword,
+            "bad user name or password",
+        )
+        .await;
     };
 
     let mut keep_alive = connect.keep_alive;
@@ -126,17 +146,32 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
         kick: Some(kick_tx),
     };
     let key = session_key(&principal.user_key, &client_id);
-    let will = connect.last_will.clone().map(|w| will_of(w, &key));
-    let (session, present) =
-        hub.attach(&key, principal.clone(), connect.clean_start, expiry, link);
+    let will = connect.last_will.take().map(|w| will_of(w, &key));
+    let clean_start = connect.clean_start;
+    drop(connect);
+    let (session, present) = hub.attach(&key, principal.clone(), clean_start, expiry, link);
     ack.session_present = present;
     outbox.send(Outbound::packet(Packet::ConnectAck(Box::new(ack))));
     let mut writes = Vec::new();
     session.resume(&limits, &mut writes);
     hub.persist.send(writes);
 
-    let mut inbound = Inbound::new(hub.clone(), session.clone(), outbox.clone(), version, principal);
-    let end = read_loop(&mut reader, &mut buf, codec, &mut inbound, keep_alive, kick_rx).await;
+    let mut inbound = Inbound::new(
+        hub.clone(),
+        session.clone(),
+        outbox.clone(),
+        version,
+        principal,
+    );
+    let end = read_loop(
+        &mut reader,
+        &mut buf,
+        codec,
+        &mut inbound,
+        keep_alive,
+        kick_rx,
+    )
+    .await;
     let will = match end {
         End::Normal => None,
         _ => will,
@@ -287,6 +322,7 @@ async fn refuse(
     let _ = writer_task.await;
 }
 
+/// The will, in allocations of its own (the decoded CONNECT shares the read buffer's).
 fn will_of(will: v5::LastWill, session_key: &Arc<str>) -> Will {
     let properties = v5::PublishProperties {
         correlation_data: will.correlation_data,
@@ -300,8 +336,8 @@ fn will_of(will: v5::LastWill, session_key: &Arc<str>) -> Will {
     Will {
         delay_secs: will.will_delay_interval_sec.unwrap_or(0),
         publication: Publication {
-            topic: will.topic,
-            payload: will.message,
+            topic: ByteString::from(&*will.topic),
+            payload: Bytes::copy_from_slice(&will.message),
             qos: will.qos,
             retain: will.retain,
             properties: forwarded(Some(properties)),

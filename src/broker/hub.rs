@@ -4,13 +4,11 @@
 
 use super::persist::Persister;
 use super::publication::{Delivery, Publication};
-use super::session::{
-    from_stored, stored, Kick, Limits, Link, Session, SessionState, SubOptions,
-};
+use super::session::{from_stored, stored, Kick, Limits, Link, Session, SessionState, SubOptions};
 use super::trie::SubscriptionIndex;
 use super::{Message, Policy, Principal};
-use crate::store::{MqttWrite, StoredSubscription};
 use crate::store::Store;
+use crate::store::{MqttWrite, StoredSubscription};
 use bytestring::ByteString;
 use rmqtt_codec::types::QoS;
 use std::collections::HashMap;
@@ -54,7 +52,9 @@ pub struct Hub {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Hub {
@@ -172,7 +172,12 @@ impl Hub {
             state.epoch += 1;
             state.link = Some(link);
             if expiry_secs > 0 {
-                writes.push(put_session(&session.key, &state.principal, expiry_secs, None));
+                writes.push(put_session(
+                    &session.key,
+                    &state.principal,
+                    expiry_secs,
+                    None,
+                ));
             }
         }
         session.set_online(true);
@@ -240,7 +245,10 @@ impl Hub {
             received_ms: crate::time::now_ms(),
             ..will
         });
-        if let Err(e) = self.dispatch(std::slice::from_ref(&publication), Vec::new()).await {
+        if let Err(e) = self
+            .dispatch(std::slice::from_ref(&publication), Vec::new())
+            .await
+        {
             tracing::warn!(error = %e, "a will was not published");
         }
     }
@@ -295,9 +303,15 @@ impl Hub {
                 topic: publication.topic.to_string(),
             });
         } else {
-            retained.insert(publication.topic.clone(), publication.clone());
+            // A copy in allocations of its own: the decoded one shares its read buffer's.
+            let kept = Arc::new(Publication {
+                topic: ByteString::from(&*publication.topic),
+                payload: bytes::Bytes::copy_from_slice(&publication.payload),
+                ..(**publication).clone()
+            });
+            retained.insert(kept.topic.clone(), kept.clone());
             let delivery = Delivery {
-                publication: publication.clone(),
+                publication: kept,
                 qos: publication.qos,
                 retain: true,
                 subscription_ids: Vec::new(),
@@ -315,8 +329,8 @@ impl Hub {
                 &publication.topic,
                 |key| key.0.is_online(),
                 |key, options| {
-                    let own = options.no_local
-                        && publication.sender.as_deref() == Some(&*key.0.key);
+                    let own =
+                        options.no_local && publication.sender.as_deref() == Some(&*key.0.key);
                     if !own {
                         targets.push((key.0.clone(), *options));
                     }
@@ -341,7 +355,10 @@ impl Hub {
                 ids.extend(options.id.and_then(NonZeroU32::new));
                 i += 1;
             }
-            if !self.may_receive(&session, &publication.topic, generation).await {
+            if !self
+                .may_receive(&session, &publication.topic, generation)
+                .await
+            {
                 continue;
             }
             ids.sort_unstable();
@@ -447,7 +464,10 @@ impl Hub {
         let generation = self.policy.authz_generation();
         let mut writes = Vec::new();
         for publication in retained {
-            if !self.may_receive(session, &publication.topic, generation).await {
+            if !self
+                .may_receive(session, &publication.topic, generation)
+                .await
+            {
                 continue;
             }
             let delivery = Delivery {

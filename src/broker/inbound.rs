@@ -282,7 +282,9 @@ impl Inbound {
         };
         if let Err(e) = self.hub.dispatch(&batch, qos2_ids).await {
             tracing::warn!(error = %e, client_id = %self.session.key, "publishes were not stored");
-            return Some(End::Server(DisconnectReasonCode::ImplementationSpecificError));
+            return Some(End::Server(
+                DisconnectReasonCode::ImplementationSpecificError,
+            ));
         }
         let mut state = None;
         for (qos, packet_id) in acks {
@@ -298,7 +300,8 @@ impl Inbound {
                     .get_or_insert_with(|| self.session.lock())
                     .inbound_qos2
                     .insert(packet_id.get());
-                self.outbox.send(Outbound::packet(Packet::PublishReceived(ack)));
+                self.outbox
+                    .send(Outbound::packet(Packet::PublishReceived(ack)));
             } else {
                 self.outbox.send(Outbound::packet(Packet::PublishAck(ack)));
             }

@@ -199,7 +199,11 @@ impl Broker {
 
     /// MQTT over WebSocket at `/mqtt` on the HTTP port: the upgraded connection is served
     /// like any other client.
-    pub fn websocket(&self, upgrade: WebSocketUpgrade, peer: SocketAddr) -> axum::response::Response {
+    pub fn websocket(
+        &self,
+        upgrade: WebSocketUpgrade,
+        peer: SocketAddr,
+    ) -> axum::response::Response {
         transport::upgrade(upgrade, peer, self.accept.clone())
     }
 

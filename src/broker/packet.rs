@@ -268,7 +268,9 @@ mod tests {
             reason_code: v5::ConnectAckReason::BadUserNameOrPassword,
             ..v5::ConnectAck::default()
         };
-        codec.encode(Packet::ConnectAck(Box::new(ack)), &mut buf).expect("encodes");
+        codec
+            .encode(Packet::ConnectAck(Box::new(ack)), &mut buf)
+            .expect("encodes");
         assert_eq!(&buf[..], &[0x20, 0x02, 0x00, 0x04]);
     }
 

@@ -4,7 +4,7 @@
 //! store as writes the caller commits.
 
 use super::publication::{Delivery, Publication};
-use super::writer::{Outbox, Outbound};
+use super::writer::{Outbound, Outbox};
 use super::Principal;
 use crate::store::{MqttWrite, StoredMessage};
 use bytestring::ByteString;
@@ -148,7 +148,9 @@ impl Session {
     }
 
     pub fn lock(&self) -> MutexGuard<'_, SessionState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn is_online(&self) -> bool {

@@ -48,7 +48,13 @@ pub struct Outbox {
 
 impl Outbox {
     pub fn send(&self, item: Outbound) -> bool {
-        if matches!(item, Outbound::Deliver { packet_id: None, .. }) {
+        if matches!(
+            item,
+            Outbound::Deliver {
+                packet_id: None,
+                ..
+            }
+        ) {
             self.waiting.fetch_add(1, Ordering::Relaxed);
         }
         self.tx.send(item).is_ok()
@@ -198,9 +204,18 @@ mod tests {
         let a = ByteString::from("a");
         let b = ByteString::from("b");
         let c = ByteString::from("c");
-        assert_eq!(aliases.alias(&a).map(|(n, f)| (n.get(), f)), Some((1, true)));
-        assert_eq!(aliases.alias(&a).map(|(n, f)| (n.get(), f)), Some((1, false)));
-        assert_eq!(aliases.alias(&b).map(|(n, f)| (n.get(), f)), Some((2, true)));
+        assert_eq!(
+            aliases.alias(&a).map(|(n, f)| (n.get(), f)),
+            Some((1, true))
+        );
+        assert_eq!(
+            aliases.alias(&a).map(|(n, f)| (n.get(), f)),
+            Some((1, false))
+        );
+        assert_eq!(
+            aliases.alias(&b).map(|(n, f)| (n.get(), f)),
+            Some((2, true))
+        );
         assert_eq!(aliases.alias(&c), None);
         assert_eq!(Aliases::new(0).alias(&a), None);
     }

@@ -190,9 +190,11 @@ impl Policy for PlatformPolicy {
             .await
             .map_err(|e| e.to_string())?;
         for (message, owner) in messages.into_iter().zip(owners) {
-            self.state
-                .last_values
-                .set(&message.topic, message.received_ms, message.payload.clone());
+            self.state.last_values.set(
+                &message.topic,
+                message.received_ms,
+                message.payload.clone(),
+            );
             self.state.automation.on_message(
                 &message.topic,
                 &message.payload,

@@ -2,8 +2,8 @@
 //! core (it echoes newline-terminated "packets", each as one write) shows that the Reader yields
 //! a byte stream whatever the framing and that each write leaves as one WebSocket frame.
 
-use super::*;
 use super::websocket::WS_MAX_MESSAGE_BYTES;
+use super::*;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
