@@ -18,6 +18,11 @@ pub fn parse_rfc3339(s: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,9 +38,4 @@ mod tests {
         assert!(parse_rfc3339("yesterday").is_none());
         assert!(parse_rfc3339("2026-01-02").is_none());
     }
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
 }

@@ -309,7 +309,7 @@ fn the_same_client_id_under_another_user_is_another_session() {
             session_expiry_interval_secs: 3600,
             ..with_password(connect5("contested"), "mallory", "mallory-pw-123")
         };
-        let (mut c, ack) = Raw5::connect(&server, via, connect);
+        let (c, ack) = Raw5::connect(&server, via, connect);
         assert_eq!(
             ack.reason_code,
             v5::ConnectAckReason::Success,

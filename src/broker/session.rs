@@ -382,12 +382,6 @@ impl SessionState {
             );
         }
     }
-
-    /// How many deliveries are in flight and waiting (for tests and diagnostics).
-    #[cfg(test)]
-    pub fn pending(&self) -> (usize, usize) {
-        (self.inflight.len(), self.queue.len())
-    }
 }
 
 /// PUBREL for a QoS 2 delivery the client has received.
