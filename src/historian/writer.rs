@@ -100,7 +100,10 @@ impl HistorianWriter {
         let thread_shared = shared.clone();
         std::thread::Builder::new()
             .name("svc-historian".into())
-            .spawn(move || run(&store, &thread_shared, first))?;
+            .spawn(move || {
+                lower_priority();
+                run(&store, &thread_shared, first)
+            })?;
         Ok(HistorianWriter { shared })
     }
 
@@ -213,6 +216,27 @@ fn journal_base(store: &Store) -> PathBuf {
 }
 
 /// The writer thread: wait until a fold is due, take what waits, fold it, answer readers.
+/// Folding is background work: on a small edge box it must not take a core from the broker's
+/// deliveries, so the writer thread runs at a lower scheduling priority (nice 10). Values
+/// are safe in the journal meanwhile, and publishers wait if folding falls far behind.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid and setpriority only read their integer arguments; PRIO_PROCESS with
+        // a thread id changes that thread alone on Linux.
+        let result = unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, 10)
+        };
+        if result != 0 {
+            tracing::debug!(
+                error = %std::io::Error::last_os_error(),
+                "cannot lower the historian writer's priority"
+            );
+        }
+    }
+}
+
 fn run(store: &Store, shared: &Shared, first: Fold) {
     let mut held = first;
     loop {
