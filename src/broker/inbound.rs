@@ -113,7 +113,7 @@ impl Inbound {
             }
             Packet::Unsubscribe(unsubscribe) => {
                 self.flush().await;
-                self.unsubscribe(unsubscribe).await;
+                return self.unsubscribe(unsubscribe).await;
             }
             Packet::PingRequest => self.send(Packet::PingResponse),
             Packet::Disconnect(disconnect) => {
@@ -346,6 +346,14 @@ impl Inbound {
                 _ => SubscribeAckReason::GrantedQos2,
             });
         }
+        // A persistent session's subscriptions are stored before they are acknowledged, so a
+        // SUBACK survives kill -9.
+        if let Err(e) = self.hub.persist.commit(writes).await {
+            tracing::warn!(error = %e, "a subscription was not stored");
+            return Some(End::Server(
+                DisconnectReasonCode::ImplementationSpecificError,
+            ));
+        }
         let failed = status.iter().any(|s| u8::from(*s) >= 0x80);
         self.send(Packet::SubscribeAck(v5::SubscribeAck {
             packet_id: subscribe.packet_id,
@@ -353,9 +361,6 @@ impl Inbound {
             reason_string: failed.then(|| "a topic filter is not valid".into()),
             status,
         }));
-        if let Err(e) = self.hub.persist.commit(writes).await {
-            tracing::warn!(error = %e, "a subscription was not stored");
-        }
         for (options, found) in retained {
             if !found.is_empty() {
                 self.hub
@@ -366,7 +371,7 @@ impl Inbound {
         None
     }
 
-    async fn unsubscribe(&mut self, unsubscribe: v5::Unsubscribe) {
+    async fn unsubscribe(&mut self, unsubscribe: v5::Unsubscribe) -> Option<End> {
         let mut writes = Vec::new();
         let status = unsubscribe
             .topic_filters
@@ -379,13 +384,19 @@ impl Inbound {
                 }
             })
             .collect();
-        self.hub.persist.send(writes);
+        if let Err(e) = self.hub.persist.commit(writes).await {
+            tracing::warn!(error = %e, "an unsubscription was not stored");
+            return Some(End::Server(
+                DisconnectReasonCode::ImplementationSpecificError,
+            ));
+        }
         self.send(Packet::UnsubscribeAck(v5::UnsubscribeAck {
             packet_id: unsubscribe.packet_id,
             properties: Vec::new(),
             reason_string: None,
             status,
         }));
+        None
     }
 
     fn disconnect(&self, disconnect: v5::Disconnect) -> End {
