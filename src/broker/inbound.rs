@@ -95,11 +95,23 @@ impl Inbound {
                     state.inbound_qos2.remove(&release.packet_id.get());
                     Session::persistent(&state)
                 };
-                if persistent {
-                    self.hub.persist.send(vec![MqttWrite::DeleteInboundQos2 {
-                        client_id: self.session.key.to_string(),
-                        packet_id: release.packet_id.get(),
-                    }]);
+                // Stored before PUBCOMP: a release lost in a crash would make the restarted
+                // broker drop the client's next QoS 2 publish under that id as a resend.
+                let released = match persistent {
+                    true => {
+                        let write = MqttWrite::DeleteInboundQos2 {
+                            client_id: self.session.key.to_string(),
+                            packet_id: release.packet_id.get(),
+                        };
+                        self.hub.persist.commit(vec![write]).await
+                    }
+                    false => Ok(()),
+                };
+                if let Err(e) = released {
+                    tracing::warn!(error = %e, "a QoS 2 release was not stored");
+                    return Some(End::Server(
+                        DisconnectReasonCode::ImplementationSpecificError,
+                    ));
                 }
                 self.send(Packet::PublishComplete(PublishAck2 {
                     packet_id: release.packet_id,
