@@ -8,11 +8,10 @@ mod common;
 
 use common::*;
 use reqwest::{Method, StatusCode};
-use rumqttc::{Client, Event, MqttOptions, Outgoing, Packet, QoS};
 use serde_json::{json, Value};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -34,53 +33,13 @@ fn publish_until_killed(
     first: u64,
     stop: &AtomicBool,
 ) -> BTreeSet<u64> {
-    let mut options = MqttOptions::new(format!("dur-{topic}-{first}"), "127.0.0.1", port);
-    options.set_credentials("device", key);
-    options.set_keep_alive(Duration::from_secs(30));
-    options.set_inflight(100);
-    let (client, mut connection) = Client::new(options, 200);
-    let sent: Arc<Mutex<VecDeque<u64>>> = Arc::default();
-    let feeder = {
-        let (sent, topic) = (sent.clone(), topic.to_string());
-        let client = client.clone();
-        thread::spawn(move || {
-            for value in first.. {
-                // Queue the value before handing it over: the event loop numbers publishes
-                // in the order they were handed over.
-                sent.lock().unwrap().push_back(value);
-                if client
-                    .publish(&topic, QoS::AtLeastOnce, false, value.to_string())
-                    .is_err()
-                {
-                    return;
-                }
-            }
-        })
+    let publisher = Publisher {
+        client_id: format!("dur-{topic}-{first}"),
+        username: "device",
+        password: key,
+        topic,
     };
-    let mut by_packet_id: HashMap<u16, u64> = HashMap::new();
-    let mut acked = BTreeSet::new();
-    for event in connection.iter() {
-        match event {
-            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => {
-                let value = sent.lock().unwrap().pop_front().expect("a queued value");
-                by_packet_id.insert(pkid, value);
-            }
-            Ok(Event::Incoming(Packet::PubAck(ack))) => {
-                if let Some(value) = by_packet_id.remove(&ack.pkid) {
-                    acked.insert(value);
-                }
-            }
-            Ok(_) => {}
-            Err(_) => break,
-        }
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-    }
-    drop(connection);
-    drop(client);
-    let _ = feeder.join();
-    acked
+    publish_acknowledged(port, publisher, first.., |_| !stop.load(Ordering::Relaxed))
 }
 
 /// Creates records until a request fails; returns the ids answered 201.

@@ -8,10 +8,9 @@
 mod common;
 
 use common::*;
-use rumqttc::{Client, Event, MqttOptions, Outgoing, Packet, QoS};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,71 +22,35 @@ const RETAINED: usize = 200;
 /// Longest wait for a phase of the load.
 const LOAD_WAIT: Duration = Duration::from_secs(60);
 
-/// Publishes `0..N` as QoS 1 on `topic` with up to 100 in flight until all are PUBACKed or
-/// the connection breaks; returns the PUBACKed values and counts them in `acked_count`.
-fn publish_until_killed(port: u16, topic: &str, acked_count: &AtomicUsize) -> BTreeSet<usize> {
-    let mut options = MqttOptions::new("dur-publisher", "127.0.0.1", port);
-    options.set_credentials("admin", ADMIN_PASSWORD);
-    options.set_keep_alive(Duration::from_secs(30));
-    options.set_inflight(100);
-    let (client, mut connection) = Client::new(options, 200);
-    let sent: Arc<Mutex<VecDeque<usize>>> = Arc::default();
-    let feeder = {
-        let (sent, topic, client) = (sent.clone(), topic.to_string(), client.clone());
-        thread::spawn(move || {
-            for value in 0..N {
-                // Queued before it is handed over: the event loop numbers publishes in order.
-                sent.lock().unwrap().push_back(value);
-                if client
-                    .publish(&topic, QoS::AtLeastOnce, false, value.to_string())
-                    .is_err()
-                {
-                    return;
-                }
-            }
-        })
+/// Publishes `0..N` as QoS 1 on `topic` until all are PUBACKed or the connection breaks;
+/// returns the PUBACKed values and counts them in `acked_count`.
+fn publish_until_killed(port: u16, topic: &str, acked_count: &AtomicUsize) -> BTreeSet<u64> {
+    let publisher = Publisher {
+        client_id: "dur-publisher".into(),
+        username: "admin",
+        password: ADMIN_PASSWORD,
+        topic,
     };
-    let mut by_packet_id: HashMap<u16, usize> = HashMap::new();
-    let mut acked = BTreeSet::new();
-    for event in connection.iter() {
-        match event {
-            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => {
-                let value = sent.lock().unwrap().pop_front().expect("a queued value");
-                by_packet_id.insert(pkid, value);
-            }
-            Ok(Event::Incoming(Packet::PubAck(ack))) => {
-                if let Some(value) = by_packet_id.remove(&ack.pkid) {
-                    acked.insert(value);
-                    acked_count.store(acked.len(), Ordering::Relaxed);
-                }
-            }
-            Ok(_) => {}
-            Err(_) => break,
-        }
-        if acked.len() == N {
-            break;
-        }
-    }
-    drop(connection);
-    drop(client);
-    let _ = feeder.join();
-    acked
+    publish_acknowledged(port, publisher, 0..N as u64, |acked| {
+        acked_count.store(acked.len(), Ordering::Relaxed);
+        acked.len() < N
+    })
 }
 
 /// Receives publishes until every value of `want` arrived on `topic` or nothing comes for
 /// [`MQTT_WAIT`]; returns the distinct values received.
-fn receive_values(sub: &mut Mqtt, topic: &str, want: &BTreeSet<usize>) -> BTreeSet<usize> {
+fn receive_values(sub: &mut Mqtt, topic: &str, want: &BTreeSet<u64>) -> BTreeSet<u64> {
     let mut got = BTreeSet::new();
     while !want.is_subset(&got) {
         let Some(m) = sub.next_publish(MQTT_WAIT) else {
             break;
         };
         assert_eq!(m.topic, topic, "unexpected topic");
-        let value: usize = m
+        let value: u64 = m
             .text()
             .parse()
             .unwrap_or_else(|_| panic!("payload `{}` is not a value", m.text()));
-        assert!(value < N, "value {value} was never published");
+        assert!(value < N as u64, "value {value} was never published");
         assert_eq!(m.qos, 1, "delivered QoS");
         got.insert(value);
     }

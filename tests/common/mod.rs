@@ -7,6 +7,7 @@
 mod conformance;
 mod mosquitto;
 mod mqtt;
+mod pipelined;
 mod raw_clients;
 mod raw_mqtt;
 #[allow(unused_imports)]
@@ -15,6 +16,8 @@ pub use conformance::*;
 pub use mosquitto::*;
 #[allow(unused_imports)]
 pub use mqtt::*;
+#[allow(unused_imports)]
+pub use pipelined::*;
 #[allow(unused_imports)]
 pub use raw_clients::*;
 #[allow(unused_imports)]
