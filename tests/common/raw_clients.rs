@@ -4,8 +4,12 @@
 
 use super::*;
 use bytes::Bytes;
+use rmqtt_codec::error::{DecodeError, EncodeError};
 use rmqtt_codec::types::{Publish, QoS};
 use rmqtt_codec::{v3, v5};
+use std::fmt::Debug;
+use std::num::NonZeroU16;
+use tokio_util::codec::{Decoder, Encoder};
 
 /// A QoS from its number.
 pub fn qos(n: u8) -> QoS {
@@ -188,70 +192,6 @@ impl Raw5 {
         Some(rec)
     }
 
-    /// The next PUBLISH within `within` (other packets are kept); not acknowledged.
-    pub fn recv_publish(&mut self, within: Duration) -> Option<Publish> {
-        match self.wait_for(within, |p| matches!(p, v5::Packet::Publish(_))) {
-            Ok(v5::Packet::Publish(p)) => Some(*p),
-            _ => None,
-        }
-    }
-
-    /// The next PUBLISH within [`MQTT_WAIT`], acknowledged as its QoS requires.
-    pub fn expect_publish(&mut self) -> Publish {
-        let p = self.recv_publish(MQTT_WAIT).unwrap_or_else(|| {
-            panic!(
-                "`{}`: no PUBLISH within {MQTT_WAIT:?} (closed: {:?})",
-                self.name, self.closed
-            )
-        });
-        self.ack(&p);
-        p
-    }
-
-    /// Every PUBLISH up to and including the first on `topic`, each acknowledged; panics
-    /// (listing what came) if none arrives on `topic` within [`MQTT_WAIT`].
-    pub fn collect_until(&mut self, topic: &str) -> Vec<Publish> {
-        let deadline = Instant::now() + MQTT_WAIT;
-        let mut got = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Some(p) = self.recv_publish(left) else {
-                panic!(
-                    "`{}`: no PUBLISH on `{topic}` in {MQTT_WAIT:?} (closed: {:?}); got {got:?}",
-                    self.name, self.closed
-                );
-            };
-            self.ack(&p);
-            let done = p.topic == topic;
-            got.push(p);
-            if done {
-                return got;
-            }
-        }
-    }
-
-    /// Acknowledges a received PUBLISH: PUBACK, or PUBREC then (after PUBREL) PUBCOMP.
-    pub fn ack(&mut self, p: &Publish) {
-        let Some(pid) = p.packet_id else { return };
-        let ack = v5::PublishAck {
-            packet_id: pid,
-            ..Default::default()
-        };
-        if p.qos == QoS::AtLeastOnce {
-            self.send(v5::Packet::PublishAck(ack));
-            return;
-        }
-        self.send(v5::Packet::PublishReceived(ack));
-        self.expect(
-            "PUBREL",
-            |x| matches!(x, v5::Packet::PublishRelease(a) if a.packet_id == pid),
-        );
-        self.send(v5::Packet::PublishComplete(v5::PublishAck2 {
-            packet_id: pid,
-            ..Default::default()
-        }));
-    }
-
     /// Sends DISCONNECT with `reason` and closes the socket.
     pub fn disconnect(mut self, reason: v5::DisconnectReasonCode) {
         self.send(v5::Packet::Disconnect(v5::Disconnect::new(reason)));
@@ -353,15 +293,105 @@ impl Raw3 {
         );
     }
 
-    /// The next PUBLISH within `within` (other packets are kept); not acknowledged.
-    pub fn recv_publish(&mut self, within: Duration) -> Option<Publish> {
-        match self.wait_for(within, |p| matches!(p, v3::Packet::Publish(_))) {
-            Ok(v3::Packet::Publish(p)) => Some(*p),
+    /// Sends DISCONNECT and closes the socket.
+    pub fn disconnect(mut self) {
+        self.send(v3::Packet::Disconnect);
+        self.drop_connection();
+    }
+}
+
+/// What receiving and acknowledging a PUBLISH takes from a protocol version's packets.
+pub trait PublishFlow: Sized {
+    /// The PUBLISH this packet is, if it is one.
+    fn publish(self) -> Option<Publish>;
+    fn is_publish(&self) -> bool;
+    fn puback(packet_id: NonZeroU16) -> Self;
+    fn pubrec(packet_id: NonZeroU16) -> Self;
+    fn is_pubrel(&self, packet_id: NonZeroU16) -> bool;
+    fn pubcomp(packet_id: NonZeroU16) -> Self;
+}
+
+impl PublishFlow for v5::Packet {
+    fn publish(self) -> Option<Publish> {
+        match self {
+            v5::Packet::Publish(p) => Some(*p),
             _ => None,
         }
     }
+    fn is_publish(&self) -> bool {
+        matches!(self, v5::Packet::Publish(_))
+    }
+    fn puback(packet_id: NonZeroU16) -> Self {
+        v5::Packet::PublishAck(v5::PublishAck {
+            packet_id,
+            ..Default::default()
+        })
+    }
+    fn pubrec(packet_id: NonZeroU16) -> Self {
+        v5::Packet::PublishReceived(v5::PublishAck {
+            packet_id,
+            ..Default::default()
+        })
+    }
+    fn is_pubrel(&self, pid: NonZeroU16) -> bool {
+        matches!(self, v5::Packet::PublishRelease(a) if a.packet_id == pid)
+    }
+    fn pubcomp(packet_id: NonZeroU16) -> Self {
+        v5::Packet::PublishComplete(v5::PublishAck2 {
+            packet_id,
+            ..Default::default()
+        })
+    }
+}
 
-    /// Every PUBLISH up to and including the first on `topic`, each acknowledged.
+impl PublishFlow for v3::Packet {
+    fn publish(self) -> Option<Publish> {
+        match self {
+            v3::Packet::Publish(p) => Some(*p),
+            _ => None,
+        }
+    }
+    fn is_publish(&self) -> bool {
+        matches!(self, v3::Packet::Publish(_))
+    }
+    fn puback(packet_id: NonZeroU16) -> Self {
+        v3::Packet::PublishAck { packet_id }
+    }
+    fn pubrec(packet_id: NonZeroU16) -> Self {
+        v3::Packet::PublishReceived { packet_id }
+    }
+    fn is_pubrel(&self, pid: NonZeroU16) -> bool {
+        matches!(self, v3::Packet::PublishRelease { packet_id } if *packet_id == pid)
+    }
+    fn pubcomp(packet_id: NonZeroU16) -> Self {
+        v3::Packet::PublishComplete { packet_id }
+    }
+}
+
+impl<C, P> Raw<C, P>
+where
+    C: Encoder<P, Error = EncodeError> + Decoder<Item = (P, u32), Error = DecodeError>,
+    P: Debug + PublishFlow,
+{
+    /// The next PUBLISH within `within` (other packets are kept); not acknowledged.
+    pub fn recv_publish(&mut self, within: Duration) -> Option<Publish> {
+        self.wait_for(within, P::is_publish).ok()?.publish()
+    }
+
+    /// The next PUBLISH within [`MQTT_WAIT`], acknowledged as its QoS requires.
+    pub fn expect_publish(&mut self) -> Publish {
+        let p = self.recv_publish(MQTT_WAIT).unwrap_or_else(|| {
+            panic!(
+                "`{}`: no PUBLISH within {MQTT_WAIT:?} (closed: {:?})",
+                self.name, self.closed
+            )
+        });
+        self.ack(&p);
+        p
+    }
+
+    /// Every PUBLISH up to and including the first on `topic`, each acknowledged; panics
+    /// (listing what came) if none arrives on `topic` within [`MQTT_WAIT`].
     pub fn collect_until(&mut self, topic: &str) -> Vec<Publish> {
         let deadline = Instant::now() + MQTT_WAIT;
         let mut got = Vec::new();
@@ -382,36 +412,15 @@ impl Raw3 {
         }
     }
 
-    /// The next PUBLISH within [`MQTT_WAIT`], acknowledged as its QoS requires.
-    pub fn expect_publish(&mut self) -> Publish {
-        let p = self.recv_publish(MQTT_WAIT).unwrap_or_else(|| {
-            panic!(
-                "`{}`: no PUBLISH within {MQTT_WAIT:?} (closed: {:?})",
-                self.name, self.closed
-            )
-        });
-        self.ack(&p);
-        p
-    }
-
     /// Acknowledges a received PUBLISH: PUBACK, or PUBREC then (after PUBREL) PUBCOMP.
     pub fn ack(&mut self, p: &Publish) {
         let Some(pid) = p.packet_id else { return };
         if p.qos == QoS::AtLeastOnce {
-            self.send(v3::Packet::PublishAck { packet_id: pid });
+            self.send(P::puback(pid));
             return;
         }
-        self.send(v3::Packet::PublishReceived { packet_id: pid });
-        self.expect(
-            "PUBREL",
-            |x| matches!(x, v3::Packet::PublishRelease { packet_id } if *packet_id == pid),
-        );
-        self.send(v3::Packet::PublishComplete { packet_id: pid });
-    }
-
-    /// Sends DISCONNECT and closes the socket.
-    pub fn disconnect(mut self) {
-        self.send(v3::Packet::Disconnect);
-        self.drop_connection();
+        self.send(P::pubrec(pid));
+        self.expect("PUBREL", |x| x.is_pubrel(pid));
+        self.send(P::pubcomp(pid));
     }
 }
