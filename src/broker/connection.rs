@@ -34,10 +34,11 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
         HANDSHAKE_TIMEOUT,
         read_connect(&mut reader, &mut buf, hub.limits.max_packet_size),
     )
-    .await;
+    .await
+    .unwrap_or(Err(Refusal::Close("no CONNECT in time")));
     let (codec, mut connect) = match handshake {
-        Ok(Ok(found)) => found,
-        Ok(Err(Refusal::IdentifierRejected(codec))) => {
+        Ok(found) => found,
+        Err(Refusal::IdentifierRejected(codec)) => {
             // MQTT 3.1.1: an empty client id needs a clean session (return code 2).
             let (outbox, writer_task) = writer::spawn(writer, codec, 0);
             let ack = v5::ConnectAck::default();
@@ -50,14 +51,8 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
             )
             .await;
         }
-        Ok(Err(Refusal::Close(why))) => {
+        Err(Refusal::Close(why)) => {
             tracing::debug!(%peer, %listener, why, "MQTT handshake failed");
-            let mut writer = writer;
-            writer.close().await;
-            return;
-        }
-        Err(_) => {
-            tracing::debug!(%peer, %listener, "no CONNECT in time");
             let mut writer = writer;
             writer.close().await;
             return;
@@ -94,17 +89,9 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
     // Copied: the decoded CONNECT's fields share the read buffer's allocation, which must
     // not stay pinned for the life of the connection.
     let mut client_id = ByteString::from(&*connect.client_id);
+    // (An MQTT 3.1.1 persistent session without a client id never gets here: the codec
+    // refuses it, answered in the handshake above.)
     if client_id.is_empty() {
-        if version == Version::V3 && !connect.clean_start {
-            return refuse(
-                outbox,
-                writer_task,
-                ack,
-                ConnectAckReason::ClientIdentifierNotValid,
-                "a persistent session needs a client identifier",
-            )
-            .await;
-        }
         client_id = ByteString::from(format!("svc-{}", crate::ids::new_key()));
         ack.assigned_client_id = Some(client_id.clone());
     }

@@ -3,10 +3,10 @@
 //! publishing do to them. Connections and in-process publishers both come through here.
 
 use super::persist::Persister;
-use super::publication::{Delivery, Publication};
+use super::publication::{qos_of, Delivery, Publication};
 use super::session::{from_stored, stored, Kick, Limits, Link, Session, SessionState, SubOptions};
 use super::trie::SubscriptionIndex;
-use super::{Message, Policy, Principal};
+use super::{Policy, Principal};
 use crate::store::Store;
 use crate::store::{MqttWrite, StoredSubscription};
 use bytestring::ByteString;
@@ -261,16 +261,7 @@ impl Hub {
         batch: &[Arc<Publication>],
         also: Vec<MqttWrite>,
     ) -> Result<(), String> {
-        let messages = batch
-            .iter()
-            .map(|p| Message {
-                topic: p.topic.to_string(),
-                payload: p.payload.clone(),
-                received_ms: p.received_ms,
-                qos: p.qos.value(),
-                origin: None,
-            })
-            .collect();
+        let messages = batch.iter().map(|p| p.message(None)).collect();
         self.policy.on_messages(messages).await?;
         self.deliver_all(batch, also).await
     }
@@ -581,13 +572,5 @@ fn put_session(
         owner: serde_json::to_string(principal).unwrap_or_default(),
         expiry_secs,
         disconnected_at_ms,
-    }
-}
-
-pub fn qos_of(value: u8) -> QoS {
-    match value {
-        0 => QoS::AtMostOnce,
-        1 => QoS::AtLeastOnce,
-        _ => QoS::ExactlyOnce,
     }
 }

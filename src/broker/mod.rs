@@ -221,25 +221,18 @@ impl Broker {
         qos: u8,
         retain: bool,
     ) -> Result<()> {
-        let received_ms = crate::time::now_ms();
         let publication = Arc::new(Publication {
             topic: topic.into(),
-            payload: payload.clone(),
-            qos: hub::qos_of(qos),
+            payload,
+            qos: publication::qos_of(qos),
             retain,
             properties: None,
-            received_ms,
+            received_ms: crate::time::now_ms(),
             sender: None,
         });
         self.hub
             .policy
-            .on_message(Message {
-                topic: topic.to_string(),
-                payload,
-                received_ms,
-                qos: qos.min(2),
-                origin,
-            })
+            .on_message(publication.message(origin))
             .await
             .map_err(|e| anyhow::anyhow!("the message was not stored: {e}"))?;
         self.hub

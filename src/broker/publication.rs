@@ -1,6 +1,7 @@
 //! A message inside the broker: what was published, once, shared by every subscriber it goes
 //! to, and the PUBLISH packet each delivery of it becomes.
 
+use super::Message;
 use bytes::Bytes;
 use bytestring::ByteString;
 use rmqtt_codec::types::{Publish, QoS};
@@ -40,7 +41,27 @@ pub fn forwarded(properties: Option<PublishProperties>) -> Option<Box<PublishPro
         .map(Box::new)
 }
 
+/// A QoS from its number (above 2 counts as 2).
+pub fn qos_of(value: u8) -> QoS {
+    match value {
+        0 => QoS::AtMostOnce,
+        1 => QoS::AtLeastOnce,
+        _ => QoS::ExactlyOnce,
+    }
+}
+
 impl Publication {
+    /// The message as the policy sees it; `origin` names an in-process writer.
+    pub fn message(&self, origin: Option<Arc<str>>) -> Message {
+        Message {
+            topic: self.topic.to_string(),
+            payload: self.payload.clone(),
+            received_ms: self.received_ms,
+            qos: self.qos.value(),
+            origin,
+        }
+    }
+
     /// Whole seconds of Message Expiry Interval left at `now_ms` (rounded down); `None` when
     /// the message never expires.
     pub fn remaining_secs(&self, now_ms: i64) -> Option<u32> {

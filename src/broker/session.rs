@@ -3,7 +3,7 @@
 //! client asked for a persistent session; what must survive a restart is handed to the
 //! store as writes the caller commits.
 
-use super::publication::{Delivery, Publication};
+use super::publication::{qos_of, Delivery, Publication};
 use super::writer::{Outbound, Outbox};
 use super::Principal;
 use crate::store::{MqttWrite, StoredMessage};
@@ -413,11 +413,7 @@ pub fn from_stored(message: StoredMessage) -> Delivery {
     let mut properties: rmqtt_codec::v5::PublishProperties =
         serde_json::from_slice(&message.properties).unwrap_or_default();
     let subscription_ids = std::mem::take(&mut properties.subscription_ids);
-    let qos = match message.qos {
-        0 => QoS::AtMostOnce,
-        1 => QoS::AtLeastOnce,
-        _ => QoS::ExactlyOnce,
-    };
+    let qos = qos_of(message.qos);
     Delivery {
         publication: Arc::new(Publication {
             topic: message.topic.into(),
