@@ -9,6 +9,7 @@ mod flows;
 mod functions;
 mod historian;
 mod ids;
+mod memory;
 mod model;
 mod query;
 mod report_sql;
@@ -23,12 +24,8 @@ mod tui;
 use clap::Parser;
 use std::process::ExitCode;
 
-// The server allocates many short-lived buffers per request; mimalloc serves them faster and
-// returns memory to the system more readily than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
+    memory::disable_transparent_huge_pages();
     let cli = cli::Cli::parse();
     match cli.command {
         cli::Command::Serve(args) => match server::run(*args) {

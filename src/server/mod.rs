@@ -108,6 +108,7 @@ fn init_logging() -> log_writer::FlushGuard {
 }
 
 async fn serve(settings: Settings) -> Result<()> {
+    crate::memory::spawn_allocator_upkeep();
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
     let store =

@@ -1,0 +1,54 @@
+//! The process's memory: the allocator, and what keeps a server that runs for years on a small
+//! box from holding memory it does not use (no transparent huge pages, freed memory given
+//! back to the system).
+
+use std::time::Duration;
+
+// The server allocates many short-lived buffers per request; mimalloc serves them faster and
+// returns memory to the system more readily than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// How often memory the allocator holds freed is given back.
+const ALLOCATOR_UPKEEP_EVERY: Duration = Duration::from_secs(2);
+
+/// Opts the process out of transparent huge pages (as Redis and most databases advise); first
+/// thing in `main`, before the allocator's arenas see much use.
+///
+/// The allocator reserves large arenas and asks for huge pages on them; the kernel then backs
+/// a few touched bytes with 2 MiB pages (measured: 26 MB of a fresh server's 43 MB resident
+/// memory), and collapsing or splitting those pages later stalls the thread that faults. A
+/// server whose working set is many small objects gains nothing from them.
+pub fn disable_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: PR_SET_THP_DISABLE only reads its integer arguments and sets a flag of the
+        // calling process.
+        let result = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+        if result != 0 {
+            tracing::debug!(
+                error = %std::io::Error::last_os_error(),
+                "cannot opt out of transparent huge pages"
+            );
+        }
+    }
+}
+
+/// Gives freed memory back to the system every few seconds.
+///
+/// mimalloc returns freed memory after a short delay, but only when some thread allocates
+/// again in that arena; memory freed by a thread that then goes quiet (a password hash's
+/// 19 MB on a blocking thread, a burst of connection buffers) stays resident for good. One
+/// collect pass runs those overdue returns whatever thread freed the memory.
+pub fn spawn_allocator_upkeep() {
+    tokio::spawn(async {
+        let mut every = tokio::time::interval(ALLOCATOR_UPKEEP_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            // SAFETY: mi_collect only walks the allocator's own structures; it may be called
+            // from any thread at any time.
+            unsafe { libmimalloc_sys::mi_collect(false) };
+        }
+    });
+}
