@@ -6,7 +6,7 @@ use super::hub::{Hub, Will};
 use super::inbound::Inbound;
 use super::packet::{Codec, Handshake, Packet, Version};
 use super::publication::{forwarded, Publication};
-use super::session::{session_key, Kick, Link};
+use super::session::{session_key, Kick, Link, Session};
 use super::transport::{Connection, Reader};
 use super::writer::{self, Outbound, Outbox};
 use bytes::{Bytes, BytesMut};
@@ -23,6 +23,33 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Serves one accepted connection until it ends.
 pub async fn serve(hub: Arc<Hub>, connection: Connection) {
+    // The handshake is boxed and gone once it is done: what it needs (the CONNECT, the
+    // credential check, the CONNACK) would otherwise size the future every idle client keeps.
+    let Some(attached) = Box::pin(accept_client(hub, connection)).await else {
+        return;
+    };
+    attached.run().await;
+}
+
+/// A client whose CONNECT was accepted: everything its connection keeps until it ends.
+struct Attached {
+    hub: Arc<Hub>,
+    reader: Reader,
+    buf: BytesMut,
+    codec: Codec,
+    inbound: Inbound,
+    keep_alive: u16,
+    kick: oneshot::Receiver<Kick>,
+    will: Option<Box<Will>>,
+    session: Arc<Session>,
+    link_id: u64,
+    outbox: Outbox,
+    writer_task: tokio::task::JoinHandle<()>,
+}
+
+/// The CONNECT handshake up to an attached session; None when the client was refused (and
+/// answered) or went away.
+async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached> {
     let Connection {
         mut reader,
         writer,
@@ -42,7 +69,7 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
             // MQTT 3.1.1: an empty client id needs a clean session (return code 2).
             let (outbox, writer_task) = writer::spawn(writer, codec, 0);
             let ack = v5::ConnectAck::default();
-            return refuse(
+            refuse(
                 outbox,
                 writer_task,
                 ack,
@@ -50,12 +77,13 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
                 "a persistent session needs a client identifier",
             )
             .await;
+            return None;
         }
         Err(Refusal::Close(why)) => {
             tracing::debug!(%peer, %listener, why, "MQTT handshake failed");
             let mut writer = writer;
             writer.close().await;
-            return;
+            return None;
         }
     };
     if buf.is_empty() {
@@ -99,7 +127,7 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
     let password = connect.password.as_deref();
     let Some(principal) = hub.policy.authenticate(username, password).await else {
         tracing::info!(%peer, %listener, client_id = %client_id, "MQTT CONNECT refused: bad credentials");
-        return refuse(
+        refuse(
             outbox,
             writer_task,
             ack,
@@ -107,6 +135,7 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
             "bad user name or password",
         )
         .await;
+        return None;
     };
 
     let mut keep_alive = connect.keep_alive;
@@ -133,7 +162,7 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
         kick: Some(kick_tx),
     };
     let key = session_key(&principal.user_key, &client_id);
-    let will = connect.last_will.take().map(|w| will_of(w, &key));
+    let will = connect.last_will.take().map(|w| Box::new(will_of(w, &key)));
     let clean_start = connect.clean_start;
     drop(connect);
     let (session, present) = hub.attach(&key, principal.clone(), clean_start, expiry, link);
@@ -143,34 +172,124 @@ pub async fn serve(hub: Arc<Hub>, connection: Connection) {
     session.resume(&limits, &mut writes);
     hub.persist.send(writes);
 
-    let mut inbound = Inbound::new(
+    let inbound = Inbound::new(
         hub.clone(),
         session.clone(),
         outbox.clone(),
         version,
         principal,
     );
-    let end = read_loop(
-        &mut reader,
-        &mut buf,
+    Some(Attached {
+        hub,
+        reader,
+        buf,
         codec,
-        &mut inbound,
+        inbound,
         keep_alive,
-        kick_rx,
-    )
-    .await;
-    let will = match end {
-        End::Normal => None,
-        _ => will,
-    };
-    if let End::Server(reason) = end {
-        outbox.send(Outbound::Close(Some(reason)));
-    } else {
-        outbox.send(Outbound::Close(None));
+        kick: kick_rx,
+        will,
+        session,
+        link_id,
+        outbox,
+        writer_task,
+    })
+}
+
+impl Attached {
+    /// Reads and handles the client's packets until the connection ends, then detaches the
+    /// session (sending the will unless the client said goodbye) and lets the writer finish.
+    async fn run(mut self) {
+        let end = self.read_loop().await;
+        let will = match end {
+            End::Normal => None,
+            _ => self.will.take().map(|will| *will),
+        };
+        match end {
+            End::Server(reason) => self.outbox.send(Outbound::Close(Some(reason))),
+            _ => self.outbox.send(Outbound::Close(None)),
+        };
+        self.hub.detach(&self.session, self.link_id, will);
+        let Attached {
+            outbox,
+            writer_task,
+            inbound,
+            ..
+        } = self;
+        drop((outbox, inbound));
+        let _ = writer_task.await;
     }
-    hub.detach(&session, link_id, will);
-    drop(outbox);
-    let _ = writer_task.await;
+
+    async fn read_loop(&mut self) -> End {
+        // A client silent for one and a half keep-alive periods is gone (MQTT §3.1.2.10).
+        let silence =
+            (self.keep_alive > 0).then(|| Duration::from_millis(u64::from(self.keep_alive) * 1500));
+        loop {
+            let read = async {
+                match silence {
+                    Some(limit) => tokio::time::timeout(limit, self.reader.read(&mut self.buf))
+                        .await
+                        .ok(),
+                    None => Some(self.reader.read(&mut self.buf).await),
+                }
+            };
+            tokio::select! {
+                biased;
+                why = &mut self.kick => {
+                    return match why {
+                        Ok(Kick::TakenOver) => End::Server(DisconnectReasonCode::SessionTakenOver),
+                        Ok(Kick::NotAuthorized) => End::Server(DisconnectReasonCode::NotAuthorized),
+                        Ok(Kick::ShuttingDown) => End::Server(DisconnectReasonCode::ServerShuttingDown),
+                        Err(_) => End::Abrupt,
+                    };
+                }
+                read = read => match read {
+                    None => return End::Server(DisconnectReasonCode::KeepAliveTimeout),
+                    Some(Ok(0)) | Some(Err(_)) => {
+                        Box::pin(self.inbound.flush()).await;
+                        return End::Abrupt;
+                    }
+                    Some(Ok(_)) => {}
+                },
+            }
+            // Boxed: handling publishes awaits the platform's policy and the store, and that
+            // state would otherwise be part of what every quiet client keeps.
+            if let Some(end) = Box::pin(handle_read(
+                &mut self.buf,
+                &mut self.codec,
+                &mut self.inbound,
+            ))
+            .await
+            {
+                return end;
+            }
+            if self.buf.is_empty() && self.buf.capacity() > 0 {
+                // Everything read was handled: give the buffer back while the client is quiet
+                // (the next read reserves one when bytes arrive).
+                self.buf = BytesMut::new();
+            }
+        }
+    }
+}
+
+/// Decodes and handles every whole packet in `buf`, then dispatches the publishes among them;
+/// `Some` ends the connection.
+async fn handle_read(buf: &mut BytesMut, codec: &mut Codec, inbound: &mut Inbound) -> Option<End> {
+    loop {
+        match codec.decode(buf) {
+            Ok(Some(packet)) => {
+                if let Some(end) = inbound.handle(packet).await {
+                    inbound.flush().await;
+                    return Some(end);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                inbound.flush().await;
+                return Some(End::Server(decode_reason(&e)));
+            }
+        }
+    }
+    inbound.flush().await
 }
 
 /// How a connection ended.
@@ -181,68 +300,6 @@ pub enum End {
     Abrupt,
     /// The server ends it with this reason (MQTT 5 DISCONNECT).
     Server(DisconnectReasonCode),
-}
-
-async fn read_loop(
-    reader: &mut Reader,
-    buf: &mut BytesMut,
-    mut codec: Codec,
-    inbound: &mut Inbound,
-    keep_alive: u16,
-    mut kick: oneshot::Receiver<Kick>,
-) -> End {
-    // A client silent for one and a half keep-alive periods is gone (MQTT §3.1.2.10).
-    let silence = (keep_alive > 0).then(|| Duration::from_millis(u64::from(keep_alive) * 1500));
-    loop {
-        let read = async {
-            match silence {
-                Some(limit) => tokio::time::timeout(limit, reader.read(buf)).await.ok(),
-                None => Some(reader.read(buf).await),
-            }
-        };
-        tokio::select! {
-            biased;
-            why = &mut kick => {
-                return match why {
-                    Ok(Kick::TakenOver) => End::Server(DisconnectReasonCode::SessionTakenOver),
-                    Ok(Kick::NotAuthorized) => End::Server(DisconnectReasonCode::NotAuthorized),
-                    Ok(Kick::ShuttingDown) => End::Server(DisconnectReasonCode::ServerShuttingDown),
-                    Err(_) => End::Abrupt,
-                };
-            }
-            read = read => match read {
-                None => return End::Server(DisconnectReasonCode::KeepAliveTimeout),
-                Some(Ok(0)) | Some(Err(_)) => {
-                    inbound.flush().await;
-                    return End::Abrupt;
-                }
-                Some(Ok(_)) => {}
-            },
-        }
-        loop {
-            match codec.decode(buf) {
-                Ok(Some(packet)) => {
-                    if let Some(end) = inbound.handle(packet).await {
-                        inbound.flush().await;
-                        return end;
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    inbound.flush().await;
-                    return End::Server(decode_reason(&e));
-                }
-            }
-        }
-        if let Some(end) = inbound.flush().await {
-            return end;
-        }
-        if buf.is_empty() && buf.capacity() > 0 {
-            // Everything read was handled: give the buffer back while the client is quiet
-            // (the next read reserves one when bytes arrive).
-            *buf = BytesMut::new();
-        }
-    }
 }
 
 fn decode_reason(e: &DecodeError) -> DisconnectReasonCode {

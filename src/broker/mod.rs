@@ -9,6 +9,7 @@
 mod connection;
 mod hub;
 mod inbound;
+mod outbox;
 mod packet;
 mod persist;
 mod publication;

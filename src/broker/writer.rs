@@ -3,17 +3,16 @@
 //! It also owns what is per hop on the way out: outbound topic aliases and the client's
 //! Maximum Packet Size.
 
+pub use super::outbox::Outbox;
+use super::outbox::{self, Inbox};
 use super::packet::{Codec, Packet};
 use super::publication::Delivery;
 use super::transport::Writer;
 use bytes::BytesMut;
 use bytestring::ByteString;
 use rmqtt_codec::v5::{Disconnect, DisconnectReasonCode};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU16;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// Above this many buffered bytes the writer writes before taking more from the queue.
 const BATCH_BYTES: usize = 64 * 1024;
@@ -36,33 +35,16 @@ impl Outbound {
     pub fn packet(packet: Packet) -> Outbound {
         Outbound::Packet(Box::new(packet))
     }
-}
 
-/// The sending side of a connection's writer, held by its session.
-#[derive(Clone)]
-pub struct Outbox {
-    tx: mpsc::UnboundedSender<Outbound>,
-    /// QoS 0 deliveries waiting in the queue, to drop them when a client falls behind.
-    waiting: Arc<AtomicUsize>,
-}
-
-impl Outbox {
-    pub fn send(&self, item: Outbound) -> bool {
-        if matches!(
-            item,
+    /// A QoS 0 delivery: counted while it waits, dropped when its client falls behind.
+    pub fn is_qos0_delivery(&self) -> bool {
+        matches!(
+            self,
             Outbound::Deliver {
                 packet_id: None,
                 ..
             }
-        ) {
-            self.waiting.fetch_add(1, Ordering::Relaxed);
-        }
-        self.tx.send(item).is_ok()
-    }
-
-    /// QoS 0 deliveries not yet written.
-    pub fn backlog(&self) -> usize {
-        self.waiting.load(Ordering::Relaxed)
+        )
     }
 }
 
@@ -72,52 +54,54 @@ pub fn spawn(
     codec: Codec,
     client_alias_max: u16,
 ) -> (Outbox, tokio::task::JoinHandle<()>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let waiting = Arc::new(AtomicUsize::new(0));
+    let (outbox, inbox) = outbox::outbox();
     let task = WriterTask {
         writer,
         codec,
         aliases: Aliases::new(client_alias_max),
-        waiting: waiting.clone(),
     };
-    let handle = tokio::spawn(task.run(rx));
-    (Outbox { tx, waiting }, handle)
+    let handle = tokio::spawn(task.run(inbox));
+    (outbox, handle)
 }
 
 struct WriterTask {
     writer: Writer,
     codec: Codec,
     aliases: Aliases,
-    waiting: Arc<AtomicUsize>,
 }
 
 impl WriterTask {
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Outbound>) {
-        let mut buf = BytesMut::new();
-        while let Some(first) = rx.recv().await {
+    async fn run(mut self, inbox: Inbox) {
+        let mut batch = VecDeque::new();
+        'batches: while inbox.take(&mut batch).await {
             let now_ms = crate::time::now_ms();
-            let mut close = self.encode(first, &mut buf, now_ms);
-            while !close && buf.len() < BATCH_BYTES {
-                match rx.try_recv() {
-                    Ok(next) => close = self.encode(next, &mut buf, now_ms),
-                    Err(_) => break,
+            let mut buf = BytesMut::new();
+            while let Some(item) = batch.pop_front() {
+                let close = self.encode(item, &inbox, &mut buf, now_ms);
+                if close || buf.len() >= BATCH_BYTES {
+                    // The written bytes share the buffer's allocation: each write gets a new
+                    // one, so a quiet connection holds none.
+                    if self.writer.write(buf.split().freeze()).await.is_err() {
+                        break 'batches;
+                    }
+                    if close {
+                        break 'batches;
+                    }
                 }
             }
-            if !buf.is_empty() && self.writer.write(buf.split().freeze()).await.is_err() {
+            if !buf.is_empty() && self.writer.write(buf.freeze()).await.is_err() {
                 break;
             }
-            if close {
-                break;
-            }
-            // The written bytes share the buffer's allocation: start the next batch on a new
-            // one, so a quiet connection holds none.
-            buf = BytesMut::new();
+            // A burst's queue is not kept for the quiet time after it.
+            batch = VecDeque::new();
         }
-        self.writer.close().await;
+        // Boxed: the close path waits on a timer, which would otherwise sit in every idle
+        // connection's writer.
+        Box::pin(self.writer.close()).await;
     }
 
     /// Encodes one item; true when the connection is to close after this batch.
-    fn encode(&mut self, item: Outbound, buf: &mut BytesMut, now_ms: i64) -> bool {
+    fn encode(&mut self, item: Outbound, inbox: &Inbox, buf: &mut BytesMut, now_ms: i64) -> bool {
         let packet = match item {
             Outbound::Packet(packet) => *packet,
             Outbound::Deliver {
@@ -126,7 +110,7 @@ impl WriterTask {
                 dup,
             } => {
                 if packet_id.is_none() {
-                    self.waiting.fetch_sub(1, Ordering::Relaxed);
+                    inbox.written_qos0();
                 }
                 let mut publish = delivery.packet(packet_id, dup, now_ms);
                 if let Some(props) = publish.properties.as_mut() {
