@@ -21,14 +21,14 @@ use tokio::sync::oneshot;
 /// How long a client may take to send its CONNECT.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Serves one accepted connection until it ends.
+/// Serves one accepted connection until it ends: the CONNECT handshake in this task, then the
+/// attached client in a task of its own, so that what the handshake needs (the connection as
+/// accepted, the CONNECT, the credential check, the CONNACK) is gone from what every idle
+/// client keeps.
 pub async fn serve(hub: Arc<Hub>, connection: Connection) {
-    // The handshake is boxed and gone once it is done: what it needs (the CONNECT, the
-    // credential check, the CONNACK) would otherwise size the future every idle client keeps.
-    let Some(attached) = Box::pin(accept_client(hub, connection)).await else {
-        return;
-    };
-    attached.run().await;
+    if let Some(attached) = accept_client(hub, connection).await {
+        tokio::spawn(Box::new(attached).run());
+    }
 }
 
 /// A client whose CONNECT was accepted: everything its connection keeps until it ends.
@@ -198,7 +198,9 @@ async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached
 impl Attached {
     /// Reads and handles the client's packets until the connection ends, then detaches the
     /// session (sending the will unless the client said goodbye) and lets the writer finish.
-    async fn run(mut self) {
+    ///
+    /// Boxed: an async fn's by-value arguments are kept twice in its future, a box is 8 bytes.
+    async fn run(mut self: Box<Self>) {
         let end = self.read_loop().await;
         let will = match end {
             End::Normal => None,
@@ -214,7 +216,7 @@ impl Attached {
             writer_task,
             inbound,
             ..
-        } = self;
+        } = *self;
         drop((outbox, inbound));
         let _ = writer_task.await;
     }

@@ -60,7 +60,7 @@ pub fn spawn(
         codec,
         aliases: Aliases::new(client_alias_max),
     };
-    let handle = tokio::spawn(task.run(inbox));
+    let handle = tokio::spawn(Box::new(task).run(inbox));
     (outbox, handle)
 }
 
@@ -71,7 +71,9 @@ struct WriterTask {
 }
 
 impl WriterTask {
-    async fn run(mut self, inbox: Inbox) {
+    /// Boxed: an async fn's by-value arguments are kept twice in its future, and every
+    /// connection keeps this one for its life.
+    async fn run(mut self: Box<Self>, inbox: Inbox) {
         let mut batch = VecDeque::new();
         'batches: while inbox.take(&mut batch).await {
             let now_ms = crate::time::now_ms();
