@@ -46,21 +46,31 @@ async fn hold(args: Arc<Args>, i: usize, dropped: Arc<AtomicU64>) -> Result<(), 
     Err(format!("{id}: {last_error}"))
 }
 
-/// The broker's VmRSS once two reads 500 ms apart differ by at most 256 kB (or after 5 s): a
-/// broker that just served other requests may still be returning freed memory to the system,
-/// which would otherwise count against the connections.
+/// Reads of VmRSS that must agree (within 256 kB) before it counts as steady: 5 s of them,
+/// longer than a broker's periodic return of freed memory (svc: every 2 s), so memory freed
+/// by earlier requests and not yet returned is not counted against the connections.
+const STEADY_READS: usize = 10;
+const STEADY_READ_EVERY: Duration = Duration::from_millis(500);
+/// After this many reads the last one is taken, steady or not.
+const MAX_READS: usize = 40;
+
+/// The broker's VmRSS once it is steady (see [`STEADY_READS`]).
 async fn steady_rss(pid: Option<u32>) -> Result<Option<u64>, String> {
     let Some(pid) = pid else { return Ok(None) };
-    let mut last = status_kb(pid, "VmRSS")?;
-    for _ in 0..10 {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let now = status_kb(pid, "VmRSS")?;
-        if now.abs_diff(last) <= 256 {
-            return Ok(Some(now));
+    let mut window = vec![status_kb(pid, "VmRSS")?];
+    for _ in 0..MAX_READS {
+        tokio::time::sleep(STEADY_READ_EVERY).await;
+        window.push(status_kb(pid, "VmRSS")?);
+        if window.len() > STEADY_READS {
+            window.remove(0);
         }
-        last = now;
+        let low = window.iter().min().copied().unwrap_or(0);
+        let high = window.iter().max().copied().unwrap_or(0);
+        if window.len() == STEADY_READS && high - low <= 256 {
+            return Ok(window.last().copied());
+        }
     }
-    Ok(Some(last))
+    Ok(window.last().copied())
 }
 
 pub async fn run(args: Arc<Args>) -> Result<String, String> {
