@@ -117,11 +117,53 @@ impl Journal {
         if self.len == 0 {
             return Ok(None);
         }
+        let next = self.next_generation().create()?;
+        Ok(self.rotate_to(next))
+    }
+
+    /// The file the next rotation moves to. The writer thread reads it under the writers'
+    /// lock and creates it outside, so publishers never wait on a file creation.
+    pub fn next_generation(&self) -> NextGeneration {
+        let generation = self.generation + 1;
+        NextGeneration {
+            path: file_name(&self.base, generation),
+            generation,
+        }
+    }
+
+    /// [`Journal::rotate`] to a file created ahead: no system call. `next` must be this
+    /// journal's [`Journal::next_generation`], created; when the current file is empty it is
+    /// not needed and stays unused.
+    pub fn rotate_to(&mut self, next: NextFile) -> Option<Retired> {
+        if self.len == 0 || next.generation != self.generation + 1 {
+            return None;
+        }
         let old = file_name(&self.base, self.generation);
-        self.file = create(&file_name(&self.base, self.generation + 1))?;
-        self.generation += 1;
+        self.file = next.file;
+        self.generation = next.generation;
         self.len = 0;
-        Ok(Some(Retired { paths: vec![old] }))
+        Some(Retired { paths: vec![old] })
+    }
+}
+
+/// Where the journal's next file goes.
+pub struct NextGeneration {
+    path: PathBuf,
+    generation: u64,
+}
+
+/// The journal's next file, created ahead of its rotation.
+pub struct NextFile {
+    file: File,
+    generation: u64,
+}
+
+impl NextGeneration {
+    pub fn create(self) -> io::Result<NextFile> {
+        Ok(NextFile {
+            file: create(&self.path)?,
+            generation: self.generation,
+        })
     }
 }
 
@@ -237,6 +279,28 @@ mod tests {
         drop(journal);
         let (_, replay) = Journal::open(&base, 3).unwrap();
         assert_eq!(replay.values, [write(4)], "only the newest file is left");
+    }
+
+    #[test]
+    fn a_file_created_ahead_takes_the_next_entries_and_an_unused_one_is_harmless() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("j");
+        let (mut journal, _) = Journal::open(&base, 0).unwrap();
+        let ahead = journal.next_generation().create().unwrap();
+        assert!(journal.rotate_to(ahead).is_none(), "an empty file is not rotated");
+        journal.append(&[write(1)]).unwrap();
+        let ahead = journal.next_generation().create().unwrap();
+        let stale = journal.next_generation().create().unwrap();
+        let retired = journal.rotate_to(ahead).expect("the file with entries is retired");
+        assert!(journal.rotate_to(stale).is_none(), "a file made for another generation");
+        journal.append(&[write(2)]).unwrap();
+        drop(journal);
+
+        let (_, replay) = Journal::open(&base, 0).unwrap();
+        assert_eq!(replay.values, [write(1), write(2)]);
+        retired.remove();
+        let (_, replay) = Journal::open(&base, 0).unwrap();
+        assert_eq!(replay.values, [write(2)], "entries went to the file created ahead");
     }
 
     #[test]

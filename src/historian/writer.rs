@@ -9,7 +9,7 @@
 //! Readers call [`HistorianWriter::settle`] first, so every acknowledged value is readable.
 //! Memory stays bounded: once [`MAX_PENDING`] values wait, publishers wait for the next fold.
 
-use super::journal::{Journal, Retired};
+use super::journal::{Journal, NextFile, Retired};
 use crate::store::{HistoryWrite, Store};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -217,21 +217,21 @@ fn journal_base(store: &Store) -> PathBuf {
 
 /// The writer thread: wait until a fold is due, take what waits, fold it, answer readers.
 /// Folding is background work: on a small edge box it must not take a core from the broker's
-/// deliveries, so the writer thread runs at a lower scheduling priority (nice 10). Values
-/// are safe in the journal meanwhile, and publishers wait if folding falls far behind.
+/// deliveries, so the writer thread runs in the idle scheduling class (it gets the CPU when
+/// nothing else wants it; `nice 10` measured 2.0 ms p99 publish → deliver at QoS 1 and
+/// 20,000 msgs/s, SCHED_IDLE 1.0–1.4 ms, unhistorized 0.45 ms). Values are safe in the journal
+/// meanwhile, and publishers wait if folding falls far behind, which gives it the CPU back.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: gettid and setpriority only read their integer arguments; PRIO_PROCESS with
-        // a thread id changes that thread alone on Linux.
-        let result = unsafe {
-            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-            libc::setpriority(libc::PRIO_PROCESS, tid, 10)
-        };
+        let idle = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sched_setscheduler reads the parameter struct it is given; pid 0 is the
+        // calling thread on Linux.
+        let result = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &idle) };
         if result != 0 {
             tracing::debug!(
                 error = %std::io::Error::last_os_error(),
-                "cannot lower the historian writer's priority"
+                "cannot move the historian writer to the idle scheduling class"
             );
         }
     }
@@ -239,13 +239,24 @@ fn lower_priority() {
 
 fn run(store: &Store, shared: &Shared, first: Fold) {
     let mut held = first;
+    let mut next_file = None;
     loop {
+        if next_file.is_none() {
+            // Created here, not under the lock in `take`: a publisher appending to the journal
+            // would wait for the file creation, and for this low-priority thread to be
+            // scheduled again if it is preempted meanwhile.
+            let next = shared.lock().journal.next_generation();
+            next_file = next
+                .create()
+                .map_err(|e| tracing::debug!(error = %e, "could not create the next historian journal file"))
+                .ok();
+        }
         let (settling, stop) = {
             let mut state = shared.lock();
             if held.values.is_empty() {
                 state = wait_until_due(shared, state);
             }
-            take(&mut state, &mut held);
+            take(&mut state, &mut held, &mut next_file);
             (std::mem::take(&mut state.settling), state.stop.take())
         };
         shared.room.notify_waiters();
@@ -290,16 +301,26 @@ fn wait_until_due<'s>(
 }
 
 /// Moves what waits into `held` (behind anything a failed fold left there) and starts a new
-/// journal file, so the one holding these values can go once they are folded.
-fn take(state: &mut State, held: &mut Fold) {
+/// journal file (`next_file` when it was created ahead), so the one holding these values can go
+/// once they are folded. Runs under the writers' lock: nothing here copies the values or makes
+/// a system call when `next_file` is there.
+fn take(state: &mut State, held: &mut Fold, next_file: &mut Option<NextFile>) {
     if state.pending.is_empty() {
         return;
     }
-    held.values.append(&mut state.pending);
+    if held.values.is_empty() {
+        std::mem::swap(&mut held.values, &mut state.pending);
+    } else {
+        held.values.append(&mut state.pending);
+    }
     state.since = None;
     if let Some(upto) = state.pending_upto.take() {
         held.upto = Some(upto);
-        match state.journal.rotate() {
+        let rotated = match next_file.take() {
+            Some(next) => Ok(state.journal.rotate_to(next)),
+            None => state.journal.rotate(),
+        };
+        match rotated {
             Ok(retired) => held.retired = Retired::merge(held.retired.take(), retired),
             // Harmless: the mark says these entries are folded, so replay skips them.
             Err(e) => tracing::warn!(error = %e, "could not start a new historian journal file"),
