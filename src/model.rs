@@ -282,6 +282,32 @@ pub struct TagValue {
     pub timestamp: String,
 }
 
+/// A folder of `GET /svc/namespaces/tree`: the tags and folders one level below `path`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeFolder {
+    /// The folder's last level ("" for the root of the whole namespace).
+    pub name: String,
+    pub path: String,
+    #[serde(default)]
+    pub folders: Vec<TreeFolder>,
+    #[serde(default)]
+    pub tags: Vec<TreeTag>,
+    /// Below the asked depth: its content is left out (ask again with its path).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// A tag in a [`TreeFolder`], with its last value when it has had one since the start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeTag {
+    pub name: String,
+    pub path: String,
+    pub historize: bool,
+    pub unit: Option<String>,
+    pub value: Option<serde_json::Value>,
+    pub timestamp: Option<String>,
+}
+
 /// Body of `POST /svc/tag/write`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TagWriteRequest {

@@ -287,12 +287,20 @@ mod tests {
         let base = dir.path().join("j");
         let (mut journal, _) = Journal::open(&base, 0).unwrap();
         let ahead = journal.next_generation().create().unwrap();
-        assert!(journal.rotate_to(ahead).is_none(), "an empty file is not rotated");
+        assert!(
+            journal.rotate_to(ahead).is_none(),
+            "an empty file is not rotated"
+        );
         journal.append(&[write(1)]).unwrap();
         let ahead = journal.next_generation().create().unwrap();
         let stale = journal.next_generation().create().unwrap();
-        let retired = journal.rotate_to(ahead).expect("the file with entries is retired");
-        assert!(journal.rotate_to(stale).is_none(), "a file made for another generation");
+        let retired = journal
+            .rotate_to(ahead)
+            .expect("the file with entries is retired");
+        assert!(
+            journal.rotate_to(stale).is_none(),
+            "a file made for another generation"
+        );
         journal.append(&[write(2)]).unwrap();
         drop(journal);
 
@@ -300,7 +308,11 @@ mod tests {
         assert_eq!(replay.values, [write(1), write(2)]);
         retired.remove();
         let (_, replay) = Journal::open(&base, 0).unwrap();
-        assert_eq!(replay.values, [write(2)], "entries went to the file created ahead");
+        assert_eq!(
+            replay.values,
+            [write(2)],
+            "entries went to the file created ahead"
+        );
     }
 
     #[test]

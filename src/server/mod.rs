@@ -20,6 +20,8 @@ mod json;
 mod log_writer;
 mod middleware;
 mod mqtt;
+mod namespace_index;
+mod namespaces;
 mod processes;
 mod records;
 mod reports;
@@ -261,6 +263,7 @@ fn router(state: AppState) -> Router {
         .route("/svc/info", get(info::device_info))
         .merge(files::routes())
         .merge(tags::routes())
+        .merge(namespaces::routes())
         .merge(historian::routes())
         .merge(processes::routes())
         .merge(flows::routes())

@@ -37,10 +37,10 @@ impl PlatformPolicy {
         if who.admin {
             return true;
         }
-        let Some(owner) = self.state.tags.owner(topic) else {
+        let Some(domain) = self.state.tags.domain_of(topic) else {
             return false;
         };
-        grants_of(&self.state, &who.user_key, &owner.domain)
+        grants_of(&self.state, &who.user_key, &domain)
             .await
             .is_ok_and(|grants| {
                 grants
@@ -50,7 +50,8 @@ impl PlatformPolicy {
             })
     }
 
-    /// Declares an undeclared topic as a tag of `svc_admin` (not historized), in the background.
+    /// Declares an undeclared topic as a tag (not historized) of the domain whose namespace
+    /// covers it, else of `svc_admin`, in the background.
     fn register_topic(&self, topic: &str) {
         let fresh = self
             .registering
@@ -63,7 +64,7 @@ impl PlatformPolicy {
         let registering = self.registering.clone();
         let topic = topic.to_string();
         tokio::spawn(async move {
-            register_in_admin(&state, &topic).await;
+            register_tag(&state, &topic).await;
             if let Ok(mut set) = registering.lock() {
                 set.remove(&topic);
             }
@@ -71,18 +72,24 @@ impl PlatformPolicy {
     }
 }
 
-/// Declares `topic` in `svc_admin` unless a domain declared it since it was published.
-async fn register_in_admin(state: &AppState, topic: &str) {
+/// Declares `topic` in the domain whose namespace covers it (else `svc_admin`) unless a domain
+/// declared it since it was published.
+async fn register_tag(state: &AppState, topic: &str) {
     let _declaring = state.tags.declaring().await;
     if state.tags.owner(topic).is_some() {
         return;
     }
+    let domain = state
+        .tags
+        .namespace_owner(topic)
+        .map_or_else(|| ADMIN_DOMAIN.to_string(), |d| d.to_string());
     let path = topic.to_string();
+    let in_domain = domain.clone();
     let result = state
         .store
         .run(move |s| {
-            SystemTable::Tags.ensure_collection(s, ADMIN_DOMAIN)?;
-            let table = TableRef::new(ADMIN_DOMAIN, TAGS).map_err(StoreError::Invalid)?;
+            SystemTable::Tags.ensure_collection(s, &in_domain)?;
+            let table = TableRef::new(&in_domain, TAGS).map_err(StoreError::Invalid)?;
             let mut fields = Map::new();
             fields.insert("path".into(), json!(path));
             fields.insert("historize".into(), json!(false));
@@ -94,8 +101,8 @@ async fn register_in_admin(state: &AppState, topic: &str) {
         .await;
     match result {
         Ok(()) => {
-            if let Err(e) = state.tags.reload(&state.store, ADMIN_DOMAIN).await {
-                tracing::warn!(error = %e, "cannot reload the tags of svc_admin");
+            if let Err(e) = state.tags.reload(&state.store, &domain).await {
+                tracing::warn!(error = %e, domain, "cannot reload a domain's tags");
             }
         }
         Err(e) => tracing::warn!(error = %e, topic, "cannot register a published topic"),

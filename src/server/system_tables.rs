@@ -1,24 +1,28 @@
 //! The built-in tables that live among a domain's records and are written through the generic
-//! record routes: `tags`, `processes` (functions) and `flows`. Each has its own permission
+//! record routes: `tags`, `namespaces`, `processes` (functions) and `flows`. Each has its own permission
 //! feature, a schema svc creates on first use, rules checked on every write, and derived state
 //! (tag registry, deployed functions and flows) refreshed after every write.
 
 use super::error::{ApiError, ApiResult};
+use super::namespace_index::check_path;
 use super::tags::{self, check_tag, with_tag_defaults};
 use super::AppState;
 use crate::flows::graph;
 use crate::functions::{engine, FunctionDef, PROCESSES};
 use crate::ids::{RecordId, TableRef};
 use crate::schema::Collection;
-use crate::store::{version_now, Store, StoreError, StoreResult, TAGS};
+use crate::store::{version_now, Store, StoreError, StoreResult, NAMESPACES, TAGS};
 use serde_json::{json, Map, Value};
 
 /// Name of the per-domain system table holding flows.
 pub const FLOWS: &str = "flows";
+/// The permission feature of namespaces (domain scope `*`).
+pub const NAMESPACE_FEATURE: &str = "namespace";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SystemTable {
     Tags,
+    Namespaces,
     Processes,
     Flows,
 }
@@ -27,6 +31,7 @@ impl SystemTable {
     pub fn of(table: &TableRef) -> Option<SystemTable> {
         match table.table.as_str() {
             TAGS => Some(SystemTable::Tags),
+            NAMESPACES => Some(SystemTable::Namespaces),
             PROCESSES => Some(SystemTable::Processes),
             FLOWS => Some(SystemTable::Flows),
             _ => None,
@@ -37,6 +42,7 @@ impl SystemTable {
     pub fn feature(self) -> &'static str {
         match self {
             SystemTable::Tags => tags::FEATURE,
+            SystemTable::Namespaces => NAMESPACE_FEATURE,
             SystemTable::Processes => PROCESSES,
             SystemTable::Flows => FLOWS,
         }
@@ -45,6 +51,7 @@ impl SystemTable {
     fn name(self) -> &'static str {
         match self {
             SystemTable::Tags => TAGS,
+            SystemTable::Namespaces => NAMESPACES,
             SystemTable::Processes => PROCESSES,
             SystemTable::Flows => FLOWS,
         }
@@ -53,6 +60,19 @@ impl SystemTable {
     fn collection(self) -> Collection {
         let definition = match self {
             SystemTable::Tags => tags::collection_definition(),
+            SystemTable::Namespaces => json!({
+                "name": NAMESPACES,
+                "description": "namespaces of the domain: its branches of the Unified Namespace",
+                "fields": [
+                    {"name": "name", "type": "string", "required": true},
+                    {"name": "path", "type": "string", "required": true},
+                    {"name": "description", "type": "string"}
+                ],
+                "indexDetails": [
+                    {"fields": ["name"], "isUnique": true},
+                    {"fields": ["path"], "isUnique": true}
+                ]
+            }),
             SystemTable::Processes => json!({
                 "name": PROCESSES,
                 "description": "functions of the domain: sandboxed code and its triggers",
@@ -96,17 +116,19 @@ impl SystemTable {
         }
     }
 
-    /// Tag writes take this lock and hold it until the tag registry is reloaded, so that the
-    /// owner check and the write relying on it cannot interleave with another domain's.
+    /// Tag and namespace writes take this lock and hold it until the tag registry is
+    /// reloaded, so that the owner check and the write relying on it cannot interleave with
+    /// another domain's.
     pub async fn write_lock(self, state: &AppState) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         match self {
-            SystemTable::Tags => Some(state.tags.declaring().await),
+            SystemTable::Tags | SystemTable::Namespaces => Some(state.tags.declaring().await),
             SystemTable::Processes | SystemTable::Flows => None,
         }
     }
 
-    /// A tag record may not take a path another domain owns (409, without naming it). Call
-    /// under [`SystemTable::write_lock`].
+    /// A tag record may not take a path another domain owns (409, without naming it), nor a
+    /// namespace one that overlaps another domain's namespace or tags (409 naming the owner).
+    /// Call under [`SystemTable::write_lock`].
     pub fn check_owner(
         self,
         state: &AppState,
@@ -117,6 +139,10 @@ impl SystemTable {
             (SystemTable::Tags, Some(path)) => state
                 .tags
                 .may_declare(domain, path)
+                .map_err(ApiError::conflict),
+            (SystemTable::Namespaces, Some(path)) => state
+                .tags
+                .may_claim_namespace(domain, path)
                 .map_err(ApiError::conflict),
             _ => Ok(()),
         }
@@ -146,6 +172,7 @@ impl SystemTable {
                 with_tag_defaults(fields);
                 check_tag(fields)
             }
+            SystemTable::Namespaces => check_namespace(fields),
             SystemTable::Processes => {
                 let mut def = checked_function(fields)?;
                 def.version = 1;
@@ -164,6 +191,7 @@ impl SystemTable {
     ) -> Result<(), String> {
         match self {
             SystemTable::Tags => check_tag(merged),
+            SystemTable::Namespaces => check_namespace(merged),
             SystemTable::Processes => {
                 let mut def = checked_function(merged)?;
                 if let Ok(before) = FunctionDef::from_fields(stored) {
@@ -197,6 +225,7 @@ impl SystemTable {
     ) -> ApiResult<()> {
         match self {
             SystemTable::Tags => state.tags.reload(&state.store, domain).await?,
+            SystemTable::Namespaces => state.tags.reload_namespaces(&state.store, domain).await?,
             SystemTable::Processes => {
                 if let Some(def) = written
                     .and_then(Value::as_object)
@@ -233,6 +262,20 @@ impl SystemTable {
                 .await?;
         }
         self.after_write(state, domain, None).await
+    }
+}
+
+/// A namespace record: a name and a path that is a topic prefix (no wildcards).
+fn check_namespace(fields: &Map<String, Value>) -> Result<(), String> {
+    match fields.get("name") {
+        Some(Value::String(name)) if !name.trim().is_empty() => {}
+        _ => return Err("field `name` is required and must be a non-empty string".into()),
+    }
+    match fields.get("path") {
+        Some(Value::String(path)) => check_path(path),
+        _ => {
+            Err("field `path` is required and must be a topic prefix such as `acme/plant1`".into())
+        }
     }
 }
 

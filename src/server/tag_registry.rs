@@ -9,6 +9,7 @@
 //! before this rule may hold duplicates: the earliest declaration owns the topic and the others
 //! stay inert (logged once at start).
 
+use super::namespace_index::{covers, NamespaceIndex};
 use crate::duration::parse_duration;
 use crate::historian::point_from_payload;
 use crate::ids::ADMIN_DOMAIN;
@@ -65,8 +66,9 @@ pub struct TagRegistry {
     /// Held across "check the owner, write the tag, reload": two domains declaring the same
     /// path at once cannot both pass the check.
     declaring: tokio::sync::Mutex<()>,
-    /// Bumped whenever a domain's tags are replaced (ownership may have moved).
+    /// Bumped whenever a domain's tags or namespaces are replaced (ownership may have moved).
     generation: std::sync::atomic::AtomicU64,
+    namespaces: RwLock<NamespaceIndex>,
 }
 
 impl TagRegistry {
@@ -76,6 +78,7 @@ impl TagRegistry {
         let registry = TagRegistry::default();
         for domain in store.list_domains()? {
             registry.replace_domain(&domain.name, store.tags_of(&domain.name)?);
+            registry.replace_namespaces(&domain.name, store.namespaces_of(&domain.name)?);
         }
         for (topic, owner, others) in registry.contested() {
             tracing::warn!(
@@ -96,6 +99,66 @@ impl TagRegistry {
         Ok(())
     }
 
+    /// Re-reads one domain's namespaces after a write.
+    pub async fn reload_namespaces(&self, store: &Store, domain: &str) -> StoreResult<()> {
+        let name = domain.to_string();
+        let paths = store.run(move |s| s.namespaces_of(&name)).await?;
+        self.replace_namespaces(domain, paths);
+        Ok(())
+    }
+
+    fn replace_namespaces(&self, domain: &str, paths: Vec<String>) {
+        if let Ok(mut namespaces) = self.namespaces.write() {
+            namespaces.replace_domain(domain, paths);
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+
+    /// The domain whose namespace covers `topic`.
+    pub fn namespace_owner(&self, topic: &str) -> Option<Arc<str>> {
+        let namespaces = self.namespaces.read().ok()?;
+        namespaces.owner(topic).map(|(domain, _)| domain.clone())
+    }
+
+    /// The domain a topic belongs to for authorization: the tenant that declared it, else the
+    /// domain whose namespace covers it, else `svc_admin` when it auto-registered the topic.
+    pub fn domain_of(&self, topic: &str) -> Option<Arc<str>> {
+        match self.owner(topic) {
+            Some(owner) if &*owner.domain != ADMIN_DOMAIN => Some(owner.domain),
+            declared => self
+                .namespace_owner(topic)
+                .or(declared.map(|owner| owner.domain)),
+        }
+    }
+
+    /// Whether `domain` may have a namespace at `path`: no other domain's namespace overlaps
+    /// it, and no other tenant declared a tag under it (409 naming the owner otherwise). Call
+    /// while holding [`TagRegistry::declaring`].
+    pub fn may_claim_namespace(&self, domain: &str, path: &str) -> Result<(), String> {
+        let Ok(namespaces) = self.namespaces.read() else {
+            return Err("the tag registry is unavailable".into());
+        };
+        if let Some(conflict) = namespaces.conflict(domain, path) {
+            return Err(conflict);
+        }
+        drop(namespaces);
+        let Ok(index) = self.index.read() else {
+            return Err("the tag registry is unavailable".into());
+        };
+        let foreign = index.by_topic.iter().find_map(|(topic, declarations)| {
+            let owner = declarations.first()?;
+            let foreign = &*owner.domain != domain && &*owner.domain != ADMIN_DOMAIN;
+            (foreign && covers(path, topic)).then(|| (topic.clone(), owner.domain.clone()))
+        });
+        match foreign {
+            Some((topic, owner)) => Err(format!(
+                "namespace path `{path}` covers tag `{topic}` of domain `{owner}`"
+            )),
+            None => Ok(()),
+        }
+    }
+
     pub fn generation(&self) -> u64 {
         self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
@@ -114,9 +177,17 @@ impl TagRegistry {
             return Err("the tag registry is unavailable".into());
         };
         match index.owner(path) {
-            Some(owner) if &*owner.domain != domain && &*owner.domain != ADMIN_DOMAIN => Err(
-                format!("tag path `{path}` is already declared by another domain"),
-            ),
+            Some(owner) if &*owner.domain != domain && &*owner.domain != ADMIN_DOMAIN => {
+                return Err(format!(
+                    "tag path `{path}` is already declared by another domain"
+                ))
+            }
+            _ => {}
+        }
+        match self.namespace_owner(path) {
+            Some(owner) if &*owner != domain => Err(format!(
+                "tag path `{path}` is in another domain's namespace"
+            )),
             _ => Ok(()),
         }
     }
@@ -173,6 +244,19 @@ impl TagRegistry {
             .owner(topic)
             .filter(|o| &*o.domain == domain)
             .map(|o| o.historize)
+    }
+
+    /// The tags a domain owns, by path.
+    pub fn tags(&self, domain: &str) -> Vec<TagRow> {
+        let Ok(index) = self.index.read() else {
+            return Vec::new();
+        };
+        index.by_domain.get(domain).map_or_else(Vec::new, |tags| {
+            tags.iter()
+                .filter(|t| index.is_owner(&t.path, domain))
+                .cloned()
+                .collect()
+        })
     }
 
     /// The paths a domain owns, sorted; only the historized ones when asked.
@@ -287,6 +371,7 @@ mod tests {
             historize,
             retention: retention.map(str::to_string),
             created: created.into(),
+            unit: None,
         }
     }
 

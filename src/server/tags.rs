@@ -78,8 +78,12 @@ async fn write(
     if request.qos > 2 {
         return Err(ApiError::bad_request("`qos` must be 0, 1 or 2"));
     }
-    let declared = state.tags.is_owner(&request.topic, &caller.domain);
-    if !declared && caller.domain != ADMIN_DOMAIN {
+    // Its tag, or a topic under its namespace (registered on first publish).
+    let belongs = state
+        .tags
+        .domain_of(&request.topic)
+        .is_some_and(|domain| *domain == *caller.domain);
+    if !belongs && caller.domain != ADMIN_DOMAIN {
         return Err(ApiError::not_found(format!(
             "`{}` is not a tag of domain `{}`",
             request.topic, caller.domain

@@ -19,7 +19,7 @@ pub use automation::{version_now, RunOwner};
 pub use historian::{HistoryPoint, HistoryWrite};
 pub use mqtt_state::{MqttWrite, StoredMessage, StoredSubscription};
 pub use report::{ReportLimits, ReportRelation};
-pub use tags::{TagRow, TAGS};
+pub use tags::{TagRow, NAMESPACES, TAGS};
 
 use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;

@@ -1,10 +1,12 @@
-//! Reads of the per-domain `tags` system table that the tag registry needs.
+//! Reads of the per-domain `tags` and `namespaces` system tables that the tag registry needs.
 
 use super::{prepare_on_table, quoted, Store, StoreResult};
 use crate::ids::TableRef;
 
 /// Name of the system table holding a domain's tags.
 pub const TAGS: &str = "tags";
+/// Name of the per-domain system table holding the domain's namespaces (UNS branches).
+pub const NAMESPACES: &str = "namespaces";
 
 /// What the registry keeps of a tag record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +17,7 @@ pub struct TagRow {
     pub retention: Option<String>,
     /// When the tag was declared (RFC 3339), which decides ownership between old duplicates.
     pub created: String,
+    pub unit: Option<String>,
 }
 
 impl Store {
@@ -26,7 +29,7 @@ impl Store {
         let conn = self.conn()?;
         let sql = format!(
             "SELECT json_extract(data, '$.path'), coalesce(json_extract(data, '$.historize'), 0), \
-             json_extract(data, '$.retention'), created_dt \
+             json_extract(data, '$.retention'), created_dt, json_extract(data, '$.unit') \
              FROM {} WHERE json_type(data, '$.path') = 'text' ORDER BY 1",
             quoted(&table.qualified())
         );
@@ -39,8 +42,27 @@ impl Store {
                 historize: r.get::<_, i64>(1)? != 0,
                 retention: r.get::<_, Option<String>>(2).unwrap_or(None),
                 created: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                unit: r.get::<_, Option<String>>(4).unwrap_or(None),
             })
         })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The namespace paths of a domain, ordered.
+    pub fn namespaces_of(&self, domain: &str) -> StoreResult<Vec<String>> {
+        let Ok(table) = TableRef::new(domain, NAMESPACES) else {
+            return Ok(Vec::new());
+        };
+        let conn = self.conn()?;
+        let sql = format!(
+            "SELECT json_extract(data, '$.path') FROM {} \
+             WHERE json_type(data, '$.path') = 'text' ORDER BY 1",
+            quoted(&table.qualified())
+        );
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(Vec::new());
+        };
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 }
