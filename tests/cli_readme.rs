@@ -96,6 +96,10 @@ fn readme_shell_examples_run() {
         .contains("svc"));
     assert!(out.contains("mqtt.port"), "{out}");
     assert!(out.contains("Pump 1"), "{out}");
+    assert!(
+        out.contains("\n  temp  21.5 degC  [historized]"),
+        "the namespace tree: {out}"
+    );
 }
 
 #[test]

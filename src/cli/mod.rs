@@ -10,6 +10,7 @@ mod functions;
 mod historian;
 mod import;
 mod keys;
+mod namespaces;
 mod output;
 mod records;
 mod run;
@@ -73,6 +74,9 @@ pub enum Command {
     /// List and create tags, publish values, watch live values over MQTT.
     #[command(subcommand)]
     Tags(TagsCommand),
+    /// List, create and delete the domain's namespaces (UNS branches); draw their tag tree.
+    #[command(subcommand)]
+    Namespaces(NamespacesCommand),
     /// Deploy, run and inspect functions (JavaScript run by the server on triggers).
     #[command(subcommand)]
     Functions(FunctionsCommand),
@@ -346,6 +350,35 @@ pub enum TagsCommand {
         /// Exit after this many messages
         #[arg(long, short = 'c')]
         count: Option<u64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NamespacesCommand {
+    /// List the namespaces of the domain.
+    List,
+    /// Claim a branch of the namespace for the domain.
+    Create {
+        #[arg(value_parser = non_empty())]
+        name: String,
+        /// Topic prefix such as `acme/plant1` (no wildcards)
+        #[arg(value_parser = non_empty())]
+        path: String,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Delete a namespace, by name or record id.
+    Delete {
+        #[arg(value_parser = non_empty())]
+        namespace: String,
+    },
+    /// Draw the tags below a path (the whole domain without one) with their last values.
+    Tree {
+        /// Topic prefix such as `acme/plant1`
+        path: Option<String>,
+        /// Folder levels to expand
+        #[arg(long)]
+        depth: Option<u32>,
     },
 }
 
