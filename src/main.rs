@@ -20,6 +20,7 @@ mod store;
 mod time;
 mod topic;
 mod tui;
+mod upstream;
 
 use clap::Parser;
 use std::process::ExitCode;

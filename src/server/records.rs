@@ -218,13 +218,18 @@ async fn create(
     let key = requested_key(&table, fields.remove("id"))?;
     let system = SystemTable::of(&table);
     let _declaring = write_lock(&state, system).await;
+    let mut secret = None;
     if let Some(system) = system {
+        secret = system.take_secret(&mut fields)?;
         system
             .prepare_new(&state, &table.domain, &mut fields)
             .await?;
     }
     store_uploads(&state, &table, &key, uploads, &mut fields).await?;
-    let record = insert_checked(&state, &table, key, fields).await?;
+    let record = insert_checked(&state, &table, key.clone(), fields).await?;
+    if let (Some(system), Some(secret)) = (system, secret) {
+        system.keep_secret(&state, &table, &key, secret).await?;
+    }
     Ok((StatusCode::CREATED, Json(record)))
 }
 
@@ -349,19 +354,21 @@ pub(super) async fn update_checked(
     state: &AppState,
     table: &TableRef,
     key: &str,
-    patch: Map<String, Value>,
+    mut patch: Map<String, Value>,
 ) -> ApiResult<Option<Value>> {
     let schema = collection_of(state, table).await?;
     let system = SystemTable::of(table);
     let _declaring = write_lock(state, system).await;
+    let mut secret = None;
     if let Some(system) = system {
+        secret = system.take_secret(&mut patch)?;
         system.check_owner(state, &table.domain, &patch)?;
     }
-    let (written, key) = (table.clone(), key.to_string());
+    let (written, written_key) = (table.clone(), key.to_string());
     let updated = state
         .store
         .run(move |s| {
-            s.update_record(&written, &key, &patch, |stored, merged| {
+            s.update_record(&written, &written_key, &patch, |stored, merged| {
                 if let Some(system) = system {
                     system.prepare_update(stored, merged)?;
                 }
@@ -373,6 +380,9 @@ pub(super) async fn update_checked(
         })
         .await?;
     if let (Some(system), Some(updated)) = (system, &updated) {
+        if let Some(secret) = secret {
+            system.keep_secret(state, table, key, secret).await?;
+        }
         system
             .after_write(state, &table.domain, Some(updated))
             .await?;

@@ -1,5 +1,5 @@
 //! The built-in tables that live among a domain's records and are written through the generic
-//! record routes: `tags`, `namespaces`, `processes` (functions) and `flows`. Each has its own permission
+//! record routes: `tags`, `namespaces`, `upstreams`, `processes` (functions) and `flows`. Each has its own permission
 //! feature, a schema svc creates on first use, rules checked on every write, and derived state
 //! (tag registry, deployed functions and flows) refreshed after every write.
 
@@ -12,6 +12,7 @@ use crate::functions::{engine, FunctionDef, PROCESSES};
 use crate::ids::{RecordId, TableRef};
 use crate::schema::Collection;
 use crate::store::{version_now, Store, StoreError, StoreResult, NAMESPACES, TAGS};
+use crate::upstream::config::{self as upstream, UPSTREAMS};
 use serde_json::{json, Map, Value};
 
 /// Name of the per-domain system table holding flows.
@@ -23,6 +24,7 @@ pub const NAMESPACE_FEATURE: &str = "namespace";
 pub enum SystemTable {
     Tags,
     Namespaces,
+    Upstreams,
     Processes,
     Flows,
 }
@@ -32,6 +34,7 @@ impl SystemTable {
         match table.table.as_str() {
             TAGS => Some(SystemTable::Tags),
             NAMESPACES => Some(SystemTable::Namespaces),
+            UPSTREAMS => Some(SystemTable::Upstreams),
             PROCESSES => Some(SystemTable::Processes),
             FLOWS => Some(SystemTable::Flows),
             _ => None,
@@ -43,6 +46,7 @@ impl SystemTable {
         match self {
             SystemTable::Tags => tags::FEATURE,
             SystemTable::Namespaces => NAMESPACE_FEATURE,
+            SystemTable::Upstreams => upstream::FEATURE,
             SystemTable::Processes => PROCESSES,
             SystemTable::Flows => FLOWS,
         }
@@ -52,6 +56,7 @@ impl SystemTable {
         match self {
             SystemTable::Tags => TAGS,
             SystemTable::Namespaces => NAMESPACES,
+            SystemTable::Upstreams => UPSTREAMS,
             SystemTable::Processes => PROCESSES,
             SystemTable::Flows => FLOWS,
         }
@@ -72,6 +77,31 @@ impl SystemTable {
                     {"fields": ["name"], "isUnique": true},
                     {"fields": ["path"], "isUnique": true}
                 ]
+            }),
+            SystemTable::Upstreams => json!({
+                "name": UPSTREAMS,
+                "description": "upstream brokers the domain's namespaces are bridged to",
+                "fields": [
+                    {"name": "name", "type": "string", "required": true},
+                    {"name": "description", "type": "string"},
+                    {"name": "enabled", "type": "boolean"},
+                    {"name": "protocol", "type": "string"},
+                    {"name": "host", "type": "string", "required": true},
+                    {"name": "port", "type": "number"},
+                    {"name": "path", "type": "string"},
+                    {"name": "client_id", "type": "string"},
+                    {"name": "mqtt_version", "type": "string"},
+                    {"name": "keep_alive", "type": "number"},
+                    {"name": "clean_start", "type": "boolean"},
+                    {"name": "session_expiry", "type": "number"},
+                    {"name": "username", "type": "string"},
+                    {"name": "password_set", "type": "boolean"},
+                    {"name": "tls", "type": "json"},
+                    {"name": "reconnect", "type": "json"},
+                    {"name": "buffer", "type": "json"},
+                    {"name": "bindings", "type": "json"}
+                ],
+                "indexDetails": [{"fields": ["name"], "isUnique": true}]
             }),
             SystemTable::Processes => json!({
                 "name": PROCESSES,
@@ -118,10 +148,13 @@ impl SystemTable {
 
     /// Tag and namespace writes take this lock and hold it until the tag registry is
     /// reloaded, so that the owner check and the write relying on it cannot interleave with
-    /// another domain's.
+    /// another domain's; upstream writes too, as their bindings are checked against the
+    /// namespaces.
     pub async fn write_lock(self, state: &AppState) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         match self {
-            SystemTable::Tags | SystemTable::Namespaces => Some(state.tags.declaring().await),
+            SystemTable::Tags | SystemTable::Namespaces | SystemTable::Upstreams => {
+                Some(state.tags.declaring().await)
+            }
             SystemTable::Processes | SystemTable::Flows => None,
         }
     }
@@ -144,6 +177,7 @@ impl SystemTable {
                 .tags
                 .may_claim_namespace(domain, path)
                 .map_err(ApiError::conflict),
+            (SystemTable::Upstreams, _) => check_binding_locals(state, domain, fields),
             _ => Ok(()),
         }
     }
@@ -161,8 +195,48 @@ impl SystemTable {
             .store
             .run(move |s| self.ensure_collection(s, &owned))
             .await?;
-        self.prepare_create(fields).map_err(ApiError::bad_request)?;
+        if self == SystemTable::Upstreams {
+            upstream::normalise(fields, &state.settings.device_name, domain)
+                .map_err(ApiError::bad_request)?;
+        } else {
+            self.prepare_create(fields).map_err(ApiError::bad_request)?;
+        }
         self.check_owner(state, domain, fields)
+    }
+
+    /// Takes a write-only secret (an upstream's `password`) out of a record body before it is
+    /// checked and stored, and sets what the record may say of it (`password_set`): `Some`
+    /// when the body set or cleared it, to be kept with [`SystemTable::keep_secret`] once the
+    /// record is written. A `password_set` in the body is never taken as it is.
+    pub fn take_secret(self, fields: &mut Map<String, Value>) -> ApiResult<Option<Option<String>>> {
+        if self != SystemTable::Upstreams {
+            return Ok(None);
+        }
+        fields.remove("password_set");
+        let secret = upstream::take_password(fields).map_err(ApiError::bad_request)?;
+        if let Some(password) = &secret {
+            fields.insert("password_set".into(), Value::Bool(password.is_some()));
+        }
+        Ok(secret)
+    }
+
+    /// Stores (or clears) the secret [`SystemTable::take_secret`] took from record `key`.
+    pub async fn keep_secret(
+        self,
+        state: &AppState,
+        table: &TableRef,
+        key: &str,
+        secret: Option<String>,
+    ) -> ApiResult<()> {
+        if self != SystemTable::Upstreams {
+            return Ok(());
+        }
+        let (domain, key) = (table.domain.clone(), key.to_string());
+        state
+            .store
+            .run(move |s| s.set_upstream_password(&domain, &key, secret.as_deref()))
+            .await?;
+        Ok(())
     }
 
     /// Fills defaults into a new record and checks it.
@@ -173,6 +247,8 @@ impl SystemTable {
                 check_tag(fields)
             }
             SystemTable::Namespaces => check_namespace(fields),
+            // Readied by `prepare_new`, which knows the domain and device its defaults need.
+            SystemTable::Upstreams => Ok(()),
             SystemTable::Processes => {
                 let mut def = checked_function(fields)?;
                 def.version = 1;
@@ -192,6 +268,18 @@ impl SystemTable {
         match self {
             SystemTable::Tags => check_tag(merged),
             SystemTable::Namespaces => check_namespace(merged),
+            SystemTable::Upstreams => {
+                // The stored record has every default; a field the update sets to null takes
+                // the stored value again rather than a default this call cannot make.
+                for (name, value) in merged.iter_mut() {
+                    if value.is_null() {
+                        if let Some(kept) = stored.get(name) {
+                            *value = kept.clone();
+                        }
+                    }
+                }
+                upstream::normalise(merged, "", "")
+            }
             SystemTable::Processes => {
                 let mut def = checked_function(merged)?;
                 if let Ok(before) = FunctionDef::from_fields(stored) {
@@ -226,6 +314,7 @@ impl SystemTable {
         match self {
             SystemTable::Tags => state.tags.reload(&state.store, domain).await?,
             SystemTable::Namespaces => state.tags.reload_namespaces(&state.store, domain).await?,
+            SystemTable::Upstreams => {}
             SystemTable::Processes => {
                 if let Some(def) = written
                     .and_then(Value::as_object)
@@ -261,8 +350,31 @@ impl SystemTable {
                 .run(move |s| s.forget_function(&domain, &name))
                 .await?;
         }
+        if let Some(id) = deleted
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| RecordId::parse(id).ok())
+        {
+            self.keep_secret(state, &id.table, &id.key, None).await?;
+        }
         self.after_write(state, domain, None).await
     }
+}
+
+/// Every binding's `local` lies inside one of the domain's namespaces (400 naming the field).
+fn check_binding_locals(
+    state: &AppState,
+    domain: &str,
+    fields: &Map<String, Value>,
+) -> ApiResult<()> {
+    for (i, local) in upstream::binding_locals(fields) {
+        if state.tags.namespace_owner(&local).as_deref() != Some(domain) {
+            return Err(ApiError::bad_request(format!(
+                "field `bindings[{i}].local`: `{local}` is not inside a namespace of this domain"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A namespace record: a name and a path that is a topic prefix (no wildcards).

@@ -13,6 +13,7 @@ mod mqtt_state;
 mod records;
 mod report;
 mod tags;
+mod upstream_secrets;
 
 pub use auth::{AuthUser, GrantSet};
 pub use automation::{version_now, RunOwner};
@@ -126,6 +127,9 @@ impl Store {
         store.conn()?.execute_batch(hist_journal::JOURNAL_SCHEMA)?;
         store.conn()?.execute_batch(automation::AUTOMATION_SCHEMA)?;
         store.conn()?.execute_batch(mqtt_state::MQTT_SCHEMA)?;
+        store
+            .conn()?
+            .execute_batch(upstream_secrets::UPSTREAM_SECRETS_SCHEMA)?;
         Ok(store)
     }
 

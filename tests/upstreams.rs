@@ -1,0 +1,236 @@
+//! Upstream records (issue 14): the `upstreams` system table under the `upstreams` feature.
+//! Defaults are filled in, every bad field is a 400 naming it, names are unique (409), the
+//! password is write-only (kept out of the record: reads say `password_set`, an update without
+//! it keeps it), bindings must lie inside the domain's namespaces, and another domain or a
+//! user without the feature sees nothing.
+
+mod common;
+
+use common::*;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+const SECRET: &str = "s3cret-upstream-pw";
+
+fn post(server: &Server, domain: &str, body: Value) -> reqwest::blocking::Response {
+    server
+        .admin_in(domain, Method::POST, "/svc/upstreams")
+        .json(&body)
+        .send()
+        .expect("POST /svc/upstreams")
+}
+
+fn put(server: &Server, id: &str, body: Value) -> Value {
+    let resp = server
+        .admin_in("domains:acme", Method::PUT, &rec_path(id))
+        .json(&body)
+        .send()
+        .expect("PUT");
+    json_ok(resp, StatusCode::OK)
+}
+
+/// The password stored for upstream record `key` of `domain`, read from the database file.
+fn stored_password(server: &Server, key: &str) -> Option<String> {
+    let db = rusqlite::Connection::open(server.data_dir.join("svc.db")).expect("open the db");
+    db.query_row(
+        "SELECT password FROM upstream_secrets WHERE domain = 'acme' AND upstream = ?1",
+        [key],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
+fn setup() -> Server {
+    let server = Server::start();
+    server.create_domain("acme");
+    server.create_domain("beta");
+    server.create_record(
+        "domains:acme",
+        "namespaces",
+        &json!({"name": "site1", "path": "acme/site1"}),
+    );
+    server
+}
+
+#[test]
+fn an_upstream_is_stored_complete_with_a_write_only_password() {
+    let server = setup();
+    let created = json_ok(
+        post(
+            &server,
+            "domains:acme",
+            json!({
+                "name": "corp", "host": "broker.corp.example", "username": "edge",
+                "password": SECRET,
+                "bindings": [{"direction": "both", "local": "acme/site1", "remote": "corp/acme/site1"}]
+            }),
+        ),
+        StatusCode::CREATED,
+    );
+    assert_eq!(created["port"], 1883);
+    assert_eq!(created["protocol"], "mqtt");
+    assert_eq!(created["mqtt_version"], "5");
+    assert_eq!(created["password_set"], true);
+    assert!(created.get("password").is_none(), "{created}");
+    assert!(
+        created["client_id"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("-acme-corp"),
+        "{created}"
+    );
+    assert_eq!(created["bindings"][0]["filter"], "#");
+    let id = created["id"].as_str().expect("id").to_string();
+    let key = id.rsplit(':').next().unwrap().to_string();
+    assert_eq!(stored_password(&server, &key).as_deref(), Some(SECRET));
+
+    // No read shows it: one record, the list, a filter on it finds nothing to probe.
+    let listed = server
+        .admin_in("domains:acme", Method::GET, "/svc/upstreams/all")
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        !listed.contains(SECRET) && !listed.contains("\"password\""),
+        "{listed}"
+    );
+    let one = server.get_json("domains:acme", &rec_path(&id));
+    assert_eq!(one["password_set"], true);
+
+    // An update without the password keeps it; `password_set` cannot be claimed; "" clears.
+    let renamed = put(
+        &server,
+        &id,
+        json!({"description": "plant to corp", "port": 8883}),
+    );
+    assert_eq!(
+        (renamed["password_set"].clone(), renamed["port"].clone()),
+        (json!(true), json!(8883))
+    );
+    assert_eq!(stored_password(&server, &key).as_deref(), Some(SECRET));
+    let cleared = put(&server, &id, json!({"password": ""}));
+    assert_eq!(cleared["password_set"], false);
+    assert_eq!(stored_password(&server, &key), None);
+    let claimed = put(&server, &id, json!({"password_set": true}));
+    assert_eq!(claimed["password_set"], false, "a claim without a password");
+    put(&server, &id, json!({"password": "again"}));
+    assert_eq!(stored_password(&server, &key).as_deref(), Some("again"));
+
+    // A duplicate name is a conflict; deleting drops the password too.
+    assert_error(
+        post(
+            &server,
+            "domains:acme",
+            json!({"name": "corp", "host": "other"}),
+        ),
+        StatusCode::CONFLICT,
+        &[],
+    );
+    let resp = server
+        .admin_in("domains:acme", Method::DELETE, &rec_path(&id))
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(stored_password(&server, &key), None);
+}
+
+#[test]
+fn bad_fields_are_refused_naming_them() {
+    let server = setup();
+    let cases = [
+        (json!({"port": 70000}), "port"),
+        (json!({"protocol": "http"}), "protocol"),
+        (json!({"keep_alive": "soon"}), "keep_alive"),
+        (json!({"tls": {"ca": "not pem"}}), "tls.ca"),
+        (
+            json!({"buffer": {"overflow": "explode"}}),
+            "buffer.overflow",
+        ),
+        (
+            json!({"bindings": [{"direction": "out", "local": "acme/site1", "qos": 3}]}),
+            "bindings[0].qos",
+        ),
+        (
+            json!({"bindings": [{"direction": "out", "local": "acme/site1", "filter": "a/#/b"}]}),
+            "bindings[0].filter",
+        ),
+        (
+            json!({"bindings": [{"direction": "out", "local": "beta/x"}]}),
+            "bindings[0].local",
+        ),
+        (
+            json!({"bindings": [{"direction": "sideways", "local": "acme/site1"}]}),
+            "bindings[0].direction",
+        ),
+        (json!({"password": 12}), "password"),
+        (json!({"colour": "red"}), "colour"),
+    ];
+    for (patch, field) in cases {
+        let mut body = json!({"name": "u", "host": "h"});
+        for (k, v) in patch.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        assert_error(
+            post(&server, "domains:acme", body),
+            StatusCode::BAD_REQUEST,
+            &[&format!("`{field}`")],
+        );
+    }
+    assert_eq!(
+        server.count("domains:acme", "upstreams"),
+        0,
+        "nothing was stored"
+    );
+}
+
+#[test]
+fn upstreams_stay_in_their_domain_and_need_the_feature() {
+    let server = setup();
+    let created = json_ok(
+        post(
+            &server,
+            "domains:acme",
+            json!({"name": "corp", "host": "h", "password": SECRET}),
+        ),
+        StatusCode::CREATED,
+    );
+    let id = created["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        server.get_json("domains:beta", "/svc/upstreams/all"),
+        json!([])
+    );
+    let resp = server
+        .admin_in("domains:beta", Method::GET, &rec_path(&id))
+        .send()
+        .unwrap();
+    assert!(resp.status().is_client_error(), "{}", resp.status());
+
+    // A user with tags rights only gets 401; with `upstreams` read it lists but cannot write.
+    let plain = server.user_with_grants("domains:acme", "tagger", &[("tags", "read-write", "*")]);
+    for (method, path) in [
+        (Method::GET, "/svc/upstreams/all"),
+        (Method::POST, "/svc/upstreams"),
+    ] {
+        let resp = server
+            .with_token_in(&plain, "domains:acme", method, path)
+            .json(&json!({"name": "x", "host": "h"}))
+            .send()
+            .unwrap();
+        assert_error(resp, StatusCode::UNAUTHORIZED, &["upstreams"]);
+    }
+    let reader = server.user_with_grants("domains:acme", "viewer", &[("upstreams", "read", "*")]);
+    let resp = server
+        .with_token_in(&reader, "domains:acme", Method::GET, "/svc/upstreams/all")
+        .send()
+        .unwrap();
+    let listed = json_ok(resp, StatusCode::OK);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1));
+    assert_eq!(listed[0]["password_set"], true);
+    let resp = server
+        .with_token_in(&reader, "domains:acme", Method::POST, "/svc/upstreams")
+        .json(&json!({"name": "x", "host": "h"}))
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::UNAUTHORIZED, &["upstreams"]);
+}
