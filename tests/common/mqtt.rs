@@ -319,8 +319,10 @@ fn step_v3(event: Result<rumqttc::Event, rumqttc::ConnectionError>) -> (Vec<Mqtt
 
 /// The events one MQTT 5 poll result reports, and whether the loop goes on.
 fn step_v5(event: Result<rumqttc::v5::Event, rumqttc::v5::ConnectionError>) -> (Vec<MqttEv>, bool) {
-    use rumqttc::v5::mqttbytes::v5::{ConnectReturnCode, Packet, SubscribeReasonCode};
-    use rumqttc::v5::{ConnectionError, Event, StateError};
+    use rumqttc::v5::mqttbytes::v5::{
+        ConnectReturnCode, Packet, PubRecReason, SubscribeReasonCode,
+    };
+    use rumqttc::v5::{ConnectionError, Event};
     use rumqttc::Outgoing;
     let ev = match event {
         Ok(Event::Incoming(Packet::ConnAck(ack))) => {
@@ -348,6 +350,15 @@ fn step_v5(event: Result<rumqttc::v5::Event, rumqttc::v5::ConnectionError>) -> (
         ),
         Ok(Event::Incoming(Packet::PubAck(ack))) => MqttEv::PubAck(format!("{:?}", ack.reason)),
         Ok(Event::Incoming(Packet::PubComp(comp))) => MqttEv::PubComp(format!("{:?}", comp.reason)),
+        // A refused QoS 2 publish ends at its PUBREC: report it where the PUBCOMP would be.
+        Ok(Event::Incoming(Packet::PubRec(rec)))
+            if !matches!(
+                rec.reason,
+                PubRecReason::Success | PubRecReason::NoMatchingSubscribers
+            ) =>
+        {
+            MqttEv::PubComp(format!("{:?}", rec.reason))
+        }
         Ok(Event::Incoming(Packet::Disconnect(d))) => {
             MqttEv::ServerDisconnect(format!("{:?}", d.reason_code))
         }
@@ -355,25 +366,6 @@ fn step_v5(event: Result<rumqttc::v5::Event, rumqttc::v5::ConnectionError>) -> (
         Ok(_) => return (Vec::new(), true),
         Err(ConnectionError::ConnectionRefused(code)) => {
             return (vec![MqttEv::ConnAck(Err(format!("{code:?}")))], false)
-        }
-        // rumqttc ends the connection on a refused publish; report the reason first.
-        Err(ConnectionError::MqttState(StateError::PubAckFail { reason })) => {
-            return (
-                vec![
-                    MqttEv::PubAck(format!("{reason:?}")),
-                    MqttEv::Closed(format!("PUBACK {reason:?}")),
-                ],
-                false,
-            )
-        }
-        Err(ConnectionError::MqttState(StateError::PubRecFail { reason })) => {
-            return (
-                vec![
-                    MqttEv::PubComp(format!("{reason:?}")),
-                    MqttEv::Closed(format!("PUBREC {reason:?}")),
-                ],
-                false,
-            )
         }
         Err(e) => return (vec![MqttEv::Closed(format!("{e:?}"))], false),
     };
