@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite drives (when missing) and runs it: the README's test command.
 #   mosquitto-clients  mosquitto_pub / mosquitto_sub, real MQTT peers
+#   mosquitto          a real peer broker (upstream tests), with mosquitto_passwd
 #   tmux               the TUI test drives `svc tui` in a real terminal
 # Needs only the Rust toolchain; system packages come from apt (as root, or through sudo).
 set -euo pipefail
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+{ command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || need+=(mosquitto)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -234,3 +234,108 @@ fn upstreams_stay_in_their_domain_and_need_the_feature() {
         .unwrap();
     assert_error(resp, StatusCode::UNAUTHORIZED, &["upstreams"]);
 }
+
+fn test_route(server: &Server, path: &str, body: &Value) -> reqwest::blocking::Response {
+    server
+        .admin_in("domains:acme", Method::POST, path)
+        .json(body)
+        .send()
+        .expect("POST test")
+}
+
+#[test]
+fn the_test_route_reaches_a_real_broker_or_says_why_not() {
+    let server = setup();
+    let peer = PeerBroker::start("edge", SECRET);
+    // The upstream's own session settings are used (clean_start false by default): an MQTT 5
+    // probe asks no session expiry, so it leaves no session; the 3.1.1 one does, and the last
+    // probe (same client id) finds it.
+    let probes = [
+        ("mqtt", peer.port, json!(5)),
+        ("mqtt", peer.port, json!("3.1.1")),
+        ("ws", peer.ws_port, json!(5)),
+    ];
+    for (i, (protocol, port, version)) in probes.into_iter().enumerate() {
+        let body = json!({"name": "corp", "host": "127.0.0.1", "port": port, "protocol": protocol,
+            "mqtt_version": version, "username": "edge", "password": SECRET});
+        let probe = json_ok(
+            test_route(&server, "/svc/upstreams/test", &body),
+            StatusCode::OK,
+        );
+        assert!(probe["latency_ms"].as_u64().is_some(), "{probe}");
+        assert_eq!(probe["session_present"], i == 2, "{probe}");
+        assert!(
+            probe["protocol"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(protocol),
+            "{probe}"
+        );
+    }
+
+    // A wrong password: 503 naming authentication, for an unsaved and a stored upstream.
+    let wrong = json!({"name": "corp", "host": "127.0.0.1", "port": peer.port,
+        "username": "edge", "password": "wrong"});
+    assert_error(
+        test_route(&server, "/svc/upstreams/test", &wrong),
+        StatusCode::SERVICE_UNAVAILABLE,
+        &["auth"],
+    );
+    let stored = json_ok(post(&server, "domains:acme", wrong), StatusCode::CREATED);
+    let id = stored["id"].as_str().unwrap().to_string();
+    let path = format!("/svc/upstreams/{}/test", enc(&id));
+    assert_error(
+        test_route(&server, &path, &json!({})),
+        StatusCode::SERVICE_UNAVAILABLE,
+        &["auth"],
+    );
+    // The stored password is the one used: fixing it makes the stored upstream reachable.
+    put(&server, &id, json!({"password": SECRET}));
+    json_ok(test_route(&server, &path, &json!({})), StatusCode::OK);
+
+    // Nothing listening: 503 at once, naming TCP; an unknown host: 503 naming DNS.
+    let closed = json!({"name": "x", "host": "127.0.0.1", "port": free_port_for_test()});
+    let started = std::time::Instant::now();
+    assert_error(
+        test_route(&server, "/svc/upstreams/test", &closed),
+        StatusCode::SERVICE_UNAVAILABLE,
+        &["tcp"],
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let nowhere = json!({"name": "x", "host": "no-such-host.invalid"});
+    assert_error(
+        test_route(&server, "/svc/upstreams/test", &nowhere),
+        StatusCode::SERVICE_UNAVAILABLE,
+        &["dns"],
+    );
+
+    // Bad bodies are 400, another domain's upstream is not found, tests need write access.
+    assert_error(
+        test_route(
+            &server,
+            "/svc/upstreams/test",
+            &json!({"name": "x", "host": "h", "port": 0}),
+        ),
+        StatusCode::BAD_REQUEST,
+        &["`port`"],
+    );
+    let resp = server
+        .admin_in("domains:beta", Method::POST, &path)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+    let reader = server.user_with_grants("domains:acme", "viewer", &[("upstreams", "read", "*")]);
+    let resp = server
+        .with_token_in(&reader, "domains:acme", Method::POST, &path)
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::UNAUTHORIZED, &["upstreams"]);
+}
+
+/// A loopback port nothing listens on.
+fn free_port_for_test() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}

@@ -29,6 +29,7 @@ pub mod settings;
 mod system_tables;
 mod tag_registry;
 mod tags;
+mod upstreams;
 mod users;
 
 use crate::broker::{Broker, BrokerConfig, TlsListeners};
@@ -264,6 +265,7 @@ fn router(state: AppState) -> Router {
         .merge(files::routes())
         .merge(tags::routes())
         .merge(namespaces::routes())
+        .merge(upstreams::routes())
         .merge(historian::routes())
         .merge(processes::routes())
         .merge(flows::routes())

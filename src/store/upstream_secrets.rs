@@ -2,9 +2,7 @@
 //! so no record route, filter or export can show or probe a password.
 
 use super::{Store, StoreResult};
-use rusqlite::params;
-#[cfg(test)]
-use rusqlite::OptionalExtension;
+use rusqlite::{params, OptionalExtension};
 
 /// Creates the table; idempotent. The name holds no `.`, so it is never taken for a domain's
 /// record table (`<domain>.<table>`).
@@ -35,24 +33,23 @@ impl Store {
         };
         Ok(())
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn password(store: &Store, domain: &str, key: &str) -> Option<String> {
-        store
-            .conn()
-            .unwrap()
+    /// The password of the upstream record `key` of `domain`, if one is set.
+    pub fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>> {
+        Ok(self
+            .conn()?
             .query_row(
                 "SELECT password FROM upstream_secrets WHERE domain = ?1 AND upstream = ?2",
                 params![domain, key],
                 |r| r.get(0),
             )
-            .optional()
-            .unwrap()
+            .optional()?)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn a_password_is_set_replaced_and_cleared_per_domain() {
@@ -67,9 +64,15 @@ mod tests {
         store
             .set_upstream_password("acme", "k1", Some("two"))
             .unwrap();
-        assert_eq!(password(&store, "acme", "k1").as_deref(), Some("two"));
-        assert_eq!(password(&store, "beta", "k1").as_deref(), Some("other"));
+        assert_eq!(
+            store.upstream_password("acme", "k1").unwrap().as_deref(),
+            Some("two")
+        );
+        assert_eq!(
+            store.upstream_password("beta", "k1").unwrap().as_deref(),
+            Some("other")
+        );
         store.set_upstream_password("acme", "k1", None).unwrap();
-        assert_eq!(password(&store, "acme", "k1"), None);
+        assert_eq!(store.upstream_password("acme", "k1").unwrap(), None);
     }
 }

@@ -105,7 +105,9 @@ pub fn normalise(
     out.insert("mqtt_version".into(), json!(version));
     out.insert(
         "keep_alive".into(),
-        json!(number(fields, "keep_alive", 0, 65_535)?.unwrap_or(60)),
+        // MQTT allows 0, but a bridge needs keep-alive to notice a dead link (and rumqttc
+        // wants at least 5 s of MQTT 5 clients).
+        json!(number(fields, "keep_alive", 5, 65_535)?.unwrap_or(60)),
     );
     out.insert(
         "clean_start".into(),
@@ -405,6 +407,7 @@ mod tests {
             (json!({"protocol": "ws", "path": "x"}), "`path`"),
             (json!({"mqtt_version": 3}), "`mqtt_version`"),
             (json!({"keep_alive": -1}), "`keep_alive`"),
+            (json!({"keep_alive": 0}), "`keep_alive`"),
             (json!({"tls": {"ca": "nope"}}), "`tls.ca`"),
             (json!({"tls": {"cert": "-----BEGIN X"}}), "`tls.cert`"),
             (json!({"tls": {"bogus": 1}}), "`tls.bogus`"),

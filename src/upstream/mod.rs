@@ -1,5 +1,7 @@
-//! Upstream bridges: another MQTT broker a domain's namespaces are carried to and from. This
-//! part holds what an upstream is (its record, checked and normalised); connecting to it is
-//! built on top of that.
+//! Upstream bridges: another MQTT broker a domain's namespaces are carried to and from. What an
+//! upstream is (its record, checked and normalised), how to connect to it (client options and
+//! TLS), and a probe of whether it can be reached.
 
 pub mod config;
+pub mod connect;
+mod tls;

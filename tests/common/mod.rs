@@ -7,6 +7,7 @@
 mod conformance;
 mod mosquitto;
 mod mqtt;
+mod peer_broker;
 mod pipelined;
 mod raw_clients;
 mod raw_mqtt;
@@ -16,6 +17,8 @@ pub use conformance::*;
 pub use mosquitto::*;
 #[allow(unused_imports)]
 pub use mqtt::*;
+#[allow(unused_imports)]
+pub use peer_broker::*;
 #[allow(unused_imports)]
 pub use pipelined::*;
 #[allow(unused_imports)]

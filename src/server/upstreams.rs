@@ -1,0 +1,82 @@
+//! Upstreams beyond their record routes (the `upstreams` system table is written through
+//! `/svc/upstreams` like any table): the reachability test of an unsaved upstream
+//! (`POST /svc/upstreams/test`) or a stored one (`POST /svc/upstreams/{id}/test`): 200 with the
+//! latency, or 503 saying why the upstream cannot be reached or refused within 10 s.
+
+use super::caller::{Access, Caller};
+use super::error::{ApiError, ApiResult};
+use super::json::JsonBody;
+use super::AppState;
+use crate::ids::RecordId;
+use crate::upstream::config::{self, FEATURE, UPSTREAMS};
+use crate::upstream::connect::{Probe, Target};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+/// How long a test waits for the upstream's CONNACK.
+const TEST_LIMIT: Duration = Duration::from_secs(10);
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/svc/upstreams/test", post(test_unsaved))
+        .route("/svc/upstreams/{id}/test", post(test_stored))
+}
+
+/// Tests an upstream described in the body, password included; nothing is stored.
+async fn test_unsaved(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(mut fields): JsonBody<Map<String, Value>>,
+) -> ApiResult<Json<Probe>> {
+    caller.require(&state, FEATURE, "*", Access::Write).await?;
+    let password = config::take_password(&mut fields)
+        .map_err(ApiError::bad_request)?
+        .flatten();
+    fields.remove("password_set");
+    config::normalise(&mut fields, &state.settings.device_name, &caller.domain)
+        .map_err(ApiError::bad_request)?;
+    probe(Target::new(fields, password)).await
+}
+
+/// Tests a stored upstream of the caller's domain with its stored password.
+async fn test_stored(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Probe>> {
+    caller.require(&state, FEATURE, "*", Access::Write).await?;
+    let id = RecordId::parse(&id).map_err(ApiError::bad_request)?;
+    if id.table.domain != caller.domain || id.table.table != UPSTREAMS {
+        return Err(ApiError::not_found(format!("no upstream `{id}`")));
+    }
+    let (table, key) = (id.table.clone(), id.key.clone());
+    let (record, password) = state
+        .store
+        .run(move |s| {
+            let record = s.get_record(&table, &key)?;
+            let password = s.upstream_password(&table.domain, &key)?;
+            Ok((record, password))
+        })
+        .await?;
+    let Some(Value::Object(mut fields)) = record else {
+        return Err(ApiError::not_found(format!("no upstream `{id}`")));
+    };
+    for system in ["id", "created_dt", "updated_dt"] {
+        fields.remove(system);
+    }
+    probe(Target::new(fields, password)).await
+}
+
+async fn probe(target: Target) -> ApiResult<Json<Probe>> {
+    match target.probe(TEST_LIMIT).await {
+        Ok(probe) => Ok(Json(probe)),
+        Err(failure) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            failure.to_string(),
+        )),
+    }
+}

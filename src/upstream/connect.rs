@@ -1,0 +1,229 @@
+//! One connection attempt to an upstream broker, as a normalised record describes it: the
+//! MQTT client options (MQTT 5 or 3.1.1 over TCP, TLS, WebSocket or secure WebSocket), and a
+//! probe that connects, waits for the CONNACK and says how it went or why it failed (DNS,
+//! TCP, TLS, authentication, protocol, timeout).
+
+use super::tls::client_config;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// How a successful probe went (`POST /svc/upstreams/test`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Probe {
+    pub latency_ms: u64,
+    pub session_present: bool,
+    /// `mqtt 5`, `mqtts 3.1.1`, `ws 5`, …
+    pub protocol: String,
+}
+
+/// Why an upstream could not be reached or refused the connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    Dns(String),
+    Tcp(String),
+    Tls(String),
+    /// The CONNACK refused the credentials (reason code and text).
+    Auth(u8, String),
+    Protocol(String),
+    Timeout(Duration),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Dns(e) => write!(f, "dns: the upstream's host name does not resolve ({e})"),
+            Failure::Tcp(e) => write!(f, "tcp: the upstream cannot be reached ({e})"),
+            Failure::Tls(e) => write!(f, "tls: the TLS handshake with the upstream failed ({e})"),
+            Failure::Auth(code, text) => write!(
+                f,
+                "auth: the upstream refused the connection (reason 0x{code:02X} {text})"
+            ),
+            Failure::Protocol(e) => {
+                write!(f, "protocol: the upstream broke the MQTT protocol ({e})")
+            }
+            Failure::Timeout(limit) => write!(
+                f,
+                "timeout: the upstream did not accept the connection within {} s",
+                limit.as_secs()
+            ),
+        }
+    }
+}
+
+/// Where and how to connect, read from a normalised upstream record.
+pub struct Target {
+    record: Map<String, Value>,
+    password: Option<String>,
+}
+
+impl Target {
+    pub fn new(record: Map<String, Value>, password: Option<String>) -> Target {
+        Target { record, password }
+    }
+
+    fn text(&self, name: &str) -> &str {
+        self.record
+            .get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    fn number(&self, name: &str) -> u64 {
+        self.record
+            .get(name)
+            .and_then(Value::as_u64)
+            .unwrap_or_default()
+    }
+
+    fn protocol(&self) -> &str {
+        self.text("protocol")
+    }
+
+    fn is_v5(&self) -> bool {
+        self.text("mqtt_version") != "3.1.1"
+    }
+
+    /// The broker address rumqttc wants: the host, or the URL for WebSocket transports.
+    fn address(&self) -> String {
+        let host = self.text("host");
+        match self.protocol() {
+            "ws" | "wss" => format!(
+                "{}://{host}:{}{}",
+                self.protocol(),
+                self.number("port"),
+                self.text("path")
+            ),
+            _ => host.to_string(),
+        }
+    }
+
+    fn transport(&self) -> Result<rumqttc::Transport, Failure> {
+        let tls = || {
+            let config = client_config(self.record.get("tls").unwrap_or(&Value::Null))
+                .map_err(Failure::Tls)?;
+            Ok(rumqttc::TlsConfiguration::Rustls(std::sync::Arc::new(
+                config,
+            )))
+        };
+        Ok(match self.protocol() {
+            "mqtts" => rumqttc::Transport::Tls(tls()?),
+            "ws" => rumqttc::Transport::Ws,
+            "wss" => rumqttc::Transport::Wss(tls()?),
+            _ => rumqttc::Transport::Tcp,
+        })
+    }
+
+    /// Connects, waits for the CONNACK (at most `limit`), and disconnects.
+    pub async fn probe(&self, limit: Duration) -> Result<Probe, Failure> {
+        let started = Instant::now();
+        let session_present = tokio::time::timeout(limit, self.connect(limit))
+            .await
+            .map_err(|_| Failure::Timeout(limit))??;
+        let version = if self.is_v5() { "5" } else { "3.1.1" };
+        Ok(Probe {
+            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            session_present,
+            protocol: format!("{} {version}", self.protocol()),
+        })
+    }
+
+    async fn connect(&self, limit: Duration) -> Result<bool, Failure> {
+        let port = u16::try_from(self.number("port")).unwrap_or(1883);
+        let keep_alive = Duration::from_secs(self.number("keep_alive").max(5));
+        let client_id = self.text("client_id");
+        let username = self.record.get("username").and_then(Value::as_str);
+        let credentials = (username, self.password.as_deref());
+        if self.is_v5() {
+            use rumqttc::v5::{mqttbytes::v5::Packet, AsyncClient, Event, MqttOptions};
+            let mut options = MqttOptions::new(client_id, self.address(), port);
+            options.set_transport(self.transport()?);
+            options.set_keep_alive(keep_alive);
+            options.set_connection_timeout(limit.as_secs());
+            options.set_clean_start(self.record.get("clean_start") != Some(&Value::Bool(false)));
+            if let (Some(user), password) = credentials {
+                options.set_credentials(user, password.unwrap_or_default());
+            }
+            let (client, mut events) = AsyncClient::new(options, 4);
+            loop {
+                match events.poll().await {
+                    Ok(Event::Incoming(Packet::ConnAck(ack))) => {
+                        let _ = client.try_disconnect();
+                        return Ok(ack.session_present);
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(classify_v5(e, limit)),
+                }
+            }
+        } else {
+            use rumqttc::{AsyncClient, Event, MqttOptions, Packet};
+            let mut options = MqttOptions::new(client_id, self.address(), port);
+            options.set_transport(self.transport()?);
+            options.set_keep_alive(keep_alive);
+            options.set_clean_session(self.record.get("clean_start") != Some(&Value::Bool(false)));
+            if let (Some(user), password) = credentials {
+                options.set_credentials(user, password.unwrap_or_default());
+            }
+            let (client, mut events) = AsyncClient::new(options, 4);
+            events
+                .network_options
+                .set_connection_timeout(limit.as_secs());
+            loop {
+                match events.poll().await {
+                    Ok(Event::Incoming(Packet::ConnAck(ack))) => {
+                        let _ = client.try_disconnect();
+                        return Ok(ack.session_present);
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(classify_v3(e, limit)),
+                }
+            }
+        }
+    }
+}
+
+/// The cause of an I/O error while reaching the broker.
+fn classify_io(e: &std::io::Error) -> Failure {
+    let text = e.to_string();
+    if text.contains("lookup") || text.contains("resolve") || text.contains("Name or service") {
+        Failure::Dns(text)
+    } else {
+        Failure::Tcp(text)
+    }
+}
+
+fn classify_v3(e: rumqttc::ConnectionError, limit: Duration) -> Failure {
+    use rumqttc::{ConnectReturnCode as Code, ConnectionError as E};
+    match e {
+        E::Io(e) => classify_io(&e),
+        E::Tls(e) => Failure::Tls(e.to_string()),
+        E::ConnectionRefused(code) => match code {
+            Code::BadUserNamePassword => Failure::Auth(4, "bad user name or password".into()),
+            Code::NotAuthorized => Failure::Auth(5, "not authorized".into()),
+            other => Failure::Protocol(format!("CONNACK refused: {other:?}")),
+        },
+        E::NetworkTimeout => Failure::Timeout(limit),
+        other => Failure::Protocol(other.to_string()),
+    }
+}
+
+fn classify_v5(e: rumqttc::v5::ConnectionError, limit: Duration) -> Failure {
+    use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
+    use rumqttc::v5::ConnectionError as E;
+    match e {
+        E::Io(e) => classify_io(&e),
+        E::Tls(e) => Failure::Tls(e.to_string()),
+        E::ConnectionRefused(code) => match code {
+            Code::BadUserNamePassword => Failure::Auth(0x86, "bad user name or password".into()),
+            Code::NotAuthorized => Failure::Auth(0x87, "not authorized".into()),
+            Code::Banned => Failure::Auth(0x8A, "banned".into()),
+            Code::BadAuthenticationMethod => {
+                Failure::Auth(0x8C, "bad authentication method".into())
+            }
+            other => Failure::Protocol(format!("CONNACK refused: {other:?}")),
+        },
+        E::Timeout(_) => Failure::Timeout(limit),
+        other => Failure::Protocol(other.to_string()),
+    }
+}
