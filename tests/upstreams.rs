@@ -339,3 +339,34 @@ fn free_port_for_test() -> u16 {
         .map(|a| a.port())
         .expect("a free port")
 }
+
+#[test]
+fn the_test_route_verifies_an_upstreams_tls_certificate() {
+    let server = setup();
+    let peer = PeerBroker::start("edge", SECRET);
+    let over_tls = |host: &str, tls: Value| {
+        let body = json!({"name": "corp", "host": host, "port": peer.tls_port,
+            "protocol": "mqtts", "username": "edge", "password": SECRET, "tls": tls});
+        test_route(&server, "/svc/upstreams/test", &body)
+    };
+    let ca = peer.ca_pem.clone();
+    let probe = json_ok(over_tls("localhost", json!({"ca": ca})), StatusCode::OK);
+    assert_eq!(probe["protocol"], "mqtts 5");
+    // Verified against the server name when one is given (the connection goes to the host).
+    json_ok(
+        over_tls("127.0.0.1", json!({"ca": ca, "server_name": "localhost"})),
+        StatusCode::OK,
+    );
+    for tls in [json!({}), json!({"ca": ca, "server_name": "other.example"})] {
+        assert_error(
+            over_tls("localhost", tls),
+            StatusCode::SERVICE_UNAVAILABLE,
+            &["tls"],
+        );
+    }
+    // Only an explicit opt-out skips verification.
+    json_ok(
+        over_tls("localhost", json!({"insecure_skip_verify": true})),
+        StatusCode::OK,
+    );
+}

@@ -1,6 +1,7 @@
 //! Mosquitto (the Debian package) as a peer broker that svc connects to as a client: an
-//! upstream for the bridge tests. Started on free loopback ports (MQTT and WebSocket) with one
-//! user in a password file; stopped when dropped.
+//! upstream for the bridge tests. Started on free loopback ports (MQTT, WebSocket, and MQTT
+//! over TLS with a self-signed certificate for `localhost`) with one user in a password file;
+//! stopped when dropped.
 
 use super::*;
 use std::net::TcpListener as StdListener;
@@ -10,6 +11,9 @@ pub struct PeerBroker {
     _dir: tempfile::TempDir,
     pub port: u16,
     pub ws_port: u16,
+    pub tls_port: u16,
+    /// The TLS listener's certificate (its own CA), PEM.
+    pub ca_pem: String,
 }
 
 /// A port free right now on the loopback interface.
@@ -44,15 +48,24 @@ impl PeerBroker {
             .status()
             .expect("mosquitto_passwd (package mosquitto) runs");
         assert!(status.success(), "mosquitto_passwd failed");
-        let (port, ws_port) = (free_port(), free_port());
+        let (port, ws_port, tls_port) = (free_port(), free_port(), free_port());
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])
+            .expect("generate certificate");
+        let ca_pem = cert.cert.pem();
+        let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        std::fs::write(&cert_path, &ca_pem).expect("write cert.pem");
+        std::fs::write(&key_path, cert.key_pair.serialize_pem()).expect("write key.pem");
         let config = dir.path().join("mosquitto.conf");
         std::fs::write(
             &config,
             format!(
                 "per_listener_settings false\nallow_anonymous false\npassword_file {}\n\
                  listener {port} 127.0.0.1\nlistener {ws_port} 127.0.0.1\nprotocol websockets\n\
+                 listener {tls_port} 127.0.0.1\ncertfile {}\nkeyfile {}\n\
                  persistence false\nlog_dest stderr\n",
-                passwords.display()
+                passwords.display(),
+                cert_path.display(),
+                key_path.display()
             ),
         )
         .expect("write mosquitto.conf");
@@ -69,8 +82,10 @@ impl PeerBroker {
             _dir: dir,
             port,
             ws_port,
+            tls_port,
+            ca_pem,
         };
-        for port in [port, ws_port] {
+        for port in [port, ws_port, tls_port] {
             poll_until(Duration::from_secs(10), "mosquitto listening", &mut || {
                 std::net::TcpStream::connect(("127.0.0.1", port))
                     .ok()
