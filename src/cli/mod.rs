@@ -15,6 +15,7 @@ mod output;
 mod records;
 mod run;
 mod tags;
+mod upstreams;
 
 use crate::server::settings::ServeArgs;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -77,6 +78,9 @@ pub enum Command {
     /// List, create and delete the domain's namespaces (UNS branches); draw their tag tree.
     #[command(subcommand)]
     Namespaces(NamespacesCommand),
+    /// List, create, update, delete and test the domain's upstream brokers.
+    #[command(subcommand)]
+    Upstreams(UpstreamsCommand),
     /// Deploy, run and inspect functions (JavaScript run by the server on triggers).
     #[command(subcommand)]
     Functions(FunctionsCommand),
@@ -379,6 +383,36 @@ pub enum NamespacesCommand {
         /// Folder levels to expand
         #[arg(long)]
         depth: Option<u32>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UpstreamsCommand {
+    /// List the upstreams of the domain (passwords are never shown).
+    List,
+    /// Create an upstream from a JSON file (`-`: standard input).
+    Create {
+        #[arg(long, short = 'f', value_parser = non_empty())]
+        file: String,
+    },
+    /// Change an upstream (by name or record id) with the fields of a JSON file.
+    Update {
+        #[arg(value_parser = non_empty())]
+        upstream: String,
+        #[arg(long, short = 'f', value_parser = non_empty())]
+        file: String,
+    },
+    /// Delete an upstream, by name or record id.
+    Delete {
+        #[arg(value_parser = non_empty())]
+        upstream: String,
+    },
+    /// Connect to a stored upstream (or to the one a JSON file describes) and report how it went.
+    #[command(group = clap::ArgGroup::new("target").required(true).args(["upstream", "file"]))]
+    Test {
+        upstream: Option<String>,
+        #[arg(long, short = 'f', value_parser = non_empty())]
+        file: Option<String>,
     },
 }
 

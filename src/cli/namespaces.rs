@@ -4,8 +4,10 @@
 use super::client::{segment, Client};
 use super::error::{CliError, CliResult};
 use super::output;
+use super::records::delete_by_name;
 use super::{NamespacesCommand, OutputFormat};
-use crate::model::{Success, TreeFolder};
+use crate::model::TreeFolder;
+use crate::store::NAMESPACES;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -31,13 +33,7 @@ pub fn run(client: &Client, format: OutputFormat, command: NamespacesCommand) ->
             output::object(&mut out, format, &record)?;
         }
         NamespacesCommand::Delete { namespace } => {
-            let id = record_id(client, &namespace)?;
-            let _: Success =
-                client.json(client.request(Method::DELETE, &format!("/svc/{}", segment(&id))))?;
-            match format {
-                OutputFormat::Table => writeln!(out, "deleted namespace {namespace}")?,
-                _ => output::object(&mut out, format, &json!({"success": true, "id": id}))?,
-            }
+            delete_by_name(client, format, &mut out, NAMESPACES, &namespace)?;
         }
         NamespacesCommand::Tree { path, depth } => {
             let mut query = Vec::new();
@@ -66,20 +62,6 @@ pub fn run(client: &Client, format: OutputFormat, command: NamespacesCommand) ->
     }
     out.flush()?;
     Ok(())
-}
-
-/// The record id of a namespace given by id (`<domain>.namespaces:<key>`) or by name.
-fn record_id(client: &Client, namespace: &str) -> CliResult<String> {
-    if namespace.contains(".namespaces:") {
-        return Ok(namespace.to_string());
-    }
-    let namespaces: Vec<Value> = client.get("/svc/namespaces/all")?;
-    namespaces
-        .iter()
-        .find(|n| n["name"] == namespace)
-        .and_then(|n| n["id"].as_str())
-        .map(str::to_string)
-        .ok_or_else(|| CliError::failed(format!("no namespace named `{namespace}` in the domain")))
 }
 
 /// The tree as indented lines: folders end with `/`, tags show their last value and unit.

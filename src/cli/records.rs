@@ -8,7 +8,7 @@ use super::output;
 use super::{OutputFormat, RecordsCommand};
 use crate::model::{CountResponse, Success};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::io::{Read, Write};
 
 pub fn run(client: &Client, format: OutputFormat, command: RecordsCommand) -> CliResult<()> {
@@ -107,6 +107,53 @@ pub fn read_file_or_stdin(path: &str) -> CliResult<(String, String)> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::failed(format!("cannot read `{path}`: {e}")))?;
     Ok((text, format!("`{path}`")))
+}
+
+/// The record id of a record of `table` given by its id (`<domain>.<table>:<key>`) or by the
+/// value of its `name` field.
+pub fn id_by_name(client: &Client, table: &str, name_or_id: &str) -> CliResult<String> {
+    if name_or_id.contains(&format!(".{table}:")) {
+        return Ok(name_or_id.to_string());
+    }
+    let records: Vec<Value> = client.get(&format!("/svc/{table}/all"))?;
+    records
+        .iter()
+        .find(|r| r["name"] == name_or_id)
+        .and_then(|r| r["id"].as_str())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            CliError::failed(format!(
+                "no {table} record named `{name_or_id}` in the domain"
+            ))
+        })
+}
+
+/// Deletes the record of `table` given by name or id, and says so.
+pub fn delete_by_name(
+    client: &Client,
+    format: OutputFormat,
+    out: &mut dyn Write,
+    table: &str,
+    name_or_id: &str,
+) -> CliResult<()> {
+    let id = id_by_name(client, table, name_or_id)?;
+    let _: Success =
+        client.json(client.request(Method::DELETE, &format!("/svc/{}", segment(&id))))?;
+    match format {
+        OutputFormat::Table => writeln!(out, "deleted {name_or_id} from {table}")?,
+        _ => output::object(out, format, &json!({"success": true, "id": id}))?,
+    }
+    Ok(())
+}
+
+/// A JSON object read from a file (`-`: standard input).
+pub fn read_object(path: &str) -> CliResult<Map<String, Value>> {
+    let (text, source) = read_file_or_stdin(path)?;
+    match serde_json::from_str(&text) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(CliError::usage(format!("{source} must hold a JSON object"))),
+        Err(e) => Err(CliError::usage(format!("{source} is not valid JSON: {e}"))),
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 
 use super::client::Client;
 use super::error::{CliError, CliResult};
-use super::{auth, flows, functions, historian, keys, namespaces, output, records, tags};
+use super::{
+    auth, flows, functions, historian, keys, namespaces, output, records, tags, upstreams,
+};
 use super::{Cli, Command};
 use crate::model::DeviceInfo;
 use clap::CommandFactory;
@@ -46,6 +48,7 @@ fn dispatch(cli: Cli) -> CliResult<()> {
         Command::Historian(c) => historian::run(&Client::from_args(&global)?, format, c),
         Command::Tags(c) => tags::run(&Client::from_args(&global)?, format, c),
         Command::Namespaces(c) => namespaces::run(&Client::from_args(&global)?, format, c),
+        Command::Upstreams(c) => upstreams::run(&Client::from_args(&global)?, format, c),
         Command::Functions(c) => functions::run(&Client::from_args(&global)?, format, c),
         Command::Flows(c) => flows::run(&Client::from_args(&global)?, format, c),
         Command::Info => {

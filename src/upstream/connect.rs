@@ -52,6 +52,32 @@ impl fmt::Display for Failure {
     }
 }
 
+/// The steps both rumqttc clients share (their types differ, their methods match): transport,
+/// keep-alive and credentials from the record, connect, wait for the CONNACK, disconnect;
+/// the session-present flag or the classified failure.
+macro_rules! connack {
+    ($target:ident, $options:ident, $client:ident, $event:ident, $packet:ident, $classify:expr $(, $adjust:expr)?) => {{
+        $options.set_transport($target.transport()?);
+        // rumqttc wants at least 5 s of MQTT 5 clients (config.rs enforces it for records).
+        $options.set_keep_alive(Duration::from_secs($target.number("keep_alive").max(5)));
+        if let Some(user) = $target.record.get("username").and_then(Value::as_str) {
+            $options.set_credentials(user, $target.password.clone().unwrap_or_default());
+        }
+        let (client, mut events) = $client::new($options, 4);
+        $( ($adjust)(&mut events); )?
+        loop {
+            match events.poll().await {
+                Ok($event::Incoming($packet::ConnAck(ack))) => {
+                    let _ = client.try_disconnect();
+                    return Ok(ack.session_present);
+                }
+                Ok(_) => {}
+                Err(e) => return Err(($classify)(e)),
+            }
+        }
+    }};
+}
+
 /// Where and how to connect, read from a normalised upstream record.
 pub struct Target {
     record: Map<String, Value>,
@@ -131,54 +157,34 @@ impl Target {
 
     async fn connect(&self, limit: Duration) -> Result<bool, Failure> {
         let port = u16::try_from(self.number("port")).unwrap_or(1883);
-        let keep_alive = Duration::from_secs(self.number("keep_alive").max(5));
         let client_id = self.text("client_id");
-        let username = self.record.get("username").and_then(Value::as_str);
-        let credentials = (username, self.password.as_deref());
+        let clean = self.record.get("clean_start") != Some(&Value::Bool(false));
         if self.is_v5() {
             use rumqttc::v5::{mqttbytes::v5::Packet, AsyncClient, Event, MqttOptions};
             let mut options = MqttOptions::new(client_id, self.address(), port);
-            options.set_transport(self.transport()?);
-            options.set_keep_alive(keep_alive);
+            options.set_clean_start(clean);
             options.set_connection_timeout(limit.as_secs());
-            options.set_clean_start(self.record.get("clean_start") != Some(&Value::Bool(false)));
-            if let (Some(user), password) = credentials {
-                options.set_credentials(user, password.unwrap_or_default());
-            }
-            let (client, mut events) = AsyncClient::new(options, 4);
-            loop {
-                match events.poll().await {
-                    Ok(Event::Incoming(Packet::ConnAck(ack))) => {
-                        let _ = client.try_disconnect();
-                        return Ok(ack.session_present);
-                    }
-                    Ok(_) => {}
-                    Err(e) => return Err(classify_v5(e, limit)),
-                }
-            }
+            connack!(self, options, AsyncClient, Event, Packet, |e| classify_v5(
+                e, limit
+            ))
         } else {
             use rumqttc::{AsyncClient, Event, MqttOptions, Packet};
             let mut options = MqttOptions::new(client_id, self.address(), port);
-            options.set_transport(self.transport()?);
-            options.set_keep_alive(keep_alive);
-            options.set_clean_session(self.record.get("clean_start") != Some(&Value::Bool(false)));
-            if let (Some(user), password) = credentials {
-                options.set_credentials(user, password.unwrap_or_default());
-            }
-            let (client, mut events) = AsyncClient::new(options, 4);
-            events
-                .network_options
-                .set_connection_timeout(limit.as_secs());
-            loop {
-                match events.poll().await {
-                    Ok(Event::Incoming(Packet::ConnAck(ack))) => {
-                        let _ = client.try_disconnect();
-                        return Ok(ack.session_present);
-                    }
-                    Ok(_) => {}
-                    Err(e) => return Err(classify_v3(e, limit)),
-                }
-            }
+            options.set_clean_session(clean);
+            let set_timeout = |events: &mut rumqttc::EventLoop| {
+                events
+                    .network_options
+                    .set_connection_timeout(limit.as_secs());
+            };
+            connack!(
+                self,
+                options,
+                AsyncClient,
+                Event,
+                Packet,
+                |e| classify_v3(e, limit),
+                set_timeout
+            )
         }
     }
 }
