@@ -72,6 +72,7 @@ pub struct Shared {
     /// Set once the broker is up; the broker's policy needs the state first.
     pub broker: Arc<OnceLock<Broker>>,
     pub automation: automation::Automation,
+    pub upstreams: Arc<crate::upstream::supervisor::Supervisor>,
 }
 
 impl AppState {
@@ -151,6 +152,7 @@ async fn serve(settings: Settings) -> Result<()> {
             .context("cannot start the historian writer")?,
         broker: Arc::default(),
         automation: automation::Automation::default(),
+        upstreams: crate::upstream::supervisor::Supervisor::new(store.clone()),
     }));
     spawn_retention(&state);
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));
@@ -163,6 +165,7 @@ async fn serve(settings: Settings) -> Result<()> {
             e.message
         )
     })?;
+    start_upstreams(&state).await?;
     let mut listeners = vec![
         ("http", state.http_addr),
         ("mqtt", addrs.mqtt),
@@ -182,6 +185,7 @@ async fn serve(settings: Settings) -> Result<()> {
     })
     .await
     .context("HTTP server failed")?;
+    state.upstreams.stop_all();
     state.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;
     tracing::info!("stopped");
@@ -226,6 +230,19 @@ fn announce_ready(bound: &[(&str, SocketAddr)]) {
     let addrs: BTreeMap<&str, String> = bound.iter().map(|(k, v)| (*k, v.to_string())).collect();
     let json = serde_json::to_string(&addrs).unwrap_or_default();
     println!("ready {json}");
+}
+
+/// Connects every enabled upstream of every domain.
+async fn start_upstreams(state: &AppState) -> Result<()> {
+    let domains = state
+        .store
+        .run(|s| s.list_domains())
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot list the domains: {e}"))?;
+    for domain in domains {
+        state.upstreams.reload_domain(&domain.name).await;
+    }
+    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -226,10 +226,7 @@ async fn create(
             .await?;
     }
     store_uploads(&state, &table, &key, uploads, &mut fields).await?;
-    let record = insert_checked(&state, &table, key.clone(), fields).await?;
-    if let (Some(system), Some(secret)) = (system, secret) {
-        system.keep_secret(&state, &table, &key, secret).await?;
-    }
+    let record = insert_with_secret(&state, &table, key, fields, secret).await?;
     Ok((StatusCode::CREATED, Json(record)))
 }
 
@@ -258,17 +255,32 @@ pub(super) async fn insert_checked(
     key: String,
     fields: Map<String, Value>,
 ) -> ApiResult<Value> {
+    insert_with_secret(state, table, key, fields, None).await
+}
+
+/// [`insert_checked`] that also keeps the secret [`SystemTable::take_secret`] took from the
+/// body, before derived state is refreshed (an upstream connects with its password).
+async fn insert_with_secret(
+    state: &AppState,
+    table: &TableRef,
+    key: String,
+    fields: Map<String, Value>,
+    secret: Option<Option<String>>,
+) -> ApiResult<Value> {
     if let Some(schema) = collection_of(state, table).await? {
         schema
             .check_record(&fields)
             .map_err(ApiError::bad_request)?;
     }
-    let written = table.clone();
+    let (written, written_key) = (table.clone(), key.clone());
     let record = state
         .store
-        .run(move |s| s.insert_record(&written, &key, &fields))
+        .run(move |s| s.insert_record(&written, &written_key, &fields))
         .await?;
     if let Some(system) = SystemTable::of(table) {
+        if let Some(secret) = secret {
+            system.keep_secret(state, table, &key, secret).await?;
+        }
         system
             .after_write(state, &table.domain, Some(&record))
             .await?;

@@ -314,7 +314,7 @@ impl SystemTable {
         match self {
             SystemTable::Tags => state.tags.reload(&state.store, domain).await?,
             SystemTable::Namespaces => state.tags.reload_namespaces(&state.store, domain).await?,
-            SystemTable::Upstreams => {}
+            SystemTable::Upstreams => state.upstreams.reload_domain(domain).await,
             SystemTable::Processes => {
                 if let Some(def) = written
                     .and_then(Value::as_object)

@@ -1,18 +1,22 @@
 //! Upstreams beyond their record routes (the `upstreams` system table is written through
 //! `/svc/upstreams` like any table): the reachability test of an unsaved upstream
 //! (`POST /svc/upstreams/test`) or a stored one (`POST /svc/upstreams/{id}/test`): 200 with the
-//! latency, or 503 saying why the upstream cannot be reached or refused within 10 s.
+//! latency, or 503 saying why the upstream cannot be reached or refused within 10 s; the
+//! connection status of one upstream or all (`GET …/{id}/status`, `GET …/status`); and the
+//! connect/disconnect switch (`POST …/{id}/connect|disconnect`, the record's `enabled`).
 
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
+use super::records::update_checked;
 use super::AppState;
 use crate::ids::RecordId;
 use crate::upstream::config::{self, FEATURE, UPSTREAMS};
 use crate::upstream::connect::{Probe, Target};
+use crate::upstream::supervisor::Status;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Map, Value};
 use std::time::Duration;
@@ -24,6 +28,75 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/svc/upstreams/test", post(test_unsaved))
         .route("/svc/upstreams/{id}/test", post(test_stored))
+        .route("/svc/upstreams/status", get(statuses))
+        .route("/svc/upstreams/{id}/status", get(status))
+        .route("/svc/upstreams/{id}/connect", post(connect))
+        .route("/svc/upstreams/{id}/disconnect", post(disconnect))
+}
+
+/// The record id `id` names, when it is an upstream of the caller's domain (404 otherwise).
+fn upstream_id(caller: &Caller, id: &str) -> ApiResult<RecordId> {
+    let id = RecordId::parse(id).map_err(ApiError::bad_request)?;
+    if id.table.domain != caller.domain || id.table.table != UPSTREAMS {
+        return Err(ApiError::not_found(format!("no upstream `{id}`")));
+    }
+    Ok(id)
+}
+
+async fn statuses(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Status>>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    Ok(Json(state.upstreams.statuses(&caller.domain)))
+}
+
+async fn status(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Status>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    let id = upstream_id(&caller, &id)?;
+    state
+        .upstreams
+        .status(&caller.domain, &id.key)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no upstream `{id}`")))
+}
+
+async fn connect(
+    state: State<AppState>,
+    caller: Caller,
+    id: Path<String>,
+) -> ApiResult<Json<Status>> {
+    switch(state, caller, id, true).await
+}
+
+async fn disconnect(
+    state: State<AppState>,
+    caller: Caller,
+    id: Path<String>,
+) -> ApiResult<Json<Status>> {
+    switch(state, caller, id, false).await
+}
+
+/// Sets the record's `enabled` (so the switch survives a restart) and answers the status.
+async fn switch(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    enabled: bool,
+) -> ApiResult<Json<Status>> {
+    caller.require(&state, FEATURE, "*", Access::Write).await?;
+    let id = upstream_id(&caller, &id)?;
+    let mut patch = Map::new();
+    patch.insert("enabled".into(), Value::Bool(enabled));
+    update_checked(&state, &id.table, &id.key, patch)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no upstream `{id}`")))?;
+    state
+        .upstreams
+        .status(&caller.domain, &id.key)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no upstream `{id}`")))
 }
 
 /// Tests an upstream described in the body, password included; nothing is stored.
@@ -49,10 +122,7 @@ async fn test_stored(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Probe>> {
     caller.require(&state, FEATURE, "*", Access::Write).await?;
-    let id = RecordId::parse(&id).map_err(ApiError::bad_request)?;
-    if id.table.domain != caller.domain || id.table.table != UPSTREAMS {
-        return Err(ApiError::not_found(format!("no upstream `{id}`")));
-    }
+    let id = upstream_id(&caller, &id)?;
     let (table, key) = (id.table.clone(), id.key.clone());
     let (record, password) = state
         .store

@@ -1,8 +1,11 @@
 //! Upstream passwords, kept out of the upstream records: a record says only `password_set`,
-//! so no record route, filter or export can show or probe a password.
+//! so no record route, filter or export can show or probe a password. Also the read the
+//! upstream supervisor needs: every upstream of a domain with its password.
 
-use super::{Store, StoreResult};
+use super::{prepare_on_table, quoted, Store, StoreResult};
+use crate::ids::TableRef;
 use rusqlite::{params, OptionalExtension};
+use serde_json::{Map, Value};
 
 /// Creates the table; idempotent. The name holds no `.`, so it is never taken for a domain's
 /// record table (`<domain>.<table>`).
@@ -10,6 +13,9 @@ pub(super) const UPSTREAM_SECRETS_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS upstream_secrets (
     domain TEXT NOT NULL, upstream TEXT NOT NULL, password TEXT NOT NULL,
     PRIMARY KEY (domain, upstream));";
+
+/// An upstream record's key, fields and password.
+pub type StoredUpstream = (String, Map<String, Value>, Option<String>);
 
 impl Store {
     /// Sets (or with `None` clears) the password of the upstream record `key` of `domain`.
@@ -32,6 +38,37 @@ impl Store {
             )?,
         };
         Ok(())
+    }
+
+    /// Every upstream record of `domain` (its fields, without id and times) by key, with its
+    /// password.
+    pub fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
+        let Ok(table) = TableRef::new(domain, crate::upstream::config::UPSTREAMS) else {
+            return Ok(Vec::new());
+        };
+        let conn = self.conn()?;
+        let sql = format!(
+            "SELECT u.key, u.data, s.password FROM {} AS u LEFT JOIN upstream_secrets AS s \
+             ON s.domain = ?1 AND s.upstream = u.key ORDER BY u.key",
+            quoted(&table.qualified())
+        );
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(Vec::new());
+        };
+        let rows = stmt.query_map(params![domain], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })?;
+        let mut upstreams = Vec::new();
+        for row in rows {
+            let (key, data, password) = row?;
+            let fields = serde_json::from_str(&data)?;
+            upstreams.push((key, fields, password));
+        }
+        Ok(upstreams)
     }
 
     /// The password of the upstream record `key` of `domain`, if one is set.

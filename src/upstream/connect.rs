@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::time::{Duration, Instant};
 
+/// The largest packet an upstream connection sends or takes (svc's own broker default).
+const MAX_PACKET: u32 = 1024 * 1024;
+
 /// How a successful probe went (`POST /svc/upstreams/test`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Probe {
@@ -28,6 +31,20 @@ pub enum Failure {
     Auth(u8, String),
     Protocol(String),
     Timeout(Duration),
+}
+
+impl Failure {
+    /// The cause as the status names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Failure::Dns(_) => "dns",
+            Failure::Tcp(_) => "tcp",
+            Failure::Tls(_) => "tls",
+            Failure::Auth(..) => "auth",
+            Failure::Protocol(_) => "protocol",
+            Failure::Timeout(_) => "timeout",
+        }
+    }
 }
 
 impl fmt::Display for Failure {
@@ -53,23 +70,28 @@ impl fmt::Display for Failure {
 }
 
 /// The steps both rumqttc clients share (their types differ, their methods match): transport,
-/// keep-alive and credentials from the record, connect, wait for the CONNACK, disconnect;
-/// the session-present flag or the classified failure.
-macro_rules! connack {
-    ($target:ident, $options:ident, $client:ident, $event:ident, $packet:ident, $classify:expr $(, $adjust:expr)?) => {{
+/// keep-alive and credentials from the record, connect, wait for the CONNACK and hand its
+/// session-present flag to `$connected`; with `$hold` false that ends it (Ok), else the
+/// connection is served until it fails, and the classified failure is the result.
+macro_rules! session {
+    ($target:ident, $options:ident, $client:ident, $event:ident, $packet:ident, $classify:expr,
+     $hold:expr, $connected:expr $(, $adjust:expr)?) => {{
         $options.set_transport($target.transport()?);
         // rumqttc wants at least 5 s of MQTT 5 clients (config.rs enforces it for records).
         $options.set_keep_alive(Duration::from_secs($target.number("keep_alive").max(5)));
         if let Some(user) = $target.record.get("username").and_then(Value::as_str) {
             $options.set_credentials(user, $target.password.clone().unwrap_or_default());
         }
-        let (client, mut events) = $client::new($options, 4);
+        let (client, mut events) = $client::new($options, 16);
         $( ($adjust)(&mut events); )?
         loop {
             match events.poll().await {
                 Ok($event::Incoming($packet::ConnAck(ack))) => {
-                    let _ = client.try_disconnect();
-                    return Ok(ack.session_present);
+                    ($connected)(ack.session_present);
+                    if !$hold {
+                        let _ = client.try_disconnect();
+                        return Ok(ack.session_present);
+                    }
                 }
                 Ok(_) => {}
                 Err(e) => return Err(($classify)(e)),
@@ -144,7 +166,7 @@ impl Target {
     /// Connects, waits for the CONNACK (at most `limit`), and disconnects.
     pub async fn probe(&self, limit: Duration) -> Result<Probe, Failure> {
         let started = Instant::now();
-        let session_present = tokio::time::timeout(limit, self.connect(limit))
+        let session_present = tokio::time::timeout(limit, self.connect(limit, false, &mut |_| {}))
             .await
             .map_err(|_| Failure::Timeout(limit))??;
         let version = if self.is_v5() { "5" } else { "3.1.1" };
@@ -155,7 +177,21 @@ impl Target {
         })
     }
 
-    async fn connect(&self, limit: Duration) -> Result<bool, Failure> {
+    /// Connects (giving up on one attempt after `limit`), calls `connected` at the CONNACK and
+    /// keeps the connection (pings included) until it fails; returns why it ended.
+    pub async fn hold(&self, limit: Duration, connected: &mut (dyn FnMut(bool) + Send)) -> Failure {
+        match self.connect(limit, true, connected).await {
+            Err(failure) => failure,
+            Ok(_) => Failure::Protocol("the connection ended".into()),
+        }
+    }
+
+    async fn connect(
+        &self,
+        limit: Duration,
+        hold: bool,
+        connected: &mut (dyn FnMut(bool) + Send),
+    ) -> Result<bool, Failure> {
         let port = u16::try_from(self.number("port")).unwrap_or(1883);
         let client_id = self.text("client_id");
         let clean = self.record.get("clean_start") != Some(&Value::Bool(false));
@@ -163,26 +199,41 @@ impl Target {
             use rumqttc::v5::{mqttbytes::v5::Packet, AsyncClient, Event, MqttOptions};
             let mut options = MqttOptions::new(client_id, self.address(), port);
             options.set_clean_start(clean);
+            options.set_max_packet_size(Some(MAX_PACKET));
             options.set_connection_timeout(limit.as_secs());
-            connack!(self, options, AsyncClient, Event, Packet, |e| classify_v5(
-                e, limit
-            ))
+            if hold {
+                let expiry = u32::try_from(self.number("session_expiry")).unwrap_or(u32::MAX);
+                options.set_session_expiry_interval(Some(expiry));
+            }
+            session!(
+                self,
+                options,
+                AsyncClient,
+                Event,
+                Packet,
+                |e| classify_v5(e, limit),
+                hold,
+                connected
+            )
         } else {
             use rumqttc::{AsyncClient, Event, MqttOptions, Packet};
             let mut options = MqttOptions::new(client_id, self.address(), port);
             options.set_clean_session(clean);
+            options.set_max_packet_size(MAX_PACKET as usize, MAX_PACKET as usize);
             let set_timeout = |events: &mut rumqttc::EventLoop| {
                 events
                     .network_options
                     .set_connection_timeout(limit.as_secs());
             };
-            connack!(
+            session!(
                 self,
                 options,
                 AsyncClient,
                 Event,
                 Packet,
                 |e| classify_v3(e, limit),
+                hold,
+                connected,
                 set_timeout
             )
         }

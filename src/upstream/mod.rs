@@ -1,7 +1,9 @@
 //! Upstream bridges: another MQTT broker a domain's namespaces are carried to and from. What an
 //! upstream is (its record, checked and normalised), how to connect to it (client options and
-//! TLS), and a probe of whether it can be reached.
+//! TLS), a probe of whether it can be reached, and the supervisor that keeps every enabled
+//! upstream connected.
 
 pub mod config;
 pub mod connect;
+pub mod supervisor;
 mod tls;

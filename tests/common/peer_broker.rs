@@ -8,6 +8,7 @@ use std::net::TcpListener as StdListener;
 
 pub struct PeerBroker {
     child: Child,
+    config: PathBuf,
     _dir: tempfile::TempDir,
     pub port: u16,
     pub ws_port: u16,
@@ -69,31 +70,51 @@ impl PeerBroker {
             ),
         )
         .expect("write mosquitto.conf");
-        let child = Command::new(mosquitto_binary())
-            .arg("-c")
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start mosquitto");
         let broker = PeerBroker {
-            child,
+            child: spawn(&config),
+            config,
             _dir: dir,
             port,
             ws_port,
             tls_port,
             ca_pem,
         };
-        for port in [port, ws_port, tls_port] {
+        broker.wait_listening();
+        broker
+    }
+
+    fn wait_listening(&self) {
+        for port in [self.port, self.ws_port, self.tls_port] {
             poll_until(Duration::from_secs(10), "mosquitto listening", &mut || {
                 std::net::TcpStream::connect(("127.0.0.1", port))
                     .ok()
                     .map(drop)
             });
         }
-        broker
     }
+
+    /// Kills the broker (an outage: its clients' connections drop).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the broker again on the same ports after [`PeerBroker::kill`].
+    pub fn restart(&mut self) {
+        self.child = spawn(&self.config);
+        self.wait_listening();
+    }
+}
+
+fn spawn(config: &Path) -> Child {
+    Command::new(mosquitto_binary())
+        .arg("-c")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start mosquitto")
 }
 
 impl Drop for PeerBroker {
