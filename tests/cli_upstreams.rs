@@ -1,4 +1,4 @@
-//! CLI end to end: `svc upstreams create|list|test|update|delete` against a test server and a
+//! CLI end to end: `svc upstreams create|list|test|update|status|connect|disconnect|delete` against a test server and a
 //! real Mosquitto as the upstream: files in and out, the password never printed, the test's
 //! failure reported with the server's reason and exit 1.
 
@@ -64,6 +64,15 @@ fn upstreams_from_the_shell() {
         "{}",
         refused.stderr
     );
+
+    let status = cli.json(&["upstreams", "status", "corp"]);
+    assert_eq!(status["name"], "corp", "{status}");
+    let off = cli.json(&["upstreams", "disconnect", "corp"]);
+    assert_eq!(off["state"], "disabled", "{off}");
+    let all = cli.json(&["upstreams", "status"]);
+    assert_eq!(all[0]["state"], "disabled", "{all}");
+    let on = cli.json(&["upstreams", "connect", "corp"]);
+    assert_ne!(on["state"], "disabled", "{on}");
 
     let usage = cli.run(&["upstreams", "test"]);
     assert_eq!(usage.code, 2, "{}", usage.stderr);

@@ -407,6 +407,18 @@ pub enum UpstreamsCommand {
         #[arg(value_parser = non_empty())]
         upstream: String,
     },
+    /// Turn an upstream's connection on (stored: it stays on across restarts).
+    Connect {
+        #[arg(value_parser = non_empty())]
+        upstream: String,
+    },
+    /// Turn an upstream's connection off.
+    Disconnect {
+        #[arg(value_parser = non_empty())]
+        upstream: String,
+    },
+    /// Show the connection status of one upstream, or of all of them.
+    Status { upstream: Option<String> },
     /// Connect to a stored upstream (or to the one a JSON file describes) and report how it went.
     #[command(group = clap::ArgGroup::new("target").required(true).args(["upstream", "file"]))]
     Test {

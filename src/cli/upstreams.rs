@@ -1,6 +1,7 @@
-//! `svc upstreams list|create|update|delete|test`: a domain's upstream brokers (records of its
-//! `upstreams` table, the password write-only) and the reachability test of a stored upstream
-//! or of an upstream file before it is saved.
+//! `svc upstreams list|create|update|delete|connect|disconnect|status|test`: a domain's
+//! upstream brokers (records of its `upstreams` table, the password write-only), their
+//! connection switch and status, and the reachability test of a stored upstream or of an
+//! upstream file before it is saved.
 
 use super::client::{segment, Client};
 use super::error::{CliError, CliResult};
@@ -35,6 +36,24 @@ pub fn run(client: &Client, format: OutputFormat, command: UpstreamsCommand) -> 
         UpstreamsCommand::Delete { upstream } => {
             delete_by_name(client, format, &mut out, UPSTREAMS, &upstream)?;
         }
+        UpstreamsCommand::Connect { upstream } => {
+            switch(client, format, &mut out, &upstream, "connect")?;
+        }
+        UpstreamsCommand::Disconnect { upstream } => {
+            switch(client, format, &mut out, &upstream, "disconnect")?;
+        }
+        UpstreamsCommand::Status { upstream } => match upstream {
+            Some(upstream) => {
+                let id = id_by_name(client, UPSTREAMS, &upstream)?;
+                let status: Value =
+                    client.get(&format!("/svc/upstreams/{}/status", segment(&id)))?;
+                output::object(&mut out, format, &status)?;
+            }
+            None => {
+                let statuses: Vec<Value> = client.get("/svc/upstreams/status")?;
+                output::rows(&mut out, format, &statuses, "name")?;
+            }
+        },
         UpstreamsCommand::Test { upstream, file } => {
             let probe: Value = match (upstream, file) {
                 (_, Some(file)) => {
@@ -62,5 +81,20 @@ pub fn run(client: &Client, format: OutputFormat, command: UpstreamsCommand) -> 
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// `POST /svc/upstreams/{id}/connect|disconnect`; prints the status it answers.
+fn switch(
+    client: &Client,
+    format: OutputFormat,
+    out: &mut dyn Write,
+    upstream: &str,
+    how: &str,
+) -> CliResult<()> {
+    let id = id_by_name(client, UPSTREAMS, upstream)?;
+    let path = format!("/svc/upstreams/{}/{how}", segment(&id));
+    let status: Value = client.json(client.request(Method::POST, &path))?;
+    output::object(out, format, &status)?;
     Ok(())
 }
