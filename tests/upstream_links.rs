@@ -132,3 +132,60 @@ fn enabled_upstreams_connect_when_the_server_starts() {
     server.restart();
     wait_state(&server, &id, "connected");
 }
+
+#[test]
+fn status_changes_are_published_retained_under_sys() {
+    let server = Server::start();
+    server.create_domain("acme");
+    let peer = PeerBroker::start("edge", "edge-pw-123");
+    let mut admin = server.mqtt_admin(Proto::V5, Via::Tcp, "status-watch");
+    assert_eq!(admin.subscribe("$SYS/svc/upstreams/#", 1), Some(1));
+    let created = server.create_record(
+        "domains:acme",
+        "upstreams",
+        &json!({"name": "corp", "host": "127.0.0.1", "port": peer.port, "username": "edge",
+            "password": "edge-pw-123"}),
+    );
+    let id = created["id"].as_str().expect("id").to_string();
+    let topic = "$SYS/svc/upstreams/acme/corp/state";
+    let seen = admin.collect_until_match("the connected state", |m| {
+        m.topic == topic && m.text().contains(r#""state":"connected""#)
+    });
+    assert!(
+        seen.iter().all(|m| m.topic == topic),
+        "other topics: {}",
+        seen.len()
+    );
+    let states: Vec<String> = seen
+        .iter()
+        .filter_map(|m| serde_json::from_str::<Value>(&m.text()).ok())
+        .filter_map(|v| v["state"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        states.last().map(String::as_str),
+        Some("connected"),
+        "{states:?}"
+    );
+
+    // A late subscriber gets the latest state, retained; `$` topics never become tags.
+    let mut late = server.mqtt_admin(Proto::V3, Via::Tcp, "late-watch");
+    assert_eq!(late.subscribe(topic, 1), Some(1));
+    let retained = late.expect_publish(topic);
+    assert!(
+        retained.retain && retained.text().contains("connected"),
+        "{}",
+        retained.text()
+    );
+    let tags = server.string_list(None, "/svc/tag/list");
+    assert!(!tags.iter().any(|t| t.starts_with('$')), "{tags:?}");
+
+    // Deleted: the retained state is cleared.
+    let resp = server
+        .admin_in("domains:acme", Method::DELETE, &rec_path(&id))
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    admin.collect_until_match("the cleared state", |m| {
+        m.topic == topic && m.payload.is_empty()
+    });
+}

@@ -140,6 +140,7 @@ async fn serve(settings: Settings) -> Result<()> {
         limits: settings.mqtt_limits,
         store: store.clone(),
     };
+    let broker_cell: Arc<OnceLock<Broker>> = Arc::default();
     let state = AppState(Arc::new(Shared {
         store: store.clone(),
         settings: Arc::new(settings),
@@ -150,9 +151,12 @@ async fn serve(settings: Settings) -> Result<()> {
         last_values: Arc::default(),
         historian: HistorianWriter::start(store.clone())
             .context("cannot start the historian writer")?,
-        broker: Arc::default(),
+        broker: broker_cell.clone(),
         automation: automation::Automation::default(),
-        upstreams: crate::upstream::supervisor::Supervisor::new(store.clone()),
+        upstreams: crate::upstream::supervisor::Supervisor::new(
+            store.clone(),
+            upstreams::status_publisher(broker_cell),
+        ),
     }));
     spawn_retention(&state);
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));

@@ -172,7 +172,11 @@ impl Policy for PlatformPolicy {
         let mut durable = Vec::new();
         for message in &messages {
             let owner = self.state.tags.owner(&message.topic);
-            if owner.is_none() && crate::topic::validate_topic_name(&message.topic).is_ok() {
+            // `$` topics are the broker's own (status, statistics), never tags.
+            if owner.is_none()
+                && !message.topic.starts_with('$')
+                && crate::topic::validate_topic_name(&message.topic).is_ok()
+            {
                 self.register_topic(&message.topic);
             }
             if let Some(owner) = owner.as_ref().filter(|o| o.historize) {

@@ -52,6 +52,10 @@ pub fn normalise(
     if name.trim().is_empty() {
         return Err("field `name` cannot be empty".into());
     }
+    // The name is a topic level of the upstream's status topic.
+    if name.contains(['/', '+', '#', '\0']) {
+        return Err("field `name` cannot contain `/`, `+`, `#` or NUL".into());
+    }
     out.insert("name".into(), json!(name));
     if let Some(description) = text(fields, "description")? {
         out.insert("description".into(), json!(description));
@@ -442,6 +446,7 @@ mod tests {
                 "`bindings[0].qos`",
             ),
             (json!({"colour": "red"}), "`colour`"),
+            (json!({"name": "a/b"}), "`name`"),
         ];
         for (patch, needle) in cases {
             let mut body = base.clone();

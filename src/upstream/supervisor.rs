@@ -99,16 +99,22 @@ impl Drop for Link {
     }
 }
 
+/// Told of every status change (to publish it retained on `$SYS/svc/upstreams/<domain>/<name>/state`);
+/// `None` when the upstream is gone.
+pub type OnStatus = Arc<dyn Fn(&str, &str, Option<&Status>) + Send + Sync>;
+
 pub struct Supervisor {
     store: Store,
+    on_status: OnStatus,
     /// By (domain, record key).
     links: Mutex<HashMap<(String, String), Link>>,
 }
 
 impl Supervisor {
-    pub fn new(store: Store) -> Arc<Supervisor> {
+    pub fn new(store: Store, on_status: OnStatus) -> Arc<Supervisor> {
         Arc::new(Supervisor {
             store,
+            on_status,
             links: Mutex::new(HashMap::new()),
         })
     }
@@ -129,7 +135,13 @@ impl Supervisor {
             }
         };
         let mut links = self.links();
-        links.retain(|(d, key), _| d != domain || upstreams.iter().any(|(k, ..)| k == key));
+        links.retain(|(d, key), link| {
+            let kept = d != domain || upstreams.iter().any(|(k, ..)| k == key);
+            if !kept {
+                (self.on_status)(domain, &lock(&link.status).name, None);
+            }
+            kept
+        });
         for (key, fields, password) in upstreams {
             let config = serde_json::json!({"record": fields, "password": password});
             let slot = (domain.to_string(), key.clone());
@@ -149,10 +161,22 @@ impl Supervisor {
                 State::Disabled
             };
             let status: Shared = Arc::new(Mutex::new(Status::new(id, name.clone(), state)));
+            if let Some(old) = links.get(&slot) {
+                let old_name = lock(&old.status).name.clone();
+                if old_name != name {
+                    (self.on_status)(domain, &old_name, None);
+                }
+            }
+            (self.on_status)(domain, &name, Some(&lock(&status)));
             let task = enabled.then(|| {
                 tracing::info!(domain, upstream = name, "upstream connecting");
                 let backoff = Backoff::of(&fields);
-                tokio::spawn(run(Target::new(fields, password), backoff, status.clone()))
+                let report = Report {
+                    domain: domain.to_string(),
+                    status: status.clone(),
+                    on_status: self.on_status.clone(),
+                };
+                tokio::spawn(run(Target::new(fields, password), backoff, report))
             });
             links.insert(
                 slot,
@@ -234,29 +258,48 @@ impl Backoff {
     }
 }
 
+/// An upstream's status and where its changes are told.
+struct Report {
+    domain: String,
+    status: Shared,
+    on_status: OnStatus,
+}
+
+impl Report {
+    /// Changes the status, then tells of it (outside the lock).
+    fn update(&self, change: impl FnOnce(&mut Status)) {
+        let now = {
+            let mut status = lock(&self.status);
+            change(&mut status);
+            status.clone()
+        };
+        (self.on_status)(&self.domain, &now.name, Some(&now));
+    }
+}
+
 /// The supervised connection: connect, serve until it fails, wait, again.
-async fn run(target: Target, backoff: Backoff, status: Shared) {
+async fn run(target: Target, backoff: Backoff, report: Report) {
+    let report = Arc::new(report);
     let mut failures = 0;
     loop {
-        {
-            let mut status = lock(&status);
+        report.update(|status| {
             status.attempts += 1;
             status.next_retry = None;
             status.enter(State::Connecting);
-        }
-        let connected = status.clone();
+        });
+        let connected = report.clone();
         let failure = target
             .hold(CONNECT_LIMIT, &mut move |_| {
-                let mut status = lock(&connected);
-                status.attempts = 0;
-                status.enter(State::Connected);
+                connected.update(|status| {
+                    status.attempts = 0;
+                    status.enter(State::Connected);
+                });
             })
             .await;
-        let was_connected = lock(&status).state == State::Connected;
+        let was_connected = lock(&report.status).state == State::Connected;
         failures = if was_connected { 1 } else { failures + 1 };
         let delay = backoff.delay(failures);
-        {
-            let mut status = lock(&status);
+        report.update(|status| {
             tracing::info!(upstream = status.name, error = %failure, "upstream connection failed");
             status.last_error = Some(LastError {
                 kind: failure.kind(),
@@ -271,7 +314,7 @@ async fn run(target: Target, backoff: Backoff, status: Shared) {
                 Failure::Dns(_) | Failure::Tcp(_) | Failure::Timeout(_) => State::Backoff,
             };
             status.enter(state);
-        }
+        });
         tokio::time::sleep(delay).await;
     }
 }
