@@ -107,6 +107,45 @@ fn open_fds(pid: u32) -> usize {
         .count()
 }
 
+/// The body of [`start_client`] for one rumqttc flavour: the two clients' types differ, their
+/// methods and packets match. Expands where `AsyncClient`, `Event`, `MqttOptions`, `Outgoing`,
+/// `Packet`, `QoS` and `SubscribeReasonCode` name that flavour's types.
+macro_rules! subscribe_and_report {
+    ($rt:ident, $port:ident, $key:ident, $i:ident, $tx:ident, $id:ident) => {{
+        let mut opts = MqttOptions::new($id, "127.0.0.1", $port);
+        opts.set_credentials("admin", $key);
+        opts.set_keep_alive(Duration::from_secs(120));
+        let (client, mut eventloop) = AsyncClient::new(opts, 8);
+        client
+            .try_subscribe(topic($i), QoS::AtLeastOnce)
+            .expect("queue SUBSCRIBE");
+        let (i, tx) = ($i, $tx);
+        $rt.spawn(async move {
+            loop {
+                let ev = match eventloop.poll().await {
+                    Ok(Event::Incoming(Packet::SubAck(ack))) => match ack.return_codes.as_slice() {
+                        [SubscribeReasonCode::Success(QoS::AtLeastOnce)] => Ev::Subscribed(i),
+                        codes => Ev::Failed(i, format!("SUBACK {codes:?}")),
+                    },
+                    Ok(Event::Incoming(Packet::Publish(p))) => Ev::Msg(
+                        i,
+                        String::from_utf8_lossy(p.topic.as_ref()).into_owned(),
+                        String::from_utf8_lossy(&p.payload).into_owned(),
+                    ),
+                    Ok(Event::Outgoing(Outgoing::Disconnect)) => Ev::Gone(i),
+                    Ok(_) => continue,
+                    Err(e) => Ev::Failed(i, format!("{e:?}")),
+                };
+                let last = matches!(ev, Ev::Gone(_) | Ev::Failed(..));
+                if tx.send(ev).is_err() || last {
+                    return;
+                }
+            }
+        });
+        client
+    }};
+}
+
 /// Starts client `i` on `rt`: CONNECT, SUBSCRIBE to its topic at QoS 1, then report events.
 fn start_client(
     rt: &tokio::runtime::Runtime,
@@ -120,69 +159,13 @@ fn start_client(
         use rumqttc::{
             AsyncClient, Event, MqttOptions, Outgoing, Packet, QoS, SubscribeReasonCode,
         };
-        let mut opts = MqttOptions::new(id, "127.0.0.1", port);
-        opts.set_credentials("admin", key);
-        opts.set_keep_alive(Duration::from_secs(120));
-        let (client, mut eventloop) = AsyncClient::new(opts, 8);
-        client
-            .try_subscribe(topic(i), QoS::AtLeastOnce)
-            .expect("queue SUBSCRIBE");
-        rt.spawn(async move {
-            loop {
-                let ev = match eventloop.poll().await {
-                    Ok(Event::Incoming(Packet::SubAck(ack))) => match ack.return_codes.as_slice() {
-                        [SubscribeReasonCode::Success(QoS::AtLeastOnce)] => Ev::Subscribed(i),
-                        codes => Ev::Failed(i, format!("SUBACK {codes:?}")),
-                    },
-                    Ok(Event::Incoming(Packet::Publish(p))) => {
-                        Ev::Msg(i, p.topic, String::from_utf8_lossy(&p.payload).into_owned())
-                    }
-                    Ok(Event::Outgoing(Outgoing::Disconnect)) => Ev::Gone(i),
-                    Ok(_) => continue,
-                    Err(e) => Ev::Failed(i, format!("{e:?}")),
-                };
-                let last = matches!(ev, Ev::Gone(_) | Ev::Failed(..));
-                if tx.send(ev).is_err() || last {
-                    return;
-                }
-            }
-        });
-        Handle::V3(client)
+        Handle::V3(subscribe_and_report!(rt, port, key, i, tx, id))
     } else {
         use rumqttc::v5::mqttbytes::v5::{Packet, SubscribeReasonCode};
         use rumqttc::v5::mqttbytes::QoS;
         use rumqttc::v5::{AsyncClient, Event, MqttOptions};
         use rumqttc::Outgoing;
-        let mut opts = MqttOptions::new(id, "127.0.0.1", port);
-        opts.set_credentials("admin", key);
-        opts.set_keep_alive(Duration::from_secs(120));
-        let (client, mut eventloop) = AsyncClient::new(opts, 8);
-        client
-            .try_subscribe(topic(i), QoS::AtLeastOnce)
-            .expect("queue SUBSCRIBE");
-        rt.spawn(async move {
-            loop {
-                let ev = match eventloop.poll().await {
-                    Ok(Event::Incoming(Packet::SubAck(ack))) => match ack.return_codes.as_slice() {
-                        [SubscribeReasonCode::Success(QoS::AtLeastOnce)] => Ev::Subscribed(i),
-                        codes => Ev::Failed(i, format!("SUBACK {codes:?}")),
-                    },
-                    Ok(Event::Incoming(Packet::Publish(p))) => Ev::Msg(
-                        i,
-                        String::from_utf8_lossy(&p.topic).into_owned(),
-                        String::from_utf8_lossy(&p.payload).into_owned(),
-                    ),
-                    Ok(Event::Outgoing(Outgoing::Disconnect)) => Ev::Gone(i),
-                    Ok(_) => continue,
-                    Err(e) => Ev::Failed(i, format!("{e:?}")),
-                };
-                let last = matches!(ev, Ev::Gone(_) | Ev::Failed(..));
-                if tx.send(ev).is_err() || last {
-                    return;
-                }
-            }
-        });
-        Handle::V5(client)
+        Handle::V5(subscribe_and_report!(rt, port, key, i, tx, id))
     }
 }
 

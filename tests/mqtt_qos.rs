@@ -97,19 +97,7 @@ fn v5_qos2_is_exactly_once_both_ways() {
         publ.publish(publish_packet(&topic, "end", 2, false));
 
         // Outbound: PUBLISH QoS 2, our PUBREC, the server's PUBREL, our PUBCOMP (in `ack`).
-        let first = sub.expect_publish();
-        assert_eq!(
-            (text(&first).as_str(), first.qos),
-            ("once", QoS::ExactlyOnce),
-            "{tag}"
-        );
-        let next = sub.expect_publish();
-        assert_eq!(text(&next), "end", "{tag}: the duplicate was routed again");
-        let (rest, closed) = sub.drain(Duration::from_millis(500));
-        assert!(
-            rest.is_empty() && closed.is_none(),
-            "{tag}: after a completed QoS 2 exchange the server sent {rest:?} (closed: {closed:?})"
-        );
+        sub.expect_exactly_once_then("once", "end", &tag);
         // MQTT-4.3.3: the duplicate is acknowledged with a PUBREC like the first one.
         assert_eq!(
             reasons,
@@ -149,19 +137,7 @@ fn v3_qos2_is_exactly_once_both_ways() {
         );
         publ.publish(publish_packet(&topic, "end", 2, false));
 
-        let first = sub.expect_publish();
-        assert_eq!(
-            (text(&first).as_str(), first.qos),
-            ("once", QoS::ExactlyOnce),
-            "{tag}"
-        );
-        let next = sub.expect_publish();
-        assert_eq!(text(&next), "end", "{tag}: the duplicate was routed again");
-        let (rest, closed) = sub.drain(Duration::from_millis(500));
-        assert!(
-            rest.is_empty() && closed.is_none(),
-            "{tag}: after a completed QoS 2 exchange the server sent {rest:?} (closed: {closed:?})"
-        );
+        sub.expect_exactly_once_then("once", "end", &tag);
     }
 }
 

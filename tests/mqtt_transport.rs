@@ -12,7 +12,6 @@ use reqwest::{Method, StatusCode};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Instant;
 
 /// A subscriber and a publisher on the same listener and protocol; one message each way of QoS.
 fn round_trip(proto: Proto, via: Via) {
@@ -147,25 +146,6 @@ fn mosquitto_clients_in_both_versions() {
     );
 }
 
-/// Collects exactly `n` publishes (panics on timeout, listing what arrived).
-fn collect_n(client: &mut Mqtt, n: usize) -> Vec<Msg> {
-    let deadline = Instant::now() + MQTT_WAIT;
-    let mut got = Vec::new();
-    while got.len() < n {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match client.next_publish(left) {
-            Some(m) => got.push(m),
-            None => panic!(
-                "client `{}` received {} of {n} publishes: {:?}",
-                client.client_id,
-                got.len(),
-                got.iter().map(|m| &m.topic).collect::<Vec<_>>()
-            ),
-        }
-    }
-    got
-}
-
 fn wildcards_and_qos(proto: Proto) {
     let server = Server::start();
     let mut publ = server.mqtt_admin(proto, Via::Tcp, "wild-pub");
@@ -191,7 +171,7 @@ fn wildcards_and_qos(proto: Proto) {
     }
     for (s, sub) in subs.iter_mut().enumerate() {
         let s = s as u8;
-        let got = collect_n(sub, 7);
+        let got = take_publishes(sub, 7);
         let mut by_topic: BTreeMap<String, (String, u8)> = BTreeMap::new();
         for m in &got {
             assert!(

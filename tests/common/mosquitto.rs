@@ -2,6 +2,32 @@
 
 use super::*;
 
+/// Starts `mosquitto_sub` with `args` and a receiver of its stdout lines (stdout line-buffered
+/// through `stdbuf`: mosquitto_sub block-buffers it when it is a pipe).
+pub fn spawn_mosquitto_sub<S: AsRef<std::ffi::OsStr>>(
+    args: impl IntoIterator<Item = S>,
+) -> (Child, mpsc::Receiver<String>) {
+    let mut child = Command::new("stdbuf")
+        .args(["-oL", "mosquitto_sub"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mosquitto_sub (apt-get install mosquitto-clients)");
+    let stdout = child.stdout.take().expect("mosquitto_sub stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
 /// A `mosquitto_sub` process printing `topic qos retain payload` lines, ready once its SUBACK
 /// arrived.
 pub struct MosquittoSub {
@@ -22,36 +48,27 @@ impl Server {
         password: &str,
     ) -> MosquittoSub {
         let port = self.listener_port("mqtt").to_string();
-        // stdbuf: mosquitto_sub block-buffers its stdout when it is a pipe.
-        let mut child = Command::new("stdbuf")
-            .args(["-oL", "mosquitto_sub"])
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &port,
-                "-t",
-                filter,
-                "-q",
-                &qos.to_string(),
-            ])
-            .args(["-V", if v5 { "mqttv5" } else { "mqttv311" }])
-            .args(["-u", user, "-P", password, "-d", "-F", "MSG %t %q %r %p"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mosquitto_sub (apt-get install mosquitto-clients)");
-        let stdout = child.stdout.take().expect("mosquitto_sub stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let qos = qos.to_string();
+        let version = if v5 { "mqttv5" } else { "mqttv311" };
+        let (child, rx) = spawn_mosquitto_sub([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            filter,
+            "-q",
+            &qos,
+            "-V",
+            version,
+            "-u",
+            user,
+            "-P",
+            password,
+            "-d",
+            "-F",
+            "MSG %t %q %r %p",
+        ]);
         let mut sub = MosquittoSub {
             child,
             lines: rx,

@@ -390,6 +390,24 @@ where
         p
     }
 
+    /// `once` delivered at QoS 2, then `end`, then nothing for 500 ms: a QoS 2 publish the
+    /// publisher sent twice (before PUBREL) was routed once. `tag` names the case in failures.
+    pub fn expect_exactly_once_then(&mut self, once: &str, end: &str, tag: &str) {
+        let first = self.expect_publish();
+        assert_eq!(
+            (text(&first).as_str(), first.qos),
+            (once, QoS::ExactlyOnce),
+            "{tag}"
+        );
+        let next = self.expect_publish();
+        assert_eq!(text(&next), end, "{tag}: the duplicate was routed again");
+        let (rest, closed) = self.drain(Duration::from_millis(500));
+        assert!(
+            rest.is_empty() && closed.is_none(),
+            "{tag}: after a completed QoS 2 exchange the server sent {rest:?} (closed: {closed:?})"
+        );
+    }
+
     /// Every PUBLISH up to and including the first on `topic`, each acknowledged; panics
     /// (listing what came) if none arrives on `topic` within [`MQTT_WAIT`].
     pub fn collect_until(&mut self, topic: &str) -> Vec<Publish> {

@@ -7,7 +7,6 @@
 //! `--ws`, `-L` accepts only `mqtt://`/`mqtts://`) and have no `--nl` (no local) option.
 
 use crate::common::*;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -106,27 +105,10 @@ impl MosqSub {
     /// Starts it without waiting for anything.
     pub fn spawn(server: &Server, ver: Ver, format: &str, args: &[&str]) -> MosqSub {
         let fmt = format!("{MSG}{format}");
-        // stdbuf: mosquitto_sub block-buffers its stdout when it is a pipe.
-        let mut child = Command::new("stdbuf")
-            .args(["-oL", "mosquitto_sub"])
-            .args(base_args(server, ver))
-            .args(["-d", "-F", &fmt])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mosquitto_sub (apt-get install mosquitto-clients)");
-        let stdout = child.stdout.take().expect("mosquitto_sub stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let mut all = base_args(server, ver);
+        all.extend(["-d".to_string(), "-F".to_string(), fmt]);
+        all.extend(args.iter().map(|a| a.to_string()));
+        let (child, rx) = spawn_mosquitto_sub(all);
         MosqSub {
             child,
             lines: rx,
