@@ -226,6 +226,28 @@ pub async fn publish_burst(
     drive_publisher(&id, &mut event_loop, qos, messages, sender).await
 }
 
+/// The end of a burst's JSON line: `"received","lost","seconds","msgs_per_s","publish_seconds"`
+/// of `total` expected deliveries, timed from the first publish (`first_publish`, or
+/// `published` if none went out) to the last delivery, and to `published` (every publisher
+/// done).
+pub fn burst_outcome(
+    total: u64,
+    deliveries: &Deliveries,
+    first_publish: &OnceLock<u64>,
+    published: u64,
+) -> String {
+    let got = deliveries.received();
+    let start = *first_publish.get().unwrap_or(&published);
+    let seconds = delivery_seconds(start, deliveries);
+    let publish_seconds = (published.saturating_sub(start)) as f64 / 1e9;
+    format!(
+        "\"received\":{got},\"lost\":{},\"seconds\":{seconds:.3},\"msgs_per_s\":{:.0},\
+         \"publish_seconds\":{publish_seconds:.3}",
+        total.saturating_sub(got),
+        got as f64 / seconds
+    )
+}
+
 /// Seconds from `first_ns` to the last delivery (at least 1 ns, so rates stay finite).
 pub fn delivery_seconds(first_ns: u64, deliveries: &Deliveries) -> f64 {
     let last = deliveries.last_ns.load(Ordering::Relaxed).max(first_ns);

@@ -2,7 +2,7 @@
 //! `<prefix>/p<i>` concurrently, as fast as the broker takes them.
 
 use crate::args::Args;
-use crate::client::{delivery_seconds, now_ns, publish_burst, subscribe, Deliveries};
+use crate::client::{burst_outcome, now_ns, publish_burst, subscribe, Deliveries};
 use std::sync::{Arc, OnceLock};
 
 pub async fn run(args: Arc<Args>) -> Result<String, String> {
@@ -39,14 +39,8 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let published = now_ns();
     deliveries.wait_for(total).await;
 
-    let got = deliveries.received();
-    let start = *first_publish.get().unwrap_or(&published);
-    let seconds = delivery_seconds(start, &deliveries);
-    let publish_seconds = (published.saturating_sub(start)) as f64 / 1e9;
+    let outcome = burst_outcome(total, &deliveries, &first_publish, published);
     Ok(format!(
-        "{{\"sent\":{total},\"published\":{total},\"received\":{got},\"lost\":{},\
-         \"seconds\":{seconds:.3},\"msgs_per_s\":{:.0},\"publish_seconds\":{publish_seconds:.3}}}",
-        total.saturating_sub(got),
-        got as f64 / seconds
+        "{{\"sent\":{total},\"published\":{total},{outcome}}}"
     ))
 }

@@ -3,7 +3,7 @@
 //! receive all M.
 
 use crate::args::Args;
-use crate::client::{delivery_seconds, now_ns, publish_burst, subscribe, Deliveries};
+use crate::client::{burst_outcome, now_ns, publish_burst, subscribe, Deliveries};
 use std::sync::{Arc, OnceLock};
 
 /// Subscriber handshakes in flight at once (connecting 200 at once only measures the accept
@@ -44,16 +44,9 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let published = now_ns();
     deliveries.wait_for(total).await;
 
-    let got = deliveries.received();
-    let start = *first_publish.get().unwrap_or(&published);
-    let seconds = delivery_seconds(start, &deliveries);
-    let publish_seconds = (published.saturating_sub(start)) as f64 / 1e9;
+    let outcome = burst_outcome(total, &deliveries, &first_publish, published);
     Ok(format!(
-        "{{\"sent\":{total},\"published\":{},\"subscribers\":{},\"received\":{got},\"lost\":{},\
-         \"seconds\":{seconds:.3},\"msgs_per_s\":{:.0},\"publish_seconds\":{publish_seconds:.3}}}",
-        args.messages,
-        args.subscribers,
-        total.saturating_sub(got),
-        got as f64 / seconds
+        "{{\"sent\":{total},\"published\":{},\"subscribers\":{},{outcome}}}",
+        args.messages, args.subscribers,
     ))
 }
