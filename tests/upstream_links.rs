@@ -32,6 +32,17 @@ fn wait_state(server: &Server, id: &str, state: &str) -> Value {
     }
 }
 
+/// Creates the upstream `corp` of `acme` on `peer` (user `edge`); returns its record id.
+fn corp_upstream(server: &Server, peer: &PeerBroker) -> String {
+    let created = server.create_record(
+        "domains:acme",
+        "upstreams",
+        &json!({"name": "corp", "host": "127.0.0.1", "port": peer.port, "username": "edge",
+            "password": "edge-pw-123"}),
+    );
+    created["id"].as_str().expect("id").to_string()
+}
+
 fn switch(server: &Server, id: &str, how: &str) -> Value {
     let resp = server
         .admin_in(
@@ -121,13 +132,7 @@ fn enabled_upstreams_connect_when_the_server_starts() {
     let mut server = Server::start();
     server.create_domain("acme");
     let peer = PeerBroker::start("edge", "edge-pw-123");
-    let created = server.create_record(
-        "domains:acme",
-        "upstreams",
-        &json!({"name": "corp", "host": "127.0.0.1", "port": peer.port, "username": "edge",
-            "password": "edge-pw-123"}),
-    );
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = corp_upstream(&server, &peer);
     wait_state(&server, &id, "connected");
     server.restart();
     wait_state(&server, &id, "connected");
@@ -140,13 +145,7 @@ fn status_changes_are_published_retained_under_sys() {
     let peer = PeerBroker::start("edge", "edge-pw-123");
     let mut admin = server.mqtt_admin(Proto::V5, Via::Tcp, "status-watch");
     assert_eq!(admin.subscribe("$SYS/svc/upstreams/#", 1), Some(1));
-    let created = server.create_record(
-        "domains:acme",
-        "upstreams",
-        &json!({"name": "corp", "host": "127.0.0.1", "port": peer.port, "username": "edge",
-            "password": "edge-pw-123"}),
-    );
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = corp_upstream(&server, &peer);
     let topic = "$SYS/svc/upstreams/acme/corp/state";
     let seen = admin.collect_until_match("the connected state", |m| {
         m.topic == topic && m.text().contains(r#""state":"connected""#)
