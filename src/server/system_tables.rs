@@ -195,12 +195,8 @@ impl SystemTable {
             .store
             .run(move |s| self.ensure_collection(s, &owned))
             .await?;
-        if self == SystemTable::Upstreams {
-            upstream::normalise(fields, &state.settings.device_name, domain)
-                .map_err(ApiError::bad_request)?;
-        } else {
-            self.prepare_create(fields).map_err(ApiError::bad_request)?;
-        }
+        self.prepare_create(fields, &state.settings.device_name, domain)
+            .map_err(ApiError::bad_request)?;
         self.check_owner(state, domain, fields)
     }
 
@@ -239,16 +235,20 @@ impl SystemTable {
         Ok(())
     }
 
-    /// Fills defaults into a new record and checks it.
-    fn prepare_create(self, fields: &mut Map<String, Value>) -> Result<(), String> {
+    /// Fills defaults into a new record of `domain` on `device` and checks it.
+    fn prepare_create(
+        self,
+        fields: &mut Map<String, Value>,
+        device: &str,
+        domain: &str,
+    ) -> Result<(), String> {
         match self {
             SystemTable::Tags => {
                 with_tag_defaults(fields);
                 check_tag(fields)
             }
             SystemTable::Namespaces => check_namespace(fields),
-            // Readied by `prepare_new`, which knows the domain and device its defaults need.
-            SystemTable::Upstreams => Ok(()),
+            SystemTable::Upstreams => upstream::normalise(fields, device, domain),
             SystemTable::Processes => {
                 let mut def = checked_function(fields)?;
                 def.version = 1;
