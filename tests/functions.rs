@@ -85,7 +85,12 @@ fn tag_change_function_converts_a_tag_for_subscribers_and_the_historian() {
         .map(|p| p["value"].as_f64().unwrap())
         .collect();
     assert_eq!(values, [-40.0, 32.0, 212.0], "newest first: {history}");
-    let log = runs(&server, ADMIN, "c_to_f");
+    // A run is logged when it ends, after its own tag write reached subscribers and the
+    // historian: wait for the third entry rather than race it.
+    let log = server.poll(Duration::from_secs(10), "3 logged runs", || {
+        let log = runs(&server, ADMIN, "c_to_f");
+        (log.len() >= 3).then_some(log)
+    });
     assert_eq!(log.len(), 3, "{log:?}");
     assert!(log
         .iter()
