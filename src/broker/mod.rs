@@ -18,6 +18,7 @@ mod transport;
 mod trie;
 mod writer;
 
+pub use publication::HOPS_PROPERTY;
 pub use session::Limits;
 
 use anyhow::{Context, Result};
@@ -54,6 +55,9 @@ pub struct Message {
     pub received_ms: i64,
     /// The publish's QoS: 1 and 2 are acknowledged only after `on_message` succeeds.
     pub qos: u8,
+    pub retain: bool,
+    /// Bridges the message crossed to get here (its `svc-hops` user property).
+    pub hops: u8,
     /// Who inside svc published it (a function or flow), `None` for MQTT clients; lets
     /// automation skip messages that would re-trigger their own writer.
     pub origin: Option<std::sync::Arc<str>>,
@@ -222,12 +226,33 @@ impl Broker {
         qos: u8,
         retain: bool,
     ) -> Result<()> {
+        self.publish_relayed(origin, topic, payload, qos, retain, 0)
+            .await
+    }
+
+    /// [`Broker::publish_from`] for a message that crossed `hops` bridges (kept in its
+    /// `svc-hops` user property when not 0).
+    pub async fn publish_relayed(
+        &self,
+        origin: Option<Arc<str>>,
+        topic: &str,
+        payload: Bytes,
+        qos: u8,
+        retain: bool,
+        hops: u8,
+    ) -> Result<()> {
+        let properties = (hops > 0).then(|| {
+            Box::new(rmqtt_codec::v5::PublishProperties {
+                user_properties: vec![(HOPS_PROPERTY.into(), hops.to_string().into())],
+                ..Default::default()
+            })
+        });
         let publication = Arc::new(Publication {
             topic: topic.into(),
             payload,
             qos: publication::qos_of(qos),
             retain,
-            properties: None,
+            properties,
             received_ms: crate::time::now_ms(),
             sender: None,
         });

@@ -25,6 +25,9 @@ pub struct Publication {
     pub sender: Option<Arc<str>>,
 }
 
+/// The MQTT 5 user property by which bridges count the bridges a message crossed.
+pub const HOPS_PROPERTY: &str = "svc-hops";
+
 /// One delivery of a publication to one subscriber.
 #[derive(Debug, Clone)]
 pub struct Delivery {
@@ -58,8 +61,23 @@ impl Publication {
             payload: self.payload.clone(),
             received_ms: self.received_ms,
             qos: self.qos.value(),
+            retain: self.retain,
+            hops: self.hops(),
             origin,
         }
+    }
+
+    /// The `svc-hops` user property: how many bridges the message crossed (0 without it).
+    pub fn hops(&self) -> u8 {
+        self.properties
+            .as_ref()
+            .and_then(|p| {
+                p.user_properties
+                    .iter()
+                    .find(|(k, _)| k == HOPS_PROPERTY)
+            })
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0)
     }
 
     /// Whole seconds of Message Expiry Interval left at `now_ms` (rounded down); `None` when

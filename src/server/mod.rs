@@ -155,7 +155,8 @@ async fn serve(settings: Settings) -> Result<()> {
         automation: automation::Automation::default(),
         upstreams: crate::upstream::supervisor::Supervisor::new(
             store.clone(),
-            upstreams::status_publisher(broker_cell),
+            upstreams::status_publisher(broker_cell.clone()),
+            Arc::new(upstreams::LocalBroker(broker_cell)),
         ),
     }));
     spawn_retention(&state);

@@ -13,6 +13,7 @@ use crate::broker::{Message, Policy, Principal};
 use crate::historian::point_from_payload;
 use crate::ids::{TableRef, ADMIN_DOMAIN};
 use crate::store::{HistoryWrite, StoreError, TAGS};
+use crate::upstream::relay::Outbound;
 use async_trait::async_trait;
 use serde_json::{json, Map};
 use std::collections::HashSet;
@@ -200,6 +201,18 @@ impl Policy for PlatformPolicy {
             .commit_many(durable)
             .await
             .map_err(|e| e.to_string())?;
+        let outbound: Vec<Outbound<'_>> = messages
+            .iter()
+            .map(|m| Outbound {
+                topic: &m.topic,
+                payload: &m.payload,
+                retain: m.retain,
+                hops: m.hops,
+                origin: m.origin.as_deref(),
+            })
+            .collect();
+        self.state.upstreams.carry_out(&outbound).await?;
+        drop(outbound);
         for (message, owner) in messages.into_iter().zip(owners) {
             self.state.last_values.set(
                 &message.topic,

@@ -14,6 +14,7 @@ use crate::broker::Broker;
 use crate::ids::RecordId;
 use crate::upstream::config::{self, FEATURE, UPSTREAMS};
 use crate::upstream::connect::{Probe, Target};
+use crate::upstream::relay::{Inbound, Local};
 use crate::upstream::supervisor::{OnStatus, Status};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -44,6 +45,28 @@ pub fn status_publisher(broker: Arc<OnceLock<Broker>>) -> OnStatus {
             .unwrap_or_default();
         let _ = tx.send((topic, payload));
     })
+}
+
+/// The local broker as the upstreams see it: messages from an upstream are published like a
+/// client's, marked with the upstream they came from.
+pub struct LocalBroker(pub Arc<OnceLock<Broker>>);
+
+#[async_trait::async_trait]
+impl Local for LocalBroker {
+    async fn publish(&self, origin: Arc<str>, message: Inbound) -> Result<(), String> {
+        let broker = self.0.get().ok_or("the MQTT broker is not running")?;
+        broker
+            .publish_relayed(
+                Some(origin),
+                &message.topic,
+                message.payload,
+                message.qos,
+                message.retain,
+                message.hops,
+            )
+            .await
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// How long a test waits for the upstream's CONNACK.

@@ -13,6 +13,7 @@ mod mqtt_state;
 mod records;
 mod report;
 mod tags;
+mod upstream_queue;
 mod upstream_secrets;
 
 pub use auth::{AuthUser, GrantSet};
@@ -130,6 +131,9 @@ impl Store {
         store
             .conn()?
             .execute_batch(upstream_secrets::UPSTREAM_SECRETS_SCHEMA)?;
+        store
+            .conn()?
+            .execute_batch(upstream_queue::UPSTREAM_QUEUE_SCHEMA)?;
         Ok(store)
     }
 

@@ -3,7 +3,11 @@
 //! TLS), a probe of whether it can be reached, and the supervisor that keeps every enabled
 //! upstream connected.
 
+pub mod binding;
 pub mod config;
 pub mod connect;
+pub mod queue;
+pub mod relay;
+mod session;
 pub mod supervisor;
 mod tls;

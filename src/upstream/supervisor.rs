@@ -2,16 +2,24 @@
 //! says), reconnected after any failure with capped exponential backoff and jitter; a ping
 //! the upstream does not answer fails the connection like any other error. Each upstream has
 //! a status the routes read: `disabled|connecting|connected|backoff|error`, since when, the
-//! last error, attempts, next retry.
+//! last error, attempts, next retry, and the traffic of its [`Relay`].
+//!
+//! The supervisor is also where the local broker hands every accepted message to the
+//! upstreams that carry it out ([`Supervisor::carry_out`]): written to their durable queues
+//! before the publisher is acknowledged.
 
+use super::binding::Binding;
 use super::connect::{Failure, Target};
+use super::queue::{Item, Limits};
+use super::relay::{Local, Outbound, Outbox, Relay, Traffic};
+use super::session::Open;
 use crate::duration::parse_duration;
 use crate::store::Store;
 use rand::Rng;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
@@ -50,6 +58,8 @@ pub struct Status {
     /// Connection attempts since the last successful one.
     pub attempts: u32,
     pub next_retry: Option<String>,
+    #[serde(flatten)]
+    pub traffic: Traffic,
 }
 
 impl Status {
@@ -62,6 +72,7 @@ impl Status {
             last_error: None,
             attempts: 0,
             next_retry: None,
+            traffic: Traffic::default(),
         }
     }
 
@@ -88,7 +99,16 @@ struct Link {
     /// The record and password it runs with, to restart it when either changes.
     config: Value,
     status: Shared,
+    relay: Arc<Relay>,
     task: Option<JoinHandle<()>>,
+}
+
+impl Link {
+    fn status(&self) -> Status {
+        let mut status = lock(&self.status).clone();
+        status.traffic = self.relay.traffic();
+        status
+    }
 }
 
 impl Drop for Link {
@@ -106,17 +126,77 @@ pub type OnStatus = Arc<dyn Fn(&str, &str, Option<&Status>) + Send + Sync>;
 pub struct Supervisor {
     store: Store,
     on_status: OnStatus,
+    local: Arc<dyn Local>,
     /// By (domain, record key).
     links: Mutex<HashMap<(String, String), Link>>,
+    /// The enabled upstreams with outgoing bindings, for [`Supervisor::carry_out`].
+    routes: RwLock<Arc<[Arc<Relay>]>>,
+    /// One reload at a time, so two record writes cannot interleave their reloads.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl Supervisor {
-    pub fn new(store: Store, on_status: OnStatus) -> Arc<Supervisor> {
+    pub fn new(store: Store, on_status: OnStatus, local: Arc<dyn Local>) -> Arc<Supervisor> {
         Arc::new(Supervisor {
             store,
             on_status,
+            local,
             links: Mutex::new(HashMap::new()),
+            routes: RwLock::new(Arc::new([])),
+            reloading: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// Writes every accepted message an enabled upstream carries out to that upstream's
+    /// durable queue (one store transaction), then queues it for sending. An error means
+    /// nothing was queued: the publisher is not acknowledged and publishes again.
+    pub async fn carry_out(&self, messages: &[Outbound<'_>]) -> Result<(), String> {
+        let routes = self
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if routes.is_empty() {
+            return Ok(());
+        }
+        let mut entries: Vec<(usize, Item)> = Vec::new();
+        for message in messages {
+            for (route, relay) in routes.iter().enumerate() {
+                entries.extend(relay.entry_for(message).map(|item| (route, item)));
+            }
+        }
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(String, Item)> = entries
+            .iter()
+            .map(|(route, item)| (routes[*route].outbox.id.clone(), item.clone()))
+            .collect();
+        self.store
+            .run(move |s| {
+                let rows: Vec<(&str, &Item)> = rows.iter().map(|(id, i)| (id.as_str(), i)).collect();
+                s.upstream_queue_append(&rows)
+            })
+            .await
+            .map_err(|e| format!("cannot queue messages for an upstream: {e}"))?;
+        for (route, relay) in routes.iter().enumerate() {
+            relay.enqueue(
+                entries
+                    .iter()
+                    .filter(|(r, _)| *r == route)
+                    .map(|(_, item)| item.clone()),
+            );
+        }
+        Ok(())
+    }
+
+    fn rebuild_routes(&self, links: &HashMap<(String, String), Link>) {
+        let routes: Vec<Arc<Relay>> = links
+            .values()
+            .filter(|link| link.task.is_some() && link.relay.carries_out())
+            .map(|link| link.relay.clone())
+            .collect();
+        *self.routes.write().unwrap_or_else(|e| e.into_inner()) = routes.into();
     }
 
     fn links(&self) -> MutexGuard<'_, HashMap<(String, String), Link>> {
@@ -126,6 +206,7 @@ impl Supervisor {
     /// Brings a domain's running upstreams in step with its records: new and changed enabled
     /// ones (re)start, disabled ones stop, deleted ones go.
     pub async fn reload_domain(&self, domain: &str) {
+        let _one_at_a_time = self.reloading.lock().await;
         let (store, name) = (self.store.clone(), domain.to_string());
         let upstreams = match store.run(move |s| s.upstreams_of(&name)).await {
             Ok(upstreams) => upstreams,
@@ -134,11 +215,31 @@ impl Supervisor {
                 return;
             }
         };
+        // Queues live as long as their upstream, across changes of its record.
+        let mut outboxes: HashMap<String, Arc<Outbox>> = self
+            .links()
+            .iter()
+            .filter(|((d, _), _)| d == domain)
+            .map(|((_, key), link)| (key.clone(), link.relay.outbox.clone()))
+            .collect();
+        for (key, fields, _) in &upstreams {
+            if !outboxes.contains_key(key) {
+                let id = record_id(domain, key);
+                let outbox = Outbox::load(&self.store, &id, Limits::of(fields)).await;
+                outboxes.insert(key.clone(), outbox);
+            }
+        }
         let mut links = self.links();
         links.retain(|(d, key), link| {
             let kept = d != domain || upstreams.iter().any(|(k, ..)| k == key);
             if !kept {
                 (self.on_status)(domain, &lock(&link.status).name, None);
+                let (store, id) = (self.store.clone(), link.relay.outbox.id.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = store.run(move |s| s.upstream_queue_clear(&id)).await {
+                        tracing::warn!(error = %e, "cannot delete a deleted upstream's queue");
+                    }
+                });
             }
             kept
         });
@@ -148,7 +249,11 @@ impl Supervisor {
             if links.get(&slot).is_some_and(|link| link.config == config) {
                 continue;
             }
-            let id = format!("{domain}.{}:{key}", super::config::UPSTREAMS);
+            let Some(outbox) = outboxes.remove(&key) else {
+                continue;
+            };
+            outbox.set_limits(Limits::of(&fields));
+            let relay = Arc::new(Relay::new(Binding::all_of(&fields), outbox));
             let name = fields
                 .get("name")
                 .and_then(Value::as_str)
@@ -160,7 +265,11 @@ impl Supervisor {
             } else {
                 State::Disabled
             };
-            let status: Shared = Arc::new(Mutex::new(Status::new(id, name.clone(), state)));
+            let status: Shared = Arc::new(Mutex::new(Status::new(
+                record_id(domain, &key),
+                name.clone(),
+                state,
+            )));
             if let Some(old) = links.get(&slot) {
                 let old_name = lock(&old.status).name.clone();
                 if old_name != name {
@@ -174,19 +283,28 @@ impl Supervisor {
                 let report = Report {
                     domain: domain.to_string(),
                     status: status.clone(),
+                    relay: relay.clone(),
                     on_status: self.on_status.clone(),
                 };
-                tokio::spawn(run(Target::new(fields, password), backoff, report))
+                let how = Open {
+                    limit: CONNECT_LIMIT,
+                    bridge: true,
+                    announce: Some(format!("{domain}/{name}")),
+                };
+                let target = Target::new(fields, password);
+                tokio::spawn(run(target, how, backoff, report, self.local.clone()))
             });
             links.insert(
                 slot,
                 Link {
                     config,
                     status,
+                    relay,
                     task,
                 },
             );
         }
+        self.rebuild_routes(&links);
     }
 
     /// The status of every upstream of a domain, by name.
@@ -195,7 +313,7 @@ impl Supervisor {
             .links()
             .iter()
             .filter(|((d, _), _)| d == domain)
-            .map(|(_, link)| lock(&link.status).clone())
+            .map(|(_, link)| link.status())
             .collect();
         statuses.sort_by(|a, b| a.name.cmp(&b.name));
         statuses
@@ -204,14 +322,19 @@ impl Supervisor {
     pub fn status(&self, domain: &str, key: &str) -> Option<Status> {
         let links = self.links();
         let link = links.get(&(domain.to_string(), key.to_string()))?;
-        let status = lock(&link.status).clone();
-        Some(status)
+        Some(link.status())
     }
 
     /// Stops every connection (at shutdown).
     pub fn stop_all(&self) {
         self.links().clear();
+        *self.routes.write().unwrap_or_else(|e| e.into_inner()) = Arc::new([]);
     }
+}
+
+/// The record id of upstream `key` of `domain`: its status id and its queue's name.
+fn record_id(domain: &str, key: &str) -> String {
+    format!("{domain}.{}:{key}", super::config::UPSTREAMS)
 }
 
 /// Reconnect delays: `initial` doubling up to `max`, each varied by ± `jitter` of itself so
@@ -262,6 +385,7 @@ impl Backoff {
 struct Report {
     domain: String,
     status: Shared,
+    relay: Arc<Relay>,
     on_status: OnStatus,
 }
 
@@ -273,13 +397,18 @@ impl Report {
             change(&mut status);
             status.clone()
         };
+        let now = Status {
+            traffic: self.relay.traffic(),
+            ..now
+        };
         (self.on_status)(&self.domain, &now.name, Some(&now));
     }
 }
 
 /// The supervised connection: connect, serve until it fails, wait, again.
-async fn run(target: Target, backoff: Backoff, report: Report) {
+async fn run(target: Target, how: Open, backoff: Backoff, report: Report, local: Arc<dyn Local>) {
     let report = Arc::new(report);
+    let relay = report.relay.clone();
     let mut failures = 0;
     loop {
         report.update(|status| {
@@ -288,8 +417,8 @@ async fn run(target: Target, backoff: Backoff, report: Report) {
             status.enter(State::Connecting);
         });
         let connected = report.clone();
-        let failure = target
-            .hold(CONNECT_LIMIT, &mut move |_| {
+        let failure = relay
+            .serve(&target, &how, local.clone(), &mut move |_| {
                 connected.update(|status| {
                     status.attempts = 0;
                     status.enter(State::Connected);

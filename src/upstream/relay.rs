@@ -1,0 +1,492 @@
+//! What an upstream carries and how: its bindings, its durable out-queue (the [`Outbox`]),
+//! its counters, and one connected session's data path: incoming bindings subscribed (No
+//! Local), the queue sent in order with every acknowledgement deleting its message, messages
+//! from the upstream published into the local broker and acknowledged only once published.
+//!
+//! Loops are cut three ways: a message that came from an upstream is never carried back to
+//! it, MQTT 5 subscriptions ask No Local (what the bridge publishes does not come back), and
+//! every bridged message carries a hop count (`svc-hops`) that is dropped at [`MAX_HOPS`].
+
+use super::binding::Binding;
+use super::connect::{Failure, Target};
+use super::queue::{Depth, Dropped, Item, Limits, OutQueue};
+use super::session::{open, Client, Event, Incoming, Open};
+use crate::store::Store;
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde::Serialize;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// Bridges a message may cross; at this many it is dropped (counted as `loop`).
+pub const MAX_HOPS: u8 = 8;
+/// How often acknowledged and dropped messages are deleted from the store's copy.
+const FORGET_EVERY: Duration = Duration::from_millis(100);
+/// Messages the sender takes from the queue at once.
+const SEND_BATCH: usize = 64;
+
+/// The local broker, as an upstream sees it.
+#[async_trait]
+pub trait Local: Send + Sync + 'static {
+    /// Publishes a message that came from an upstream (`origin` names it) into the local
+    /// broker, like any client's publish; `Ok` once it is stored and delivered.
+    async fn publish(&self, origin: Arc<str>, incoming: Inbound) -> Result<(), String>;
+}
+
+/// A message from an upstream, its topic already the local one.
+#[derive(Debug, Clone)]
+pub struct Inbound {
+    pub topic: String,
+    pub payload: Bytes,
+    pub qos: u8,
+    pub retain: bool,
+    pub hops: u8,
+}
+
+/// A message accepted by the local broker, as the bridges see it.
+pub struct Outbound<'a> {
+    pub topic: &'a str,
+    pub payload: &'a Bytes,
+    pub retain: bool,
+    pub hops: u8,
+    /// The upstream it came from, if it came from one.
+    pub origin: Option<&'a str>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn now_ms() -> i64 {
+    crate::time::now_ms()
+}
+
+/// An upstream's out-queue, kept across changes of its record: the messages, the next
+/// sequence number, and the task that deletes what left the queue from the store.
+pub struct Outbox {
+    /// The store's name for the queue: the upstream's record id.
+    pub id: String,
+    queue: Mutex<OutQueue>,
+    ready: Notify,
+    next_seq: AtomicI64,
+    forgetter: JoinHandle<()>,
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.forgetter.abort();
+    }
+}
+
+impl Outbox {
+    /// The queue of upstream `id` as the store kept it.
+    pub async fn load(store: &Store, id: &str, limits: Limits) -> Arc<Outbox> {
+        let key = id.to_string();
+        let stored = store
+            .run(move |s| s.upstream_queue_load(&key))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(upstream = id, error = %e, "cannot read an upstream's queue");
+                Vec::new()
+            });
+        let next_seq = stored.last().map_or(1, |item| item.seq + 1);
+        Arc::new_cyclic(|outbox: &std::sync::Weak<Outbox>| Outbox {
+            id: id.to_string(),
+            queue: Mutex::new(OutQueue::new(limits, stored)),
+            ready: Notify::new(),
+            next_seq: AtomicI64::new(next_seq),
+            forgetter: tokio::spawn(forget(outbox.clone(), store.clone())),
+        })
+    }
+
+    pub fn set_limits(&self, limits: Limits) {
+        lock(&self.queue).set_limits(limits);
+    }
+
+    pub fn depth(&self) -> Depth {
+        lock(&self.queue).depth(now_ms())
+    }
+
+    pub fn dropped(&self) -> Dropped {
+        lock(&self.queue).dropped
+    }
+
+    fn next_seq(&self) -> i64 {
+        self.next_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Takes in messages the store now holds.
+    fn push(&self, items: impl Iterator<Item = Item>) {
+        let now = now_ms();
+        let mut queue = lock(&self.queue);
+        for item in items {
+            queue.push(item, now);
+        }
+        drop(queue);
+        self.ready.notify_one();
+    }
+}
+
+/// Deletes from the store what left the queue, in batches, while the outbox exists.
+async fn forget(outbox: std::sync::Weak<Outbox>, store: Store) {
+    loop {
+        tokio::time::sleep(FORGET_EVERY).await;
+        let Some(outbox) = outbox.upgrade() else {
+            return;
+        };
+        let removed = lock(&outbox.queue).take_removed();
+        if removed.is_empty() {
+            continue;
+        }
+        let id = outbox.id.clone();
+        drop(outbox);
+        if let Err(e) = store
+            .run(move |s| s.upstream_queue_delete(&id, removed))
+            .await
+        {
+            // They stay in the store and are sent again after a restart (QoS 1 allows it).
+            tracing::warn!(error = %e, "cannot delete sent messages from an upstream's queue");
+        }
+    }
+}
+
+/// Counters of one binding.
+#[derive(Debug, Default)]
+struct BindingCounters {
+    in_messages: AtomicU64,
+    out_messages: AtomicU64,
+}
+
+/// Traffic since the record last changed (or the server started).
+#[derive(Debug, Default)]
+struct Counters {
+    in_messages: AtomicU64,
+    in_bytes: AtomicU64,
+    out_messages: AtomicU64,
+    out_bytes: AtomicU64,
+    loops: AtomicU64,
+    bindings: Vec<BindingCounters>,
+}
+
+/// `counters`, `dropped`, `buffer` and `bindings` of an upstream's status.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Traffic {
+    pub counters: Totals,
+    pub dropped: Dropped,
+    pub buffer: Depth,
+    pub bindings: Vec<BindingTraffic>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    pub in_messages: u64,
+    pub in_bytes: u64,
+    pub out_messages: u64,
+    pub out_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BindingTraffic {
+    pub direction: &'static str,
+    pub local: String,
+    pub remote: String,
+    pub in_messages: u64,
+    pub out_messages: u64,
+}
+
+/// An upstream as its record says now: bindings, the out-queue, counters.
+pub struct Relay {
+    /// Marks messages that came from this upstream (`upstream:<id>`).
+    pub origin: Arc<str>,
+    pub bindings: Vec<Binding>,
+    pub outbox: Arc<Outbox>,
+    counters: Counters,
+}
+
+impl Relay {
+    pub fn new(bindings: Vec<Binding>, outbox: Arc<Outbox>) -> Relay {
+        Relay {
+            origin: format!("upstream:{}", outbox.id).into(),
+            counters: Counters {
+                bindings: bindings.iter().map(|_| BindingCounters::default()).collect(),
+                ..Counters::default()
+            },
+            bindings,
+            outbox,
+        }
+    }
+
+    pub fn carries_out(&self) -> bool {
+        self.bindings.iter().any(|b| b.outgoing)
+    }
+
+    /// The queue entry for a local message this upstream carries out, if it does; counts
+    /// a message at the hop limit as a loop.
+    pub fn entry_for(&self, message: &Outbound<'_>) -> Option<Item> {
+        if message.origin == Some(&*self.origin) || message.topic.starts_with('$') {
+            return None;
+        }
+        let (binding, remote) = self
+            .bindings
+            .iter()
+            .enumerate()
+            .find_map(|(i, b)| Some((i, b.to_remote(message.topic)?)))?;
+        if message.hops >= MAX_HOPS {
+            self.counters.loops.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let b = &self.bindings[binding];
+        Some(Item {
+            seq: self.outbox.next_seq(),
+            topic: remote,
+            payload: message.payload.clone(),
+            qos: b.qos,
+            retain: b.keep_retain && message.retain,
+            hops: message.hops,
+            enqueued_ms: now_ms(),
+            binding,
+        })
+    }
+
+    /// Takes in entries made by [`Relay::entry_for`] once the store holds them.
+    pub fn enqueue(&self, items: impl Iterator<Item = Item>) {
+        self.outbox.push(items);
+    }
+
+    pub fn traffic(&self) -> Traffic {
+        let c = &self.counters;
+        let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        let mut dropped = self.outbox.dropped();
+        dropped.loops += get(&c.loops);
+        Traffic {
+            counters: Totals {
+                in_messages: get(&c.in_messages),
+                in_bytes: get(&c.in_bytes),
+                out_messages: get(&c.out_messages),
+                out_bytes: get(&c.out_bytes),
+            },
+            dropped,
+            buffer: self.outbox.depth(),
+            bindings: self
+                .bindings
+                .iter()
+                .zip(&c.bindings)
+                .map(|(b, n)| BindingTraffic {
+                    direction: match (b.incoming, b.outgoing) {
+                        (true, true) => "both",
+                        (true, false) => "in",
+                        _ => "out",
+                    },
+                    local: b.local.clone(),
+                    remote: b.remote.clone(),
+                    in_messages: get(&n.in_messages),
+                    out_messages: get(&n.out_messages),
+                })
+                .collect(),
+        }
+    }
+
+    fn count_out(&self, item: &Item) {
+        let c = &self.counters;
+        c.out_messages.fetch_add(1, Ordering::Relaxed);
+        c.out_bytes
+            .fetch_add(item.payload.len() as u64, Ordering::Relaxed);
+        if let Some(b) = c.bindings.get(item.binding) {
+            b.out_messages.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The local topic and binding of a message from the upstream.
+    fn local_of(&self, remote_topic: &str) -> Option<(usize, String)> {
+        self.bindings
+            .iter()
+            .enumerate()
+            .find_map(|(i, b)| Some((i, b.to_local(remote_topic)?)))
+    }
+
+    /// One connection: connect, `connected` at the CONNACK, carry messages both ways until
+    /// the connection fails; returns why. What was sent and not acknowledged is sent again
+    /// on the next connection.
+    pub async fn serve(
+        self: &Arc<Self>,
+        target: &Target,
+        how: &Open,
+        local: Arc<dyn Local>,
+        connected: &mut (dyn FnMut(bool) + Send),
+    ) -> Failure {
+        let failure = self.connected_session(target, how, local, connected).await;
+        lock(&self.outbox.queue).requeue();
+        failure
+    }
+
+    async fn connected_session(
+        self: &Arc<Self>,
+        target: &Target,
+        how: &Open,
+        local: Arc<dyn Local>,
+        connected: &mut (dyn FnMut(bool) + Send),
+    ) -> Failure {
+        let (client, mut events) = match open(target, how) {
+            Ok(opened) => opened,
+            Err(failure) => return failure,
+        };
+        let limit = how.limit;
+        let waited = tokio::time::timeout(limit, async {
+            loop {
+                if let Event::ConnAck { session_present } = events.poll(limit).await? {
+                    return Ok::<_, Failure>(session_present);
+                }
+            }
+        })
+        .await;
+        match waited {
+            Ok(Ok(session_present)) => connected(session_present),
+            Ok(Err(failure)) => return failure,
+            Err(_) => return Failure::Timeout(limit),
+        }
+        let filters: Vec<(String, u8)> = self
+            .bindings
+            .iter()
+            .filter(|b| b.incoming)
+            .map(|b| (b.remote_filter(), b.qos))
+            .collect();
+        if client.subscribe(&filters).await.is_err() {
+            return Failure::Protocol("the connection closed while subscribing".into());
+        }
+        let handed: Arc<Mutex<VecDeque<(i64, u8)>>> = Arc::default();
+        let (inbound_tx, inbound_rx) = tokio::sync::mpsc::channel::<Incoming>(256);
+        let _tasks = Tasks(vec![
+            tokio::spawn(send(self.clone(), client.clone(), handed.clone())),
+            tokio::spawn(receive(self.clone(), client.clone(), local, inbound_rx)),
+        ]);
+        // Packet id → sequence number of the QoS 1/2 messages on the wire.
+        let mut in_flight: HashMap<u16, i64> = HashMap::new();
+        let stall_limit = Duration::from_secs(target.number("keep_alive").max(5) * 2);
+        let mut last_progress = Instant::now();
+        loop {
+            let event = match events.poll(limit).await {
+                Ok(event) => event,
+                Err(failure) => return failure,
+            };
+            match event {
+                Event::Sent { packet_id } => {
+                    let Some((seq, qos)) = lock(&handed).pop_front() else {
+                        continue;
+                    };
+                    if qos == 0 || packet_id == 0 {
+                        self.delivered(seq, false);
+                    } else {
+                        if in_flight.is_empty() {
+                            last_progress = Instant::now();
+                        }
+                        in_flight.insert(packet_id, seq);
+                    }
+                }
+                Event::Acked { packet_id, refused } => {
+                    if let Some(seq) = in_flight.remove(&packet_id) {
+                        self.delivered(seq, refused);
+                        last_progress = Instant::now();
+                    }
+                }
+                Event::Publish(incoming) => {
+                    if inbound_tx.send(incoming).await.is_err() {
+                        return Failure::Protocol(
+                            "messages from the upstream cannot be published locally".into(),
+                        );
+                    }
+                }
+                Event::ConnAck { .. } | Event::Other => {}
+            }
+            // A watchdog for acknowledgements: pings alone do not show that the upstream
+            // still takes messages.
+            if !in_flight.is_empty() && last_progress.elapsed() > stall_limit {
+                return Failure::Timeout(stall_limit);
+            }
+        }
+    }
+
+    /// A sent message is acknowledged (or refused): it leaves the queue.
+    fn delivered(&self, seq: i64, refused: bool) {
+        let mut queue = lock(&self.outbox.queue);
+        if let Some(item) = queue.acked(seq, refused) {
+            if !refused {
+                self.count_out(&item);
+            }
+        }
+    }
+}
+
+/// Tasks of one connection, stopped with it.
+struct Tasks(Vec<JoinHandle<()>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Sends the queue in order, a batch at a time, waiting when it is empty. `handed` gets each
+/// message's sequence number before the client does, so the event loop can pair it with the
+/// packet id it goes out with.
+async fn send(relay: Arc<Relay>, client: Client, handed: Arc<Mutex<VecDeque<(i64, u8)>>>) {
+    let outbox = &relay.outbox;
+    loop {
+        let notified = outbox.ready.notified();
+        let batch = lock(&outbox.queue).take(SEND_BATCH, now_ms());
+        if batch.is_empty() {
+            notified.await;
+            continue;
+        }
+        for item in batch {
+            lock(&handed).push_back((item.seq, item.qos));
+            if client.publish(&item).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Publishes the upstream's messages locally, in order, acknowledging each once published.
+async fn receive(
+    relay: Arc<Relay>,
+    client: Client,
+    local: Arc<dyn Local>,
+    mut incoming: tokio::sync::mpsc::Receiver<Incoming>,
+) {
+    let c = &relay.counters;
+    while let Some(message) = incoming.recv().await {
+        let mapped = relay.local_of(&message.topic);
+        if message.hops >= MAX_HOPS {
+            c.loops.fetch_add(1, Ordering::Relaxed);
+        } else if let Some((binding, topic)) = mapped {
+            c.in_messages.fetch_add(1, Ordering::Relaxed);
+            c.in_bytes
+                .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
+            if let Some(b) = c.bindings.get(binding) {
+                b.in_messages.fetch_add(1, Ordering::Relaxed);
+            }
+            let inbound = Inbound {
+                topic,
+                payload: message.payload.clone(),
+                qos: message.qos,
+                retain: relay.bindings[binding].keep_retain && message.retain,
+                hops: message.hops,
+            };
+            if let Err(e) = local.publish(relay.origin.clone(), inbound).await {
+                // Not acknowledged: the upstream sends it again on the next connection.
+                tracing::warn!(error = %e, "cannot publish a message from an upstream");
+                client.disconnect();
+                return;
+            }
+        }
+        if client.ack(&message).await.is_err() {
+            return;
+        }
+    }
+}
