@@ -294,7 +294,7 @@ fn the_test_route_reaches_a_real_broker_or_says_why_not() {
     json_ok(test_route(&server, &path, &json!({})), StatusCode::OK);
 
     // Nothing listening: 503 at once, naming TCP; an unknown host: 503 naming DNS.
-    let closed = json!({"name": "x", "host": "127.0.0.1", "port": free_port_for_test()});
+    let closed = json!({"name": "x", "host": "127.0.0.1", "port": free_port()});
     let started = std::time::Instant::now();
     assert_error(
         test_route(&server, "/svc/upstreams/test", &closed),
@@ -330,14 +330,6 @@ fn the_test_route_reaches_a_real_broker_or_says_why_not() {
         .send()
         .unwrap();
     assert_error(resp, StatusCode::UNAUTHORIZED, &["upstreams"]);
-}
-
-/// A loopback port nothing listens on.
-fn free_port_for_test() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 #[test]

@@ -71,11 +71,7 @@ impl Publication {
     pub fn hops(&self) -> u8 {
         self.properties
             .as_ref()
-            .and_then(|p| {
-                p.user_properties
-                    .iter()
-                    .find(|(k, _)| k == HOPS_PROPERTY)
-            })
+            .and_then(|p| p.user_properties.iter().find(|(k, _)| k == HOPS_PROPERTY))
             .and_then(|(_, v)| v.parse().ok())
             .unwrap_or(0)
     }

@@ -135,7 +135,16 @@ mod tests {
         let left = store.upstream_queue_load("a.upstreams:x").expect("load");
         assert_eq!(left, vec![item(3), item(6)]);
         store.upstream_queue_clear("a.upstreams:x").expect("clear");
-        assert!(store.upstream_queue_load("a.upstreams:x").expect("load").is_empty());
-        assert_eq!(store.upstream_queue_load("b.upstreams:y").expect("load").len(), 1);
+        assert!(store
+            .upstream_queue_load("a.upstreams:x")
+            .expect("load")
+            .is_empty());
+        assert_eq!(
+            store
+                .upstream_queue_load("b.upstreams:y")
+                .expect("load")
+                .len(),
+            1
+        );
     }
 }

@@ -109,7 +109,10 @@ mod tests {
             b.to_remote("acme/site1/line/temp").as_deref(),
             Some("corp/acme/site1/line/temp")
         );
-        assert_eq!(b.to_remote("acme/site1").as_deref(), Some("corp/acme/site1"));
+        assert_eq!(
+            b.to_remote("acme/site1").as_deref(),
+            Some("corp/acme/site1")
+        );
         assert_eq!(b.to_remote("acme/site10/x"), None);
         assert_eq!(b.to_remote("acme/other"), None);
         assert_eq!(
@@ -125,7 +128,11 @@ mod tests {
         assert_eq!(b.to_remote("acme/l1/temp").as_deref(), Some("acme/l1/temp"));
         assert_eq!(b.to_remote("acme/l1/pressure"), None);
         assert_eq!(b.to_remote("acme"), None);
-        assert_eq!(b.to_local("acme/l1/temp"), None, "an out binding brings nothing in");
+        assert_eq!(
+            b.to_local("acme/l1/temp"),
+            None,
+            "an out binding brings nothing in"
+        );
         let incoming = binding("in", "acme/sp", "cloud/sp", "#");
         assert_eq!(incoming.to_remote("acme/sp/x"), None);
     }

@@ -33,7 +33,9 @@ impl Limits {
             max_messages: field("max_messages")
                 .and_then(Value::as_u64)
                 .map_or(100_000, |n| usize::try_from(n).unwrap_or(usize::MAX)),
-            max_bytes: field("max_bytes").and_then(Value::as_u64).unwrap_or(64 << 20),
+            max_bytes: field("max_bytes")
+                .and_then(Value::as_u64)
+                .unwrap_or(64 << 20),
             max_age_ms: field("max_age")
                 .and_then(Value::as_str)
                 .and_then(|text| parse_duration(text).ok())

@@ -212,7 +212,10 @@ impl Relay {
         Relay {
             origin: format!("upstream:{}", outbox.id).into(),
             counters: Counters {
-                bindings: bindings.iter().map(|_| BindingCounters::default()).collect(),
+                bindings: bindings
+                    .iter()
+                    .map(|_| BindingCounters::default())
+                    .collect(),
                 ..Counters::default()
             },
             bindings,

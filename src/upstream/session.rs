@@ -21,13 +21,20 @@ pub const BRIDGE_PROPERTY: &str = "svc-bridge";
 
 /// What the connection reports.
 pub enum Event {
-    ConnAck { session_present: bool },
+    ConnAck {
+        session_present: bool,
+    },
     /// A message from the upstream (to be acknowledged with [`Client::ack`]).
     Publish(Incoming),
     /// A message handed to [`Client::publish`] went out with this packet id (0 for QoS 0).
-    Sent { packet_id: u16 },
+    Sent {
+        packet_id: u16,
+    },
     /// The upstream acknowledged (PUBACK, PUBCOMP) or refused the message with this id.
-    Acked { packet_id: u16, refused: bool },
+    Acked {
+        packet_id: u16,
+        refused: bool,
+    },
     Other,
 }
 
@@ -223,79 +230,83 @@ impl Events {
                 use rumqttc::v5::mqttbytes::v5::{Packet, PubAckReason, PubRecReason};
                 use rumqttc::v5::Event as E;
                 use rumqttc::Outgoing;
-                Ok(match events.poll().await.map_err(|e| classify_v5(e, limit))? {
-                    E::Incoming(Packet::ConnAck(ack)) => Event::ConnAck {
-                        session_present: ack.session_present,
-                    },
-                    E::Incoming(Packet::Publish(publish)) => {
-                        let hops = publish
-                            .properties
-                            .as_ref()
-                            .and_then(|p| {
-                                p.user_properties.iter().find(|(k, _)| k == HOPS_PROPERTY)
+                Ok(
+                    match events.poll().await.map_err(|e| classify_v5(e, limit))? {
+                        E::Incoming(Packet::ConnAck(ack)) => Event::ConnAck {
+                            session_present: ack.session_present,
+                        },
+                        E::Incoming(Packet::Publish(publish)) => {
+                            let hops = publish
+                                .properties
+                                .as_ref()
+                                .and_then(|p| {
+                                    p.user_properties.iter().find(|(k, _)| k == HOPS_PROPERTY)
+                                })
+                                .and_then(|(_, v)| v.parse().ok())
+                                .unwrap_or(0);
+                            Event::Publish(Incoming {
+                                topic: String::from_utf8_lossy(&publish.topic).into_owned(),
+                                payload: publish.payload.clone(),
+                                qos: publish.qos as u8,
+                                retain: publish.retain,
+                                hops,
+                                ack: AckOf::V5(Box::new(publish)),
                             })
-                            .and_then(|(_, v)| v.parse().ok())
-                            .unwrap_or(0);
-                        Event::Publish(Incoming {
-                            topic: String::from_utf8_lossy(&publish.topic).into_owned(),
-                            payload: publish.payload.clone(),
-                            qos: publish.qos as u8,
-                            retain: publish.retain,
-                            hops,
-                            ack: AckOf::V5(Box::new(publish)),
-                        })
-                    }
-                    E::Incoming(Packet::PubAck(ack)) => Event::Acked {
-                        packet_id: ack.pkid,
-                        refused: !matches!(
-                            ack.reason,
-                            PubAckReason::Success | PubAckReason::NoMatchingSubscribers
-                        ),
-                    },
-                    E::Incoming(Packet::PubRec(rec))
-                        if !matches!(
-                            rec.reason,
-                            PubRecReason::Success | PubRecReason::NoMatchingSubscribers
-                        ) =>
-                    {
-                        Event::Acked {
-                            packet_id: rec.pkid,
-                            refused: true,
                         }
-                    }
-                    E::Incoming(Packet::PubComp(comp)) => Event::Acked {
-                        packet_id: comp.pkid,
-                        refused: false,
+                        E::Incoming(Packet::PubAck(ack)) => Event::Acked {
+                            packet_id: ack.pkid,
+                            refused: !matches!(
+                                ack.reason,
+                                PubAckReason::Success | PubAckReason::NoMatchingSubscribers
+                            ),
+                        },
+                        E::Incoming(Packet::PubRec(rec))
+                            if !matches!(
+                                rec.reason,
+                                PubRecReason::Success | PubRecReason::NoMatchingSubscribers
+                            ) =>
+                        {
+                            Event::Acked {
+                                packet_id: rec.pkid,
+                                refused: true,
+                            }
+                        }
+                        E::Incoming(Packet::PubComp(comp)) => Event::Acked {
+                            packet_id: comp.pkid,
+                            refused: false,
+                        },
+                        E::Outgoing(Outgoing::Publish(packet_id)) => Event::Sent { packet_id },
+                        _ => Event::Other,
                     },
-                    E::Outgoing(Outgoing::Publish(packet_id)) => Event::Sent { packet_id },
-                    _ => Event::Other,
-                })
+                )
             }
             Events::V3(events) => {
                 use rumqttc::{Event as E, Outgoing, Packet};
-                Ok(match events.poll().await.map_err(|e| classify_v3(e, limit))? {
-                    E::Incoming(Packet::ConnAck(ack)) => Event::ConnAck {
-                        session_present: ack.session_present,
+                Ok(
+                    match events.poll().await.map_err(|e| classify_v3(e, limit))? {
+                        E::Incoming(Packet::ConnAck(ack)) => Event::ConnAck {
+                            session_present: ack.session_present,
+                        },
+                        E::Incoming(Packet::Publish(publish)) => Event::Publish(Incoming {
+                            topic: publish.topic.clone(),
+                            payload: publish.payload.clone(),
+                            qos: publish.qos as u8,
+                            retain: publish.retain,
+                            hops: 0,
+                            ack: AckOf::V3(publish),
+                        }),
+                        E::Incoming(Packet::PubAck(ack)) => Event::Acked {
+                            packet_id: ack.pkid,
+                            refused: false,
+                        },
+                        E::Incoming(Packet::PubComp(comp)) => Event::Acked {
+                            packet_id: comp.pkid,
+                            refused: false,
+                        },
+                        E::Outgoing(Outgoing::Publish(packet_id)) => Event::Sent { packet_id },
+                        _ => Event::Other,
                     },
-                    E::Incoming(Packet::Publish(publish)) => Event::Publish(Incoming {
-                        topic: publish.topic.clone(),
-                        payload: publish.payload.clone(),
-                        qos: publish.qos as u8,
-                        retain: publish.retain,
-                        hops: 0,
-                        ack: AckOf::V3(publish),
-                    }),
-                    E::Incoming(Packet::PubAck(ack)) => Event::Acked {
-                        packet_id: ack.pkid,
-                        refused: false,
-                    },
-                    E::Incoming(Packet::PubComp(comp)) => Event::Acked {
-                        packet_id: comp.pkid,
-                        refused: false,
-                    },
-                    E::Outgoing(Outgoing::Publish(packet_id)) => Event::Sent { packet_id },
-                    _ => Event::Other,
-                })
+                )
             }
         }
     }

@@ -174,7 +174,8 @@ impl Supervisor {
             .collect();
         self.store
             .run(move |s| {
-                let rows: Vec<(&str, &Item)> = rows.iter().map(|(id, i)| (id.as_str(), i)).collect();
+                let rows: Vec<(&str, &Item)> =
+                    rows.iter().map(|(id, i)| (id.as_str(), i)).collect();
                 s.upstream_queue_append(&rows)
             })
             .await

@@ -48,9 +48,7 @@ impl Server {
         password: &str,
     ) -> MosquittoSub {
         let port = self.listener_port("mqtt").to_string();
-        let qos = qos.to_string();
-        let version = if v5 { "mqttv5" } else { "mqttv311" };
-        let (child, rx) = spawn_mosquitto_sub([
+        MosquittoSub::start(&[
             "-h",
             "127.0.0.1",
             "-p",
@@ -58,24 +56,14 @@ impl Server {
             "-t",
             filter,
             "-q",
-            &qos,
+            &qos.to_string(),
             "-V",
-            version,
+            if v5 { "mqttv5" } else { "mqttv311" },
             "-u",
             user,
             "-P",
             password,
-            "-d",
-            "-F",
-            "MSG %t %q %r %p",
-        ]);
-        let mut sub = MosquittoSub {
-            child,
-            lines: rx,
-            seen: Vec::new(),
-        };
-        sub.wait_line(|l| l.contains("SUBACK"), "its SUBACK");
-        sub
+        ])
     }
 
     /// Runs `mosquitto_pub` against the TCP listener; returns (exit success, stdout+stderr).
@@ -98,6 +86,33 @@ impl Server {
 }
 
 impl MosquittoSub {
+    /// Starts `mosquitto_sub` with `args` (where to connect, what to subscribe to) printing
+    /// `MSG <topic> <qos> <retain> <payload>` lines, and waits for its SUBACK.
+    pub fn start(args: &[&str]) -> MosquittoSub {
+        let mut all = args.to_vec();
+        all.extend(["-d", "-F", "MSG %t %q %r %p"]);
+        let (child, lines) = spawn_mosquitto_sub(all);
+        let mut sub = MosquittoSub {
+            child,
+            lines,
+            seen: Vec::new(),
+        };
+        sub.wait_line(|l| l.contains("SUBACK"), "its SUBACK");
+        sub
+    }
+
+    /// Every `MSG` line printed so far, in order.
+    pub fn messages(&mut self) -> Vec<String> {
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        self.seen
+            .iter()
+            .filter(|l| l.starts_with("MSG "))
+            .cloned()
+            .collect()
+    }
+
     /// Waits for a stdout line matching `pred`; panics naming `what` (with the output so far).
     pub fn wait_line(&mut self, pred: impl Fn(&str) -> bool, what: &str) -> String {
         let deadline = Instant::now() + MQTT_WAIT;

@@ -10,6 +10,8 @@ pub struct PeerBroker {
     child: Child,
     config: PathBuf,
     _dir: tempfile::TempDir,
+    user: String,
+    password: String,
     pub port: u16,
     pub ws_port: u16,
     pub tls_port: u16,
@@ -18,7 +20,7 @@ pub struct PeerBroker {
 }
 
 /// A port free right now on the loopback interface.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     StdListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -74,6 +76,8 @@ impl PeerBroker {
             child: spawn(&config),
             config,
             _dir: dir,
+            user: user.to_string(),
+            password: password.to_string(),
             port,
             ws_port,
             tls_port,
@@ -97,6 +101,46 @@ impl PeerBroker {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// `mosquitto_sub` (MQTT 5, QoS 1) on the plain listener as the broker's user.
+    pub fn mosquitto_sub(&self, filter: &str) -> MosquittoSub {
+        let port = self.port.to_string();
+        MosquittoSub::start(&[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            filter,
+            "-q",
+            "1",
+            "-V",
+            "mqttv5",
+            "-u",
+            &self.user,
+            "-P",
+            &self.password,
+        ])
+    }
+
+    /// `mosquitto_pub` (MQTT 5) on the plain listener as the broker's user, with `args`.
+    pub fn mosquitto_pub(&self, args: &[&str]) {
+        let out = Command::new("mosquitto_pub")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-V",
+                "mqttv5",
+            ])
+            .args(["-u", &self.user, "-P", &self.password])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run mosquitto_pub");
+        assert!(out.status.success(), "mosquitto_pub failed: {out:?}");
     }
 
     /// Starts the broker again on the same ports after [`PeerBroker::kill`].

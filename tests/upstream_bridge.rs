@@ -1,0 +1,353 @@
+//! Upstream bindings carrying messages (issue 14), against real brokers: two `svc serve`
+//! processes bridged both ways carry each update once and historize it where it is
+//! historized; Mosquitto as the upstream over TCP, WebSocket and TLS (MQTT 5 and 3.1.1); an
+//! upstream killed mid-stream loses no QoS 1 value and keeps their order; a full buffer drops
+//! the oldest and counts it; `conflate` keeps the newest message per topic.
+
+mod common;
+
+use common::*;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn add_namespace(server: &Server, domain: &str, path: &str) {
+    let resp = server
+        .admin_in(domain, Method::POST, "/svc/namespaces")
+        .json(&json!({"name": path.replace('/', "_"), "path": path}))
+        .send()
+        .expect("POST /svc/namespaces");
+    json_ok(resp, StatusCode::CREATED);
+}
+
+fn add_upstream(server: &Server, body: Value) -> String {
+    let created = server.create_record("domains:acme", "upstreams", &body);
+    created["id"].as_str().expect("id").to_string()
+}
+
+fn status(server: &Server, id: &str) -> Value {
+    server.get_json(
+        "domains:acme",
+        &format!("/svc/upstreams/{}/status", enc(id)),
+    )
+}
+
+/// Polls the status until `check` accepts it.
+fn wait_status(server: &Server, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    poll_until(Duration::from_secs(20), what, &mut || {
+        last = status(server, id);
+        check(&last).then(|| last.clone())
+    })
+}
+
+/// The historized values of `topic` in `domain`, newest first.
+fn history(server: &Server, domain: &str, topic: &str) -> Vec<Value> {
+    let resp = server
+        .admin_in(domain, Method::PATCH, "/svc/historian/last")
+        .json(&json!({"topic": topic, "limit": 10}))
+        .send()
+        .expect("PATCH /svc/historian/last");
+    let points = json_ok(resp, StatusCode::OK);
+    points
+        .as_array()
+        .map(|list| list.iter().map(|p| p["value"].clone()).collect())
+        .unwrap_or_default()
+}
+
+fn payloads_until_quiet(client: &mut Mqtt) -> Vec<String> {
+    publishes_until_quiet(client, Duration::from_millis(800))
+        .iter()
+        .map(|m| format!("{} {}", m.topic, m.text()))
+        .collect()
+}
+
+#[test]
+fn two_svc_instances_bridged_both_ways_carry_each_update_once() {
+    // B: the plant broker, owning `corp/acme`.
+    let plant = Server::start();
+    plant.create_domain("corp");
+    add_namespace(&plant, "domains:corp", "corp/acme");
+    plant.create_tag("domains:corp", "corp/acme/site1/temp", true);
+    // A: the edge, owning `acme/site1`, bridged both ways to B's `corp/acme/site1`.
+    let edge = Server::start();
+    edge.create_domain("acme");
+    add_namespace(&edge, "domains:acme", "acme/site1");
+    edge.create_tag("domains:acme", "acme/site1/setpoint", true);
+    let id = add_upstream(
+        &edge,
+        json!({"name": "plant", "host": "127.0.0.1", "port": plant.listener_port("mqtt"),
+            "username": "admin", "password": ADMIN_PASSWORD,
+            "bindings": [{"direction": "both", "local": "acme/site1",
+                "remote": "corp/acme/site1"}]}),
+    );
+    wait_status(&edge, &id, "the bridge connected", |s| {
+        s["state"] == "connected"
+    });
+
+    let mut on_plant = plant.mqtt_admin(Proto::V5, Via::Tcp, "watch-plant");
+    on_plant.subscribe("corp/#", 1);
+    let mut on_edge = edge.mqtt_admin(Proto::V5, Via::Tcp, "watch-edge");
+    on_edge.subscribe("acme/#", 1);
+
+    // Edge → plant.
+    let mut sensor = edge.mqtt_admin(Proto::V5, Via::Tcp, "sensor");
+    assert_eq!(
+        sensor.publish("acme/site1/temp", "21.5", 1, false),
+        "Success"
+    );
+    assert_eq!(
+        payloads_until_quiet(&mut on_plant),
+        ["corp/acme/site1/temp 21.5"]
+    );
+    assert_eq!(payloads_until_quiet(&mut on_edge), ["acme/site1/temp 21.5"]);
+
+    // Plant → edge: the setpoint arrives once and is not carried back.
+    let mut operator = plant.mqtt_admin(Proto::V3, Via::Tcp, "operator");
+    assert_eq!(
+        operator.publish("corp/acme/site1/setpoint", "30", 1, false),
+        "Success"
+    );
+    assert_eq!(
+        payloads_until_quiet(&mut on_edge),
+        ["acme/site1/setpoint 30"]
+    );
+    assert_eq!(
+        payloads_until_quiet(&mut on_plant),
+        ["corp/acme/site1/setpoint 30"]
+    );
+
+    // Historized where historized.
+    plant.poll(Duration::from_secs(10), "the plant historized 21.5", || {
+        (history(&plant, "domains:corp", "corp/acme/site1/temp") == [json!(21.5)]).then_some(())
+    });
+    edge.poll(Duration::from_secs(10), "the edge historized 30", || {
+        (history(&edge, "domains:acme", "acme/site1/setpoint") == [json!(30)]).then_some(())
+    });
+
+    let now = wait_status(&edge, &id, "the traffic counted", |s| {
+        s["counters"]["out_messages"] == 1
+    });
+    assert_eq!(now["counters"]["in_messages"], 1, "{now}");
+    assert_eq!(now["counters"]["out_bytes"], 4, "{now}");
+    assert_eq!(now["bindings"][0]["direction"], "both", "{now}");
+    assert_eq!(now["bindings"][0]["in_messages"], 1, "{now}");
+    assert_eq!(now["buffer"]["messages"], 0, "{now}");
+    assert_eq!(now["dropped"]["loop"], 0, "{now}");
+}
+
+#[test]
+fn mosquitto_is_an_upstream_over_tcp_websocket_and_tls() {
+    let peer = PeerBroker::start("edge", "edge-pw-123");
+    let server = Server::start();
+    server.create_domain("acme");
+    add_namespace(&server, "domains:acme", "acme/site1");
+    let login = json!({"host": "127.0.0.1", "username": "edge", "password": "edge-pw-123"});
+    let with = |extra: Value| {
+        let mut body = login.clone();
+        body.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        body
+    };
+    let ids = [
+        add_upstream(
+            &server,
+            with(json!({"name": "tcp", "port": peer.port, "bindings": [
+                {"direction": "out", "local": "acme/site1/tcp", "remote": "cloud/tcp"}]})),
+        ),
+        add_upstream(
+            &server,
+            with(
+                json!({"name": "ws", "protocol": "ws", "port": peer.ws_port, "bindings": [
+                {"direction": "both", "local": "acme/site1/ws", "remote": "cloud/ws"}]}),
+            ),
+        ),
+        add_upstream(
+            &server,
+            with(
+                json!({"name": "tls", "protocol": "mqtts", "port": peer.tls_port,
+                "mqtt_version": "3.1.1", "tls": {"ca": peer.ca_pem, "server_name": "localhost"},
+                "bindings": [{"direction": "out", "local": "acme/site1/tls",
+                    "remote": "cloud/tls", "qos": 2}]}),
+            ),
+        ),
+    ];
+    for id in &ids {
+        wait_status(&server, id, "connected", |s| s["state"] == "connected");
+    }
+    let mut cloud = peer.mosquitto_sub("cloud/#");
+    let mut device = server.mqtt_admin(Proto::V5, Via::Tcp, "device");
+    for (topic, value) in [("tcp/a", "1"), ("ws/b", "2"), ("tls/c", "3")] {
+        device.publish(&format!("acme/site1/{topic}"), value, 1, false);
+    }
+    cloud.expect_msg("cloud/tcp/a", "1");
+    cloud.expect_msg("cloud/ws/b", "2");
+    cloud.expect_msg("cloud/tls/c", "3");
+
+    // In through the WebSocket binding, as an ordinary local update.
+    let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "watcher");
+    watcher.subscribe("acme/site1/ws/#", 1);
+    peer.mosquitto_pub(&["-t", "cloud/ws/setpoint", "-m", "42", "-q", "1"]);
+    assert_eq!(
+        payloads_until_quiet(&mut watcher),
+        ["acme/site1/ws/setpoint 42"]
+    );
+    // Not carried back out to the upstream it came from.
+    std::thread::sleep(Duration::from_millis(300));
+    let lines = cloud.messages();
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("setpoint")).count(),
+        1,
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn an_upstream_killed_mid_stream_gets_every_qos1_value_in_order() {
+    let mut peer = PeerBroker::start("edge", "edge-pw-123");
+    let server = Server::start();
+    server.create_domain("acme");
+    add_namespace(&server, "domains:acme", "acme/site1");
+    // A fixed 3 s wait before reconnecting leaves time to subscribe again on the restarted
+    // broker first (Mosquitto keeps no messages for a subscriber that is not there).
+    let id = add_upstream(
+        &server,
+        json!({"name": "cloud", "host": "127.0.0.1", "port": peer.port, "username": "edge",
+            "password": "edge-pw-123", "reconnect": {"initial": "3s", "max": "3s", "jitter": 0},
+            "bindings": [{"direction": "out", "local": "acme/site1", "remote": "cloud/site1"}]}),
+    );
+    wait_status(&server, &id, "connected", |s| s["state"] == "connected");
+    let mut before = peer.mosquitto_sub("cloud/#");
+    const N: u32 = 400;
+    let publisher = {
+        let mut device = server.mqtt_admin(Proto::V5, Via::Tcp, "device");
+        std::thread::spawn(move || {
+            for i in 1..=N {
+                assert_eq!(
+                    device.publish("acme/site1/seq", i.to_string(), 1, false),
+                    "Success"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    before.wait_line(|l| l.ends_with(" 100"), "value 100 before the outage");
+    peer.kill();
+    let first = before.messages();
+    drop(before);
+    peer.restart();
+    let mut after = peer.mosquitto_sub("cloud/#");
+    publisher.join().expect("the publisher finished");
+    after.expect_msg("cloud/site1/seq", &N.to_string());
+    let second = after.messages();
+
+    let values = |lines: &[String]| -> Vec<u32> {
+        lines
+            .iter()
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect()
+    };
+    let (first, second) = (values(&first), values(&second));
+    for part in [&first, &second] {
+        assert!(
+            part.windows(2).all(|w| w[0] < w[1]),
+            "out of order or repeated within one connection: {part:?}"
+        );
+    }
+    let resent = first.iter().filter(|v| second.contains(v)).count();
+    assert!(
+        resent <= 256,
+        "{resent} values sent twice: more than were in flight"
+    );
+    let mut all: Vec<u32> = first.iter().chain(&second).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all, (1..=N).collect::<Vec<_>>(), "values were lost");
+    let done = wait_status(&server, &id, "an empty buffer", |s| {
+        s["buffer"]["messages"] == 0 && s["state"] == "connected"
+    });
+    assert!(
+        done["counters"]["out_messages"].as_u64() >= Some(u64::from(N)),
+        "{done}"
+    );
+}
+
+#[test]
+fn a_full_buffer_drops_the_oldest_and_conflate_keeps_the_newest_per_topic() {
+    let server = Server::start();
+    server.create_domain("acme");
+    add_namespace(&server, "domains:acme", "acme/site1");
+    // Nothing listens yet: everything waits in the buffers.
+    let nowhere = free_port();
+    let upstream = |name: &str, local: &str, remote: &str, buffer: Value| {
+        add_upstream(
+            &server,
+            json!({"name": name, "host": "127.0.0.1", "port": nowhere, "username": "edge",
+                "password": "edge-pw-123", "reconnect": {"initial": "200ms", "max": "500ms"},
+                "buffer": buffer,
+                "bindings": [{"direction": "out", "local": local, "remote": remote}]}),
+        )
+    };
+    let bounded = upstream(
+        "bounded",
+        "acme/site1/of",
+        "cloud/of",
+        json!({"max_messages": 5}),
+    );
+    let latest = upstream(
+        "latest",
+        "acme/site1/cf",
+        "cloud/cf",
+        json!({"conflate": true}),
+    );
+    let mut device = server.mqtt_admin(Proto::V5, Via::Tcp, "device");
+    for i in 1..=8 {
+        device.publish("acme/site1/of/v", i.to_string(), 1, false);
+    }
+    for (topic, value) in [("a", "1"), ("b", "1"), ("a", "2"), ("a", "3"), ("b", "2")] {
+        device.publish(&format!("acme/site1/cf/{topic}"), value, 1, false);
+    }
+    let full = wait_status(&server, &bounded, "5 buffered", |s| {
+        s["buffer"]["messages"] == 5
+    });
+    assert_eq!(full["dropped"]["overflow"], 3, "{full}");
+    assert!(full["buffer"]["oldest_age_ms"].is_u64(), "{full}");
+    let conflated = wait_status(&server, &latest, "2 buffered", |s| {
+        s["buffer"]["messages"] == 2
+    });
+    assert_eq!(conflated["dropped"]["conflated"], 3, "{conflated}");
+
+    // The upstream appears: what the buffers kept goes out, in order.
+    let peer = PeerBroker::start("edge", "edge-pw-123");
+    let mut cloud = peer.mosquitto_sub("cloud/#");
+    for id in [&bounded, &latest] {
+        let resp = server
+            .admin_in("domains:acme", Method::PUT, &rec_path(id))
+            .json(&json!({"port": peer.port}))
+            .send()
+            .expect("PUT upstream");
+        json_ok(resp, StatusCode::OK);
+    }
+    cloud.expect_msg("cloud/of/v", "8");
+    cloud.expect_msg("cloud/cf/b", "2");
+    std::thread::sleep(Duration::from_millis(300));
+    let lines = cloud.messages();
+    let of: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("MSG cloud/of/"))
+        .filter_map(|l| l.rsplit(' ').next())
+        .collect();
+    assert_eq!(of, ["4", "5", "6", "7", "8"], "{lines:?}");
+    let cf: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("MSG cloud/cf/"))
+        .collect();
+    assert_eq!(cf.len(), 2, "{lines:?}");
+    assert!(
+        cf[0].starts_with("MSG cloud/cf/a ") && cf[0].ends_with(" 3"),
+        "{lines:?}"
+    );
+    let sent = wait_status(&server, &bounded, "sent", |s| s["buffer"]["messages"] == 0);
+    assert_eq!(sent["counters"]["out_messages"], 5, "{sent}");
+}
