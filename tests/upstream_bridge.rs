@@ -168,7 +168,7 @@ fn mosquitto_is_an_upstream_over_tcp_websocket_and_tls() {
             with(
                 json!({"name": "tls", "protocol": "mqtts", "port": peer.tls_port,
                 "mqtt_version": "3.1.1", "tls": {"ca": peer.ca_pem, "server_name": "localhost"},
-                "bindings": [{"direction": "out", "local": "acme/site1/tls",
+                "bindings": [{"direction": "both", "local": "acme/site1/tls",
                     "remote": "cloud/tls", "qos": 2}]}),
             ),
         ),
@@ -177,6 +177,8 @@ fn mosquitto_is_an_upstream_over_tcp_websocket_and_tls() {
         wait_status(&server, id, "connected", |s| s["state"] == "connected");
     }
     let mut cloud = peer.mosquitto_sub("cloud/#");
+    let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "watcher");
+    watcher.subscribe("acme/site1/#", 1);
     let mut device = server.mqtt_admin(Proto::V5, Via::Tcp, "device");
     for (topic, value) in [("tcp/a", "1"), ("ws/b", "2"), ("tls/c", "3")] {
         device.publish(&format!("acme/site1/{topic}"), value, 1, false);
@@ -184,10 +186,19 @@ fn mosquitto_is_an_upstream_over_tcp_websocket_and_tls() {
     cloud.expect_msg("cloud/tcp/a", "1");
     cloud.expect_msg("cloud/ws/b", "2");
     cloud.expect_msg("cloud/tls/c", "3");
+    // The MQTT 3.1.1 binding carries both ways, and its echo is not taken for an update.
+    assert_eq!(
+        payloads_until_quiet(&mut watcher),
+        [
+            "acme/site1/tcp/a 1",
+            "acme/site1/ws/b 2",
+            "acme/site1/tls/c 3"
+        ]
+    );
+    let tls = status(&server, &ids[2]);
+    assert_eq!(tls["dropped"]["loop"], 1, "{tls}");
 
     // In through the WebSocket binding, as an ordinary local update.
-    let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "watcher");
-    watcher.subscribe("acme/site1/ws/#", 1);
     peer.mosquitto_pub(&["-t", "cloud/ws/setpoint", "-m", "42", "-q", "1"]);
     assert_eq!(
         payloads_until_quiet(&mut watcher),

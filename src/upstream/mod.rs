@@ -6,6 +6,7 @@
 pub mod binding;
 pub mod config;
 pub mod connect;
+mod echo;
 pub mod queue;
 pub mod relay;
 mod session;

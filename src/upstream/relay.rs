@@ -4,11 +4,13 @@
 //! from the upstream published into the local broker and acknowledged only once published.
 //!
 //! Loops are cut three ways: a message that came from an upstream is never carried back to
-//! it, MQTT 5 subscriptions ask No Local (what the bridge publishes does not come back), and
-//! every bridged message carries a hop count (`svc-hops`) that is dropped at [`MAX_HOPS`].
+//! it, MQTT 5 subscriptions ask No Local (what the bridge publishes does not come back; MQTT
+//! 3.1.1 bridges drop the echo instead, see [`EchoGuard`]), and every bridged message carries
+//! a hop count (`svc-hops`) that is dropped at [`MAX_HOPS`].
 
 use super::binding::Binding;
 use super::connect::{Failure, Target};
+use super::echo::EchoGuard;
 use super::queue::{Depth, Dropped, Item, Limits, OutQueue};
 use super::session::{open, Client, Event, Incoming, Open};
 use crate::store::Store;
@@ -205,11 +207,17 @@ pub struct Relay {
     pub bindings: Vec<Binding>,
     pub outbox: Arc<Outbox>,
     counters: Counters,
+    /// For MQTT 3.1.1 upstreams carrying messages both ways (no No Local there).
+    echoes: Option<Mutex<EchoGuard>>,
 }
 
 impl Relay {
-    pub fn new(bindings: Vec<Binding>, outbox: Arc<Outbox>) -> Relay {
+    /// `no_local`: the upstream speaks MQTT 5, whose subscriptions can refuse the bridge's
+    /// own messages.
+    pub fn new(bindings: Vec<Binding>, outbox: Arc<Outbox>, no_local: bool) -> Relay {
+        let both_ways = bindings.iter().any(|b| b.incoming) && bindings.iter().any(|b| b.outgoing);
         Relay {
+            echoes: (both_ways && !no_local).then(Mutex::default),
             origin: format!("upstream:{}", outbox.id).into(),
             counters: Counters {
                 bindings: bindings
@@ -447,6 +455,9 @@ async fn send(relay: Arc<Relay>, client: Client, handed: Arc<Mutex<VecDeque<(i64
             continue;
         }
         for item in batch {
+            if let Some(echoes) = &relay.echoes {
+                lock(echoes).sent(&item.topic, &item.payload, Instant::now());
+            }
             lock(&handed).push_back((item.seq, item.qos));
             if client.publish(&item).await.is_err() {
                 return;
@@ -465,7 +476,10 @@ async fn receive(
     let c = &relay.counters;
     while let Some(message) = incoming.recv().await {
         let mapped = relay.local_of(&message.topic);
-        if message.hops >= MAX_HOPS {
+        let echo = relay.echoes.as_ref().is_some_and(|echoes| {
+            lock(echoes).is_echo(&message.topic, &message.payload, Instant::now())
+        });
+        if message.hops >= MAX_HOPS || echo {
             c.loops.fetch_add(1, Ordering::Relaxed);
         } else if let Some((binding, topic)) = mapped {
             c.in_messages.fetch_add(1, Ordering::Relaxed);

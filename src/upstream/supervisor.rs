@@ -254,7 +254,8 @@ impl Supervisor {
                 continue;
             };
             outbox.set_limits(Limits::of(&fields));
-            let relay = Arc::new(Relay::new(Binding::all_of(&fields), outbox));
+            let no_local = fields.get("mqtt_version").and_then(Value::as_str) != Some("3.1.1");
+            let relay = Arc::new(Relay::new(Binding::all_of(&fields), outbox, no_local));
             let name = fields
                 .get("name")
                 .and_then(Value::as_str)
