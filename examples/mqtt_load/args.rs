@@ -14,6 +14,9 @@ pub enum Mode {
     Latency,
     /// N connections that only hold their session open (keep alive), for the broker's memory.
     Idle,
+    /// One `<subscriber prefix>/#` subscriber that waits for `--messages` (sent by others, e.g.
+    /// a bridge catching up) and says when the first and the last arrived.
+    Drain,
 }
 
 pub struct Args {
@@ -45,12 +48,24 @@ pub struct Args {
     pub settle_ms: u64,
     /// Idle mode: keep alive of the held connections, in seconds.
     pub keep_alive_s: u64,
+    /// Where the subscribers connect, when not to the publishers' broker (a bridge's far
+    /// side): host, port, credentials and the prefix they subscribe under.
+    pub sub_host: Option<String>,
+    pub sub_port: Option<u16>,
+    pub sub_username: Option<String>,
+    pub sub_password: Option<String>,
+    pub sub_prefix: Option<String>,
 }
 
 impl Args {
     /// The subscribers' QoS: `--subscriber-qos`, else the publishers'.
     pub fn sub_qos(&self) -> QoS {
         self.subscriber_qos.unwrap_or(self.qos)
+    }
+
+    /// The prefix the subscribers subscribe under: `--sub-prefix`, else `--topic-prefix`.
+    pub fn sub_prefix(&self) -> &str {
+        self.sub_prefix.as_deref().unwrap_or(&self.prefix)
     }
 }
 
@@ -69,20 +84,22 @@ fn mode_of(text: &str) -> Mode {
         "fan-out" => Mode::FanOut,
         "latency" => Mode::Latency,
         "idle" => Mode::Idle,
+        "drain" => Mode::Drain,
         other => usage(&format!(
-            "--mode must be fan-in, fan-out, latency or idle, not {other}"
+            "--mode must be fan-in, fan-out, latency, idle or drain, not {other}"
         )),
     }
 }
 
 pub fn usage(problem: &str) -> ! {
     eprintln!(
-        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-out|latency|idle] [--host H] \
+        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-out|latency|idle|drain] [--host H] \
          [--port P] [--username U] [--password P] [--publishers N] [--subscribers N] \
          [--messages M] [--qos 0|1|2] [--subscriber-qos 0|1|2] [--size BYTES] \
          [--topic-prefix PREFIX] [--rate MSGS_PER_S] [--warmup-ms MS] [--duration-ms MS] \
          [--connections N] [--connect-concurrency N] [--broker-pid PID] [--settle-ms MS] \
-         [--keep-alive S]"
+         [--keep-alive S] [--sub-host H] [--sub-port P] [--sub-username U] \
+         [--sub-password P] [--sub-prefix PREFIX]"
     );
     std::process::exit(2)
 }
@@ -109,6 +126,11 @@ pub fn parse_args() -> Args {
         broker_pid: None,
         settle_ms: 2_000,
         keep_alive_s: 60,
+        sub_host: None,
+        sub_port: None,
+        sub_username: None,
+        sub_password: None,
+        sub_prefix: None,
     };
     let mut raw = std::env::args().skip(1);
     while let Some(flag) = raw.next() {
@@ -146,6 +168,16 @@ pub fn parse_args() -> Args {
             }
             "--settle-ms" => args.settle_ms = number(&value),
             "--keep-alive" => args.keep_alive_s = number(&value).max(5),
+            "--sub-host" => args.sub_host = Some(value),
+            "--sub-port" => {
+                args.sub_port = Some(
+                    u16::try_from(number(&value))
+                        .unwrap_or_else(|_| usage("--sub-port is at most 65535")),
+                )
+            }
+            "--sub-username" => args.sub_username = Some(value),
+            "--sub-password" => args.sub_password = Some(value),
+            "--sub-prefix" => args.sub_prefix = Some(value),
             other => usage(&format!("unknown flag {other}")),
         }
     }

@@ -19,7 +19,12 @@ pub fn now_ns() -> u64 {
 }
 
 pub fn options(args: &Args, id: &str) -> MqttOptions {
-    let mut options = MqttOptions::new(id, &args.host, args.port);
+    options_at(args, id, &args.host, args.port)
+}
+
+/// [`options`] for the broker at `host`:`port`.
+fn options_at(args: &Args, id: &str, host: &str, port: u16) -> MqttOptions {
+    let mut options = MqttOptions::new(id, host, port);
     options.set_keep_alive(Duration::from_secs(60));
     options.set_clean_session(true);
     options.set_inflight(1_000);
@@ -59,11 +64,15 @@ pub struct Deliveries {
     pub received: AtomicU64,
     /// [`now_ns`] of the last delivery; 0 before the first.
     pub last_ns: AtomicU64,
+    /// [`now_ns`] of the first delivery; 0 before it.
+    pub first_ns: AtomicU64,
 }
 
 impl Deliveries {
     fn record(&self) {
-        self.received.fetch_add(1, Ordering::Relaxed);
+        if self.received.fetch_add(1, Ordering::Relaxed) == 0 {
+            self.first_ns.store(now_ns(), Ordering::Relaxed);
+        }
         self.last_ns.fetch_max(now_ns(), Ordering::Relaxed);
     }
 
@@ -96,7 +105,12 @@ pub async fn subscribe(
     deliveries: Arc<Deliveries>,
     mut on_publish: impl FnMut(&[u8]) + Send + 'static,
 ) -> Result<(), String> {
-    let (client, mut event_loop) = AsyncClient::new(options(args, id), 1_000);
+    let host = args.sub_host.as_deref().unwrap_or(&args.host);
+    let mut options = options_at(args, id, host, args.sub_port.unwrap_or(args.port));
+    if let Some(user) = &args.sub_username {
+        options.set_credentials(user, args.sub_password.clone().unwrap_or_default());
+    }
+    let (client, mut event_loop) = AsyncClient::new(options, 1_000);
     client
         .subscribe(filter, qos)
         .await

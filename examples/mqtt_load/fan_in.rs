@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let total = (args.publishers * args.messages) as u64;
     let deliveries = Arc::new(Deliveries::default());
-    let filter = format!("{}/#", args.prefix);
+    let filter = format!("{}/#", args.sub_prefix());
     subscribe(
         &args,
         "bench-subscriber",

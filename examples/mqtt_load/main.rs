@@ -13,6 +13,12 @@
 //!   messages sent after the warm-up), samples and send_rate (the rate actually sent).
 //! - `idle`: `--connections` N held open (keep alive `--keep-alive` s); with `--broker-pid`,
 //!   rss_before_kb, rss_with_kb and bytes_per_connection of that broker.
+//! - `drain`: one subscriber of `<sub prefix>/#` prints `subscribed` on stderr once its SUBACK
+//!   is in, waits for `--messages` M sent by someone else (or 5 s of silence) and prints
+//!   received and the wall-clock times (ms since the epoch) of the first and last delivery.
+//!
+//! The subscribers may sit on another broker than the publishers (`--sub-host`, `--sub-port`,
+//! `--sub-username`, `--sub-password`, `--sub-prefix`): the far side of a bridge.
 //!
 //! Payloads are JSON objects of exactly `--size` bytes (`{"value":N,"pad":"xxx…"}`; the latency
 //! mode adds `"sent_ns":T`), so a broker that historizes them stores numbers.
@@ -26,6 +32,7 @@
 
 mod args;
 mod client;
+mod drain;
 mod fan_in;
 mod fan_out;
 mod idle;
@@ -46,6 +53,7 @@ async fn main() {
         Mode::FanOut => args.subscribers + 1,
         Mode::Latency => 2,
         Mode::Idle => args.connections,
+        Mode::Drain => 1,
     };
     if let Err(e) = system::raise_nofile(connections as u64 + SPARE_FDS) {
         eprintln!("mqtt_load: {e}");
@@ -56,6 +64,7 @@ async fn main() {
         Mode::FanOut => fan_out::run(args).await,
         Mode::Latency => latency::run(args).await,
         Mode::Idle => idle::run(args).await,
+        Mode::Drain => drain::run(args).await,
     };
     match result {
         Ok(line) => println!("{line}"),
