@@ -28,7 +28,7 @@ impl Binding {
             return Vec::new();
         };
         list.iter()
-            .filter_map(|b| {
+            .map(|b| {
                 let text = |name: &str| b.get(name).and_then(Value::as_str).unwrap_or_default();
                 let direction = text("direction");
                 let local = text("local").to_string();
@@ -36,7 +36,7 @@ impl Binding {
                     "" => local.clone(),
                     remote => remote.to_string(),
                 };
-                Some(Binding {
+                Binding {
                     outgoing: matches!(direction, "out" | "both"),
                     incoming: matches!(direction, "in" | "both"),
                     filter: match text("filter") {
@@ -47,7 +47,7 @@ impl Binding {
                     keep_retain: text("retain") != "clear",
                     local,
                     remote,
-                })
+                }
             })
             .collect()
     }
