@@ -26,7 +26,8 @@
 #
 # Settings (environment): BENCH_ROUNDS (3), BENCH_PUBLISHERS (4), BENCH_MESSAGES (25000 per
 # publisher), BENCH_CATCHUP (100000), BENCH_SIZE (64), SVC_LOG (default info; logs are kept
-# only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to measure
+# only on failure), BENCH_PERF=<file> to record `perf record -g` of the edge during the first
+# relay run, BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to measure
 # an already built svc binary. Results go to bench/upstream-results.md (overwritten) with the
 # machine, its load and the date.
 set -euo pipefail
@@ -104,11 +105,39 @@ load() {
         die "mqtt_load failed publishing under $2"
 }
 
+TICKS_PER_SEC=$(getconf CLK_TCK)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# with_cpu PID… -- CMD… : runs CMD and adds to its JSON line `cpu_us_per_msg_<i>`, the CPU time
+# of the i-th PID (0-based) per delivered message.
+with_cpu() {
+    local pids=() before=() line i
+    while [ "$1" != -- ]; do pids+=("$1"); shift; done
+    shift
+    for i in "${!pids[@]}"; do before[i]=$(cpu_ticks "${pids[$i]}"); done
+    line=$("$@")
+    for i in "${!pids[@]}"; do
+        line=$(jq -c --argjson t "$(($(cpu_ticks "${pids[$i]}") - before[i]))" --argjson hz "$TICKS_PER_SEC" \
+            ". + {\"cpu_us_per_msg_$i\": (\$t / \$hz * 1e6 / .received * 100 | round / 100)}" <<<"$line")
+    done
+    echo "$line"
+}
+
 DIRECT=()
 RELAY=()
 for round in $(seq 1 "$ROUNDS"); do
-    direct=$(load "$PLANT_MQTT" "corp/acme/site1/d$round" "corp/acme/site1/d$round")
-    relay=$(load "$EDGE_MQTT" "acme/site1/r$round" "corp/acme/site1/r$round")
+    direct=$(with_cpu "$PLANT_PID" -- load "$PLANT_MQTT" "corp/acme/site1/d$round" "corp/acme/site1/d$round")
+    if [ "$round" = 1 ] && [ -n "${BENCH_PERF:-}" ]; then
+        perf record -g -o "$BENCH_PERF" -p "$EDGE_PID" 2>>"$WORK/perf.log" &
+        PERF_PID=$!
+        sleep 0.5
+    fi
+    relay=$(with_cpu "$PLANT_PID" "$EDGE_PID" -- load "$EDGE_MQTT" "acme/site1/r$round" "corp/acme/site1/r$round")
+    if [ -n "${PERF_PID:-}" ]; then
+        kill -INT "$PERF_PID"
+        wait "$PERF_PID" || true
+        PERF_PID=""
+        log "perf profile of the edge during relay round 1: $BENCH_PERF"
+    fi
     log "round $round: direct $direct"
     log "round $round: relay  $relay"
     DIRECT+=("$direct")
@@ -176,6 +205,10 @@ CATCHUP_VERDICT=$(verdict "$CATCHUP_S <= 10 and $CATCHUP_RECEIVED >= $CATCHUP")
         "$RELAY_RATE" "$RELAY_RATIO" "$LOST" "$RELAY_VERDICT"
     printf '| catch-up: %s buffered messages after an outage | %.0f (%.2f s) | %.2f | <= 10 s, all arrive (%s) | %s |\n' \
         "$CATCHUP" "$CATCHUP_RATE" "$CATCHUP_S" "$CATCHUP_RATIO" "$CATCHUP_RECEIVED" "$CATCHUP_VERDICT"
+    echo
+    printf 'CPU per delivered message (median rounds): plant %s µs direct; relay: plant %s µs, edge %s µs.\n' \
+        "$(jq .cpu_us_per_msg_0 <<<"$DIRECT_MEDIAN")" "$(jq .cpu_us_per_msg_0 <<<"$RELAY_MEDIAN")" \
+        "$(jq .cpu_us_per_msg_1 <<<"$RELAY_MEDIAN")"
     echo
     echo "Every round:"
     echo
