@@ -64,11 +64,14 @@ fn payloads_until_quiet(client: &mut Mqtt) -> Vec<String> {
 
 #[test]
 fn two_svc_instances_bridged_both_ways_carry_each_update_once() {
-    // B: the plant broker, owning `corp/acme`.
+    // B: the plant broker, owning `corp/acme`; the edge logs in as a user of `corp` with tag
+    // rights there, which cover the whole namespace.
     let plant = Server::start();
     plant.create_domain("corp");
+    plant.create_domain("beta");
     add_namespace(&plant, "domains:corp", "corp/acme");
     plant.create_tag("domains:corp", "corp/acme/site1/temp", true);
+    plant.user_with_grants("domains:corp", "edge", &[("tags", "read-write", "*")]);
     // A: the edge, owning `acme/site1`, bridged both ways to B's `corp/acme/site1`.
     let edge = Server::start();
     edge.create_domain("acme");
@@ -77,7 +80,7 @@ fn two_svc_instances_bridged_both_ways_carry_each_update_once() {
     let id = add_upstream(
         &edge,
         json!({"name": "plant", "host": "127.0.0.1", "port": plant.listener_port("mqtt"),
-            "username": "admin", "password": ADMIN_PASSWORD,
+            "username": "edge", "password": "edge-pw-123",
             "bindings": [{"direction": "both", "local": "acme/site1",
                 "remote": "corp/acme/site1"}]}),
     );

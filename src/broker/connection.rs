@@ -152,6 +152,19 @@ async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached
         }
         (Version::V5, asked) => asked,
     };
+    let bridge = connect
+        .user_properties
+        .iter()
+        .find(|(k, _)| k == super::BRIDGE_PROPERTY)
+        .map(|(_, announced)| {
+            Box::new(super::Bridge {
+                client_id: client_id.to_string(),
+                announced: announced.to_string(),
+                peer,
+                user_key: principal.user_key.clone(),
+                since_ms: crate::time::now_ms(),
+            })
+        });
     let (kick_tx, kick_rx) = oneshot::channel();
     let link_id = hub.next_link_id();
     let link = Link {
@@ -160,6 +173,7 @@ async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached
         receive_max: connect.receive_max.map_or(u16::MAX, |r| r.get()),
         max_packet: client_max_packet,
         kick: Some(kick_tx),
+        bridge,
     };
     let key = session_key(&principal.user_key, &client_id);
     let will = connect.last_will.take().map(|w| Box::new(will_of(w, &key)));

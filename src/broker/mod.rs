@@ -47,6 +47,23 @@ pub struct Principal {
     pub api_key_id: Option<String>,
 }
 
+/// The MQTT 5 CONNECT user property by which another svc's upstream bridge announces itself
+/// (its value: `<domain>/<upstream name>` on that svc).
+pub const BRIDGE_PROPERTY: &str = "svc-bridge";
+
+/// A connected client that announced itself as another svc's bridge.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bridge {
+    pub client_id: String,
+    /// `<domain>/<upstream name>` on the svc it comes from.
+    pub announced: String,
+    pub peer: SocketAddr,
+    /// The user whose credential it connected with.
+    #[serde(skip)]
+    pub user_key: String,
+    pub since_ms: i64,
+}
+
 /// An accepted publish, as the platform sees it.
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -265,6 +282,21 @@ impl Broker {
             .deliver_all(&[publication], Vec::new())
             .await
             .map_err(|e| anyhow::anyhow!("cannot deliver the message: {e}"))
+    }
+
+    /// The connected clients that announced themselves as bridges of another svc.
+    pub fn bridges(&self) -> Vec<Bridge> {
+        let mut bridges: Vec<Bridge> = self
+            .hub
+            .online()
+            .iter()
+            .filter_map(|session| {
+                let state = session.lock();
+                Some((**state.link.as_ref()?.bridge.as_ref()?).clone())
+            })
+            .collect();
+        bridges.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+        bridges
     }
 
     /// Closes the connections of every client the predicate selects (MQTT 5 clients are told

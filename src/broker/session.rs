@@ -77,6 +77,8 @@ pub struct Link {
     /// The client's Maximum Packet Size (0: no limit).
     pub max_packet: u32,
     pub kick: Option<oneshot::Sender<Kick>>,
+    /// What a bridge (another svc) announced in its CONNECT; `None` for every other client.
+    pub bridge: Option<Box<super::Bridge>>,
 }
 
 struct Waiting {

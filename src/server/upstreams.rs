@@ -3,9 +3,11 @@
 //! (`POST /svc/upstreams/test`) or a stored one (`POST /svc/upstreams/{id}/test`): 200 with the
 //! latency, or 503 saying why the upstream cannot be reached or refused within 10 s; the
 //! connection status of one upstream or all (`GET …/{id}/status`, `GET …/status`); and the
-//! connect/disconnect switch (`POST …/{id}/connect|disconnect`, the record's `enabled`).
+//! connect/disconnect switch (`POST …/{id}/connect|disconnect`, the record's `enabled`); the
+//! other svc instances bridged to this one (`GET /svc/upstreams/downstreams`); and the local
+//! broker as the upstreams publish into it.
 
-use super::caller::{Access, Caller};
+use super::caller::{grants_of, Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::records::update_checked;
@@ -20,6 +22,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -77,6 +80,7 @@ pub fn routes() -> Router<AppState> {
         .route("/svc/upstreams/test", post(test_unsaved))
         .route("/svc/upstreams/{id}/test", post(test_stored))
         .route("/svc/upstreams/status", get(statuses))
+        .route("/svc/upstreams/downstreams", get(downstreams))
         .route("/svc/upstreams/{id}/status", get(status))
         .route("/svc/upstreams/{id}/connect", post(connect))
         .route("/svc/upstreams/{id}/disconnect", post(disconnect))
@@ -94,6 +98,43 @@ fn upstream_id(caller: &Caller, id: &str) -> ApiResult<RecordId> {
 async fn statuses(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Status>>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     Ok(Json(state.upstreams.statuses(&caller.domain)))
+}
+
+/// One entry of `GET /svc/upstreams/downstreams`: another svc bridged to this one.
+#[derive(Debug, Serialize)]
+struct Downstream {
+    client_id: String,
+    /// `<domain>/<upstream name>` on the svc it comes from.
+    upstream: String,
+    address: String,
+    since: String,
+}
+
+/// The other svc instances connected to this one as bridges (they announce themselves in
+/// their CONNECT): those whose credential belongs to a user of the caller's domain, all of
+/// them for administrators.
+async fn downstreams(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<Downstream>>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    let mut listed = Vec::new();
+    for bridge in state.broker()?.bridges() {
+        let visible = caller.user.admin
+            || (!bridge.user_key.is_empty()
+                && grants_of(&state, &bridge.user_key, &caller.domain)
+                    .await
+                    .is_ok_and(|grants| !grants.0.is_empty()));
+        if visible {
+            listed.push(Downstream {
+                client_id: bridge.client_id,
+                upstream: bridge.announced,
+                address: bridge.peer.to_string(),
+                since: crate::historian::format_ms(bridge.since_ms),
+            });
+        }
+    }
+    Ok(Json(listed))
 }
 
 async fn status(

@@ -5,7 +5,7 @@
 
 use super::connect::{Failure, Target};
 use super::queue::Item;
-use crate::broker::HOPS_PROPERTY;
+use crate::broker::{BRIDGE_PROPERTY, HOPS_PROPERTY};
 use bytes::Bytes;
 use std::time::Duration;
 
@@ -15,9 +15,6 @@ const MAX_PACKET: u32 = 1024 * 1024;
 const MAX_IN_FLIGHT: u16 = 256;
 /// Requests (publishes, subscriptions, acks) waiting for the client's event loop.
 const REQUEST_CAPACITY: usize = 512;
-
-/// The MQTT 5 user property by which a svc bridge announces itself in its CONNECT.
-pub const BRIDGE_PROPERTY: &str = "svc-bridge";
 
 /// What the connection reports.
 pub enum Event {
