@@ -379,3 +379,24 @@ pub struct HistorianPoint {
     pub timestamp: String,
     pub value: serde_json::Value,
 }
+
+/// What an upstream's connection is doing (`state` of `GET /svc/upstreams/status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamState {
+    Disabled,
+    Connecting,
+    Connected,
+    /// Waiting to try again after a failure that may pass (network, timeout).
+    Backoff,
+    /// Waiting to try again after a refusal that needs a change (credentials, TLS, protocol).
+    Error,
+}
+
+/// The part of an upstream's status the monitor shows (the server sends more: times, error,
+/// traffic).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct UpstreamBrief {
+    pub name: String,
+    pub state: UpstreamState,
+}

@@ -2,8 +2,9 @@
 //! monitor inside a detached `tmux` session (its own server socket), publishes tags over MQTT,
 //! and reads the screen with `tmux capture-pane`: the tree and its values appear, the historian
 //! trend of a historized tag shows, `/` filters and Enter collapses through `send-keys`, a
-//! broker restart is survived, and `q` exits with the terminal restored (alternate screen left,
-//! canonical mode and echo back on). tmux is required: CI installs it (`.ci/run`).
+//! broker restart is survived, the status bar shows the domain's upstreams and their states,
+//! and `q` exits with the terminal restored (alternate screen left, canonical mode and echo
+//! back on). tmux is required: CI installs it (`.ci/run`).
 
 use reqwest::blocking::Client;
 use rumqttc::{Event, MqttOptions, Outgoing, Packet, QoS};
@@ -401,6 +402,18 @@ fn tui_over_websocket_with_a_topic_filter_and_a_bad_key() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(dir.path());
     let key = setup(&serve);
+    // An upstream nobody answers: the status bar shows it waiting to try again.
+    let http = Client::builder().no_proxy().build().unwrap();
+    let upstream = http
+        .post(format!("{}/svc/upstreams", serve.url()))
+        .header("X-Svc-Api-Key", &key)
+        .json(
+            &json!({"name": "corp", "host": "127.0.0.1", "port": free_port(),
+            "reconnect": {"initial": "5s", "max": "5s"}}),
+        )
+        .send()
+        .unwrap();
+    assert_eq!(upstream.status(), 201, "create upstream");
     publish(
         serve.mqtt,
         &key,
@@ -425,6 +438,9 @@ fn tui_over_websocket_with_a_topic_filter_and_a_bad_key() {
         "{screen}"
     );
     assert!(!screen.contains("hidden"), "{screen}");
+    tmux.wait_for("the upstream in the status bar", |s| {
+        s.contains("⇅ corp backoff") || s.contains("⇅ corp connecting")
+    });
     tmux.keys(&["C-c"]);
     tmux.wait_for("Ctrl-C to quit", |s| s.contains("TUI-EXITED-0"));
     drop(tmux);

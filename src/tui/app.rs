@@ -5,6 +5,7 @@
 use super::history::{HistoryEvent, HistoryRequest, Trend};
 use super::mqtt::{ConnState, MqttEvent};
 use super::tree::{NodeId, Tree};
+use crate::model::UpstreamBrief;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -15,6 +16,8 @@ pub const PAUSE_QUEUE: usize = 100_000;
 const TREND_REFRESH: Duration = Duration::from_secs(15);
 /// How often the list of historized tags is fetched again.
 const HISTORIZED_REFRESH: Duration = Duration::from_secs(30);
+/// How often the upstreams' states are read.
+const UPSTREAMS_REFRESH: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -62,6 +65,9 @@ pub struct App {
     pub historized: HashSet<String>,
     pub historized_error: Option<String>,
     historized_at: Option<Instant>,
+    /// The domain's upstreams, for the status bar (empty when there are none or no rights).
+    pub upstreams: Vec<UpstreamBrief>,
+    upstreams_at: Option<Instant>,
     pub trend: Option<TrendView>,
     pub quit: bool,
 }
@@ -86,6 +92,8 @@ impl App {
             historized: HashSet::new(),
             historized_error: None,
             historized_at: None,
+            upstreams: Vec::new(),
+            upstreams_at: None,
             trend: None,
             quit: false,
         }
@@ -125,6 +133,7 @@ impl App {
                 self.historized_error = None;
             }
             HistoryEvent::Historized(Err(error)) => self.historized_error = Some(error),
+            HistoryEvent::Upstreams(list) => self.upstreams = list.unwrap_or_default(),
             HistoryEvent::Trend { topic, result, at } => {
                 if let Some(view) = self.trend.as_mut().filter(|v| v.topic == topic) {
                     view.state = match result {
@@ -155,6 +164,13 @@ impl App {
         {
             self.historized_at = Some(now);
             due.push(HistoryRequest::Historized);
+        }
+        if self
+            .upstreams_at
+            .is_none_or(|at| now.duration_since(at) >= UPSTREAMS_REFRESH)
+        {
+            self.upstreams_at = Some(now);
+            due.push(HistoryRequest::Upstreams);
         }
         let topic = self
             .selected_topic()

@@ -113,7 +113,10 @@ fn clear_help_and_ctrl_c() {
 fn history_is_requested_for_historized_selection_only() {
     let mut app = app();
     let now = Instant::now();
-    assert_eq!(app.history_due(now), [HistoryRequest::Historized]);
+    assert_eq!(
+        app.history_due(now),
+        [HistoryRequest::Historized, HistoryRequest::Upstreams]
+    );
     app.on_history(HistoryEvent::Historized(Ok(vec!["a/x".into()])));
     assert!(app.history_due(now).is_empty(), "`a` has no value");
     app.on_key(key(KeyCode::Down));

@@ -1,9 +1,9 @@
 //! The REST side of the monitor: device discovery (`GET /svc/`), the domain's historized tags
-//! (`GET /svc/historian/list`) and the last hour of one tag (`PATCH /svc/historian`: raw values,
+//! (`GET /svc/historian/list`), its upstreams' states (`GET /svc/upstreams/status`) and the last hour of one tag (`PATCH /svc/historian`: raw values,
 //! or 10-second means when the hour holds more than [`RAW_LIMIT`]), fetched with blocking reqwest on a background thread so the UI never waits on HTTP.
 
 use crate::client::{Client, Credential};
-use crate::model::DeviceInfo;
+use crate::model::{DeviceInfo, UpstreamBrief};
 use anyhow::anyhow;
 use reqwest::blocking::RequestBuilder;
 use reqwest::Method;
@@ -77,6 +77,14 @@ impl Rest {
         Ok(Trend::from_points(&means, now.timestamp_millis(), true))
     }
 
+    /// `GET /svc/upstreams/status`: the domain's upstreams and their states.
+    pub fn upstreams(&self) -> anyhow::Result<Vec<UpstreamBrief>> {
+        self.send(
+            self.client.request(Method::GET, "/svc/upstreams/status"),
+            "GET /svc/upstreams/status",
+        )
+    }
+
     fn query(&self, body: &Value) -> anyhow::Result<Value> {
         self.send(
             self.client
@@ -131,6 +139,7 @@ impl Trend {
 pub enum HistoryRequest {
     Historized,
     Trend(String),
+    Upstreams,
 }
 
 /// Answers of the history thread.
@@ -142,6 +151,8 @@ pub enum HistoryEvent {
         result: Result<Trend, String>,
         at: Instant,
     },
+    /// The domain's upstreams; `None` when they cannot be read (no rights, an older server).
+    Upstreams(Option<Vec<UpstreamBrief>>),
 }
 
 /// Starts the history thread; it ends when either channel's other side is dropped. Requests
@@ -157,10 +168,18 @@ pub fn spawn(
             while let Ok(first) = requests.recv() {
                 let mut historized = false;
                 let mut trend = None;
+                let mut upstreams = false;
                 for request in std::iter::once(first).chain(requests.try_iter()) {
                     match request {
                         HistoryRequest::Historized => historized = true,
                         HistoryRequest::Trend(topic) => trend = Some(topic),
+                        HistoryRequest::Upstreams => upstreams = true,
+                    }
+                }
+                if upstreams {
+                    let list = rest.upstreams().ok();
+                    if events.send(HistoryEvent::Upstreams(list)).is_err() {
+                        return;
                     }
                 }
                 if historized {

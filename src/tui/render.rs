@@ -5,6 +5,7 @@ use super::app::{App, Mode, TrendState};
 use super::mqtt::ConnState;
 use super::payload::truncate;
 use super::tree::{NodeId, Tag};
+use crate::model::{UpstreamBrief, UpstreamState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
 use ratatui::symbols::Marker;
@@ -337,12 +338,47 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     if let Some(error) = &app.historized_error {
         spans.push(format!(" historian: {} ", truncate(error, 40)).red());
     }
+    spans.extend(upstream_spans(&app.upstreams));
     let help = " ? help  q quit ";
     let [left, right] =
         Layout::horizontal([Constraint::Fill(1), Constraint::Length(help.len() as u16)])
             .areas(area);
     frame.render_widget(Paragraph::new(Line::from(spans)), left);
     frame.render_widget(Paragraph::new(help).dark_gray(), right);
+}
+
+/// Upstreams shown by name in the status bar; more are summed up.
+const UPSTREAMS_SHOWN: usize = 4;
+
+/// ` ⇅ name state ` per upstream, coloured by state.
+fn upstream_spans(upstreams: &[UpstreamBrief]) -> Vec<Span<'static>> {
+    let mut spans: Vec<Span<'static>> = upstreams
+        .iter()
+        .take(UPSTREAMS_SHOWN)
+        .map(|u| {
+            let text = format!(" ⇅ {} {} ", truncate(&u.name, 20), state_name(u.state));
+            match u.state {
+                UpstreamState::Connected => text.black().on_green(),
+                UpstreamState::Connecting | UpstreamState::Backoff => text.black().on_yellow(),
+                UpstreamState::Error => text.white().on_red(),
+                UpstreamState::Disabled => text.dark_gray(),
+            }
+        })
+        .collect();
+    if upstreams.len() > UPSTREAMS_SHOWN {
+        spans.push(format!(" +{} upstreams ", upstreams.len() - UPSTREAMS_SHOWN).into());
+    }
+    spans
+}
+
+fn state_name(state: UpstreamState) -> &'static str {
+    match state {
+        UpstreamState::Disabled => "disabled",
+        UpstreamState::Connecting => "connecting",
+        UpstreamState::Connected => "connected",
+        UpstreamState::Backoff => "backoff",
+        UpstreamState::Error => "error",
+    }
 }
 
 const HELP: &[(&str, &str)] = &[

@@ -257,3 +257,32 @@ fn empty_tree_says_what_it_waits_for() {
     assert!(text.contains("waiting for messages on `plant/#`"), "{text}");
     assert!(text.contains("connecting…"), "{text}");
 }
+
+#[test]
+fn the_status_bar_shows_each_upstreams_state() {
+    use crate::model::{UpstreamBrief, UpstreamState};
+    let t0 = Instant::now();
+    let mut app = stream(t0);
+    let brief = |name: &str, state| UpstreamBrief {
+        name: name.into(),
+        state,
+    };
+    app.on_history(HistoryEvent::Upstreams(Some(vec![
+        brief("plant", UpstreamState::Connected),
+        brief("cloud", UpstreamState::Error),
+    ])));
+    let (lines, terminal) = screen(&mut app, t0, 160, 20);
+    let bar = lines.last().expect("a status line");
+    assert!(bar.contains("⇅ plant connected"), "{bar}");
+    assert!(bar.contains("⇅ cloud error"), "{bar}");
+    let x = bar
+        .find("⇅ cloud")
+        .map(|i| bar[..i].chars().count())
+        .expect("cloud");
+    let cell = &terminal.backend().buffer()[(x as u16, 19)];
+    assert_eq!(cell.bg, Color::Red, "an upstream in error is red");
+    // Without rights (or upstreams) the bar says nothing about them.
+    app.on_history(HistoryEvent::Upstreams(None));
+    let (lines, _) = screen(&mut app, t0, 160, 20);
+    assert!(!lines.last().expect("status").contains('⇅'));
+}

@@ -26,18 +26,7 @@ use tokio::task::JoinHandle;
 /// How long one connection attempt may take.
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 
-/// What an upstream's connection is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
-    Disabled,
-    Connecting,
-    Connected,
-    /// Waiting to try again after a failure that may pass (network, timeout).
-    Backoff,
-    /// Waiting to try again after a refusal that needs a change (credentials, TLS, protocol).
-    Error,
-}
+pub use crate::model::UpstreamState as State;
 
 /// The last failure: its cause (`dns|tcp|tls|auth|protocol|timeout`) and the sentence.
 #[derive(Debug, Clone, Serialize)]
