@@ -157,7 +157,8 @@ async fn serve(settings: Settings) -> Result<()> {
             store.clone(),
             upstreams::status_publisher(broker_cell.clone()),
             Arc::new(upstreams::LocalBroker(broker_cell)),
-        ),
+        )
+        .context("cannot start the upstream queue writer")?,
     }));
     spawn_retention(&state);
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));

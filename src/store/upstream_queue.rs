@@ -19,8 +19,14 @@ CREATE TABLE IF NOT EXISTS upstream_queue (
     PRIMARY KEY (upstream, seq)) WITHOUT ROWID;";
 
 impl Store {
-    /// Appends messages to upstream queues (upstream id, message) in one transaction.
-    pub fn upstream_queue_append(&self, items: &[(&str, &Item)]) -> StoreResult<()> {
+    /// Appends messages to upstream queues (queue id, message) and deletes messages from them
+    /// (queue id, sequence numbers; runs of consecutive numbers as one range each), all in one
+    /// transaction.
+    pub fn upstream_queue_write(
+        &self,
+        appends: &[(&str, &Item)],
+        deletes: &[(&str, &[i64])],
+    ) -> StoreResult<()> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         {
@@ -29,7 +35,7 @@ impl Store {
                  (upstream, seq, topic, payload, qos, retain, hops, enqueued_ms, binding) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
-            for (upstream, item) in items {
+            for (upstream, item) in appends {
                 insert.execute(params![
                     upstream,
                     item.seq,
@@ -42,28 +48,13 @@ impl Store {
                     item.binding as i64,
                 ])?;
             }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Deletes messages of an upstream's queue by sequence number (runs of consecutive numbers
-    /// as one range each).
-    pub fn upstream_queue_delete(&self, upstream: &str, mut seqs: Vec<i64>) -> StoreResult<()> {
-        seqs.sort_unstable();
-        let mut conn = self.conn()?;
-        let tx = conn.transaction()?;
-        {
             let mut delete = tx.prepare_cached(
                 "DELETE FROM upstream_queue WHERE upstream = ?1 AND seq BETWEEN ?2 AND ?3",
             )?;
-            let mut runs = seqs.into_iter().peekable();
-            while let Some(first) = runs.next() {
-                let mut last = first;
-                while runs.peek().is_some_and(|&next| next <= last + 1) {
-                    last = runs.next().unwrap_or(last);
+            for (upstream, seqs) in deletes {
+                for (first, last) in runs(seqs) {
+                    delete.execute(params![upstream, first, last])?;
                 }
-                delete.execute(params![upstream, first, last])?;
             }
         }
         tx.commit()?;
@@ -102,6 +93,20 @@ impl Store {
     }
 }
 
+/// Sorted runs of consecutive numbers, as (first, last).
+fn runs(seqs: &[i64]) -> Vec<(i64, i64)> {
+    let mut sorted = seqs.to_vec();
+    sorted.sort_unstable();
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for seq in sorted {
+        match runs.last_mut() {
+            Some((_, last)) if seq <= *last + 1 => *last = seq.max(*last),
+            _ => runs.push((seq, seq)),
+        }
+    }
+    runs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,13 +130,13 @@ mod tests {
         let store = Store::open(&dir.path().join("q.db")).expect("open");
         let items: Vec<Item> = (1..=6).map(item).collect();
         let rows: Vec<(&str, &Item)> = items.iter().map(|i| ("a.upstreams:x", i)).collect();
-        store.upstream_queue_append(&rows).expect("append");
+        store.upstream_queue_write(&rows, &[]).expect("append");
         store
-            .upstream_queue_append(&[("b.upstreams:y", &item(9))])
-            .expect("append other");
-        store
-            .upstream_queue_delete("a.upstreams:x", vec![5, 1, 2, 4])
-            .expect("delete");
+            .upstream_queue_write(
+                &[("b.upstreams:y", &item(9))],
+                &[("a.upstreams:x", &[5, 1, 2, 4])],
+            )
+            .expect("append other, delete");
         let left = store.upstream_queue_load("a.upstreams:x").expect("load");
         assert_eq!(left, vec![item(3), item(6)]);
         store.upstream_queue_clear("a.upstreams:x").expect("clear");

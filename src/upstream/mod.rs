@@ -8,6 +8,7 @@ pub mod config;
 pub mod connect;
 mod echo;
 pub mod queue;
+mod queue_writer;
 pub mod relay;
 mod session;
 pub mod supervisor;

@@ -12,6 +12,7 @@ use super::binding::Binding;
 use super::connect::{Failure, Target};
 use super::echo::EchoGuard;
 use super::queue::{Depth, Dropped, Item, Limits, OutQueue};
+use super::queue_writer::QueueWriter;
 use super::session::{open, Client, Event, Incoming, Open};
 use crate::store::Store;
 use async_trait::async_trait;
@@ -86,7 +87,12 @@ impl Drop for Outbox {
 
 impl Outbox {
     /// The queue of upstream `id` as the store kept it.
-    pub async fn load(store: &Store, id: &str, limits: Limits) -> Arc<Outbox> {
+    pub async fn load(
+        store: &Store,
+        writer: &QueueWriter,
+        id: &str,
+        limits: Limits,
+    ) -> Arc<Outbox> {
         let key = id.to_string();
         let stored = store
             .run(move |s| s.upstream_queue_load(&key))
@@ -101,7 +107,7 @@ impl Outbox {
             queue: Mutex::new(OutQueue::new(limits, stored)),
             ready: Notify::new(),
             next_seq: AtomicI64::new(next_seq),
-            forgetter: tokio::spawn(forget(outbox.clone(), store.clone())),
+            forgetter: tokio::spawn(forget(outbox.clone(), writer.clone())),
         })
     }
 
@@ -134,24 +140,15 @@ impl Outbox {
 }
 
 /// Deletes from the store what left the queue, in batches, while the outbox exists.
-async fn forget(outbox: std::sync::Weak<Outbox>, store: Store) {
+async fn forget(outbox: std::sync::Weak<Outbox>, writer: QueueWriter) {
     loop {
         tokio::time::sleep(FORGET_EVERY).await;
         let Some(outbox) = outbox.upgrade() else {
             return;
         };
         let removed = lock(&outbox.queue).take_removed();
-        if removed.is_empty() {
-            continue;
-        }
-        let id = outbox.id.clone();
-        drop(outbox);
-        if let Err(e) = store
-            .run(move |s| s.upstream_queue_delete(&id, removed))
-            .await
-        {
-            // They stay in the store and are sent again after a restart (QoS 1 allows it).
-            tracing::warn!(error = %e, "cannot delete sent messages from an upstream's queue");
+        if !removed.is_empty() {
+            writer.delete(&outbox.id, removed);
         }
     }
 }

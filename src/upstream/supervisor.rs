@@ -11,6 +11,7 @@
 use super::binding::Binding;
 use super::connect::{Failure, Target};
 use super::queue::{Item, Limits};
+use super::queue_writer::QueueWriter;
 use super::relay::{Local, Outbound, Outbox, Relay, Traffic};
 use super::session::Open;
 use crate::duration::parse_duration;
@@ -114,6 +115,7 @@ pub type OnStatus = Arc<dyn Fn(&str, &str, Option<&Status>) + Send + Sync>;
 
 pub struct Supervisor {
     store: Store,
+    writer: QueueWriter,
     on_status: OnStatus,
     local: Arc<dyn Local>,
     /// By (domain, record key).
@@ -125,19 +127,25 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    pub fn new(store: Store, on_status: OnStatus, local: Arc<dyn Local>) -> Arc<Supervisor> {
-        Arc::new(Supervisor {
+    pub fn new(
+        store: Store,
+        on_status: OnStatus,
+        local: Arc<dyn Local>,
+    ) -> std::io::Result<Arc<Supervisor>> {
+        Ok(Arc::new(Supervisor {
+            writer: QueueWriter::start(store.clone())?,
             store,
             on_status,
             local,
             links: Mutex::new(HashMap::new()),
             routes: RwLock::new(Arc::new([])),
             reloading: tokio::sync::Mutex::new(()),
-        })
+        }))
     }
 
     /// Writes every accepted message an enabled upstream carries out to that upstream's
-    /// durable queue (one store transaction), then queues it for sending. An error means
+    /// durable queue (committed with whatever else waits to be written), then queues it for
+    /// sending. An error means
     /// nothing was queued: the publisher is not acknowledged and publishes again.
     pub async fn carry_out(&self, messages: &[Outbound<'_>]) -> Result<(), String> {
         let routes = self
@@ -161,14 +169,7 @@ impl Supervisor {
             .iter()
             .map(|(route, item)| (routes[*route].outbox.id.clone(), item.clone()))
             .collect();
-        self.store
-            .run(move |s| {
-                let rows: Vec<(&str, &Item)> =
-                    rows.iter().map(|(id, i)| (id.as_str(), i)).collect();
-                s.upstream_queue_append(&rows)
-            })
-            .await
-            .map_err(|e| format!("cannot queue messages for an upstream: {e}"))?;
+        self.writer.append(rows).await?;
         for (route, relay) in routes.iter().enumerate() {
             relay.enqueue(
                 entries
@@ -215,7 +216,7 @@ impl Supervisor {
         for (key, fields, _) in &upstreams {
             if !outboxes.contains_key(key) {
                 let id = record_id(domain, key);
-                let outbox = Outbox::load(&self.store, &id, Limits::of(fields)).await;
+                let outbox = Outbox::load(&self.store, &self.writer, &id, Limits::of(fields)).await;
                 outboxes.insert(key.clone(), outbox);
             }
         }
