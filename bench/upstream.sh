@@ -17,7 +17,8 @@
 #           also as a ratio of the direct rate.
 #
 # Both servers run as in production (fresh data dirs, authentication on: the generator and the
-# bridge log in as admin with the password). BENCH_ROUNDS rounds (default 3) each run direct
+# bridge connect with API keys of the admin, as devices and bridges do). BENCH_ROUNDS rounds
+# (default 3) each run direct
 # then relay; the report shows the round with the median msgs/s of each and the ratio of those
 # medians, and the catch-up (one outage, after the rounds). Nothing may be lost.
 #
@@ -55,6 +56,7 @@ PLANT_URL=$SVC_URL
 PLANT_MQTT=$SVC_MQTT_PORT
 PLANT_PID=$SVC_PID
 login_admin
+PLANT_KEY=$(call POST /auth/keys '{"name":"bench"}' | jq -r .key)
 call POST /auth/domains '{"name":"corp"}' >/dev/null
 CALL_HEADERS=('Domain: domains:corp')
 call POST /svc/namespaces '{"name":"acme","path":"corp/acme"}' >/dev/null
@@ -65,13 +67,14 @@ EDGE_URL=$SVC_URL
 EDGE_MQTT=$SVC_MQTT_PORT
 EDGE_PID=$SVC_PID
 login_admin
+EDGE_KEY=$(call POST /auth/keys '{"name":"bench"}' | jq -r .key)
 call POST /auth/domains '{"name":"acme"}' >/dev/null
 CALL_HEADERS=('Domain: domains:acme')
 call POST /svc/namespaces '{"name":"site1","path":"acme/site1"}' >/dev/null
 
 # upstream_body PORT : the upstream record pointing at PORT on loopback.
 upstream_body() {
-    printf '{"name":"plant","host":"127.0.0.1","port":%s,"username":"admin","password":"%s",' "$1" "$PASSWORD"
+    printf '{"name":"plant","host":"127.0.0.1","port":%s,"username":"bridge","password":"%s",' "$1" "$PLANT_KEY"
     printf '"reconnect":{"initial":"200ms","max":"1s"},"buffer":{"max_messages":1000000},'
     printf '"bindings":[{"direction":"out","local":"acme/site1","remote":"corp/acme/site1","qos":1}]}'
 }
@@ -96,13 +99,14 @@ wait_upstream() {
 wait_upstream '.state == "connected"' connected
 log "edge $EDGE_URL bridged to plant $PLANT_URL (mqtt port $PLANT_MQTT)"
 
-# load PORT PREFIX SUB_PREFIX : one fan-in run publishing to PORT under PREFIX, counted on the
-# plant under SUB_PREFIX; prints its JSON line.
+# load PORT KEY PREFIX SUB_PREFIX : one fan-in run publishing to PORT (API key KEY) under
+# PREFIX, counted on the plant under SUB_PREFIX; prints its JSON line.
 load() {
-    "$LOADER" --port "$1" --username admin --password "$PASSWORD" \
+    "$LOADER" --port "$1" --username bench --password "$2" \
+        --sub-username bench --sub-password "$PLANT_KEY" \
         --publishers "$PUBLISHERS" --messages "$MESSAGES" --qos 1 --size "$SIZE" \
-        --topic-prefix "$2" --sub-port "$PLANT_MQTT" --sub-prefix "$3" 2>>"$WORK/loader.log" ||
-        die "mqtt_load failed publishing under $2"
+        --topic-prefix "$3" --sub-port "$PLANT_MQTT" --sub-prefix "$4" 2>>"$WORK/loader.log" ||
+        die "mqtt_load failed publishing under $3"
 }
 
 TICKS_PER_SEC=$(getconf CLK_TCK)
@@ -125,13 +129,13 @@ with_cpu() {
 DIRECT=()
 RELAY=()
 for round in $(seq 1 "$ROUNDS"); do
-    direct=$(with_cpu "$PLANT_PID" -- load "$PLANT_MQTT" "corp/acme/site1/d$round" "corp/acme/site1/d$round")
+    direct=$(with_cpu "$PLANT_PID" -- load "$PLANT_MQTT" "$PLANT_KEY" "corp/acme/site1/d$round" "corp/acme/site1/d$round")
     if [ "$round" = 1 ] && [ -n "${BENCH_PERF:-}" ]; then
         perf record -g -o "$BENCH_PERF" -p "$EDGE_PID" 2>>"$WORK/perf.log" &
         PERF_PID=$!
         sleep 0.5
     fi
-    relay=$(with_cpu "$PLANT_PID" "$EDGE_PID" -- load "$EDGE_MQTT" "acme/site1/r$round" "corp/acme/site1/r$round")
+    relay=$(with_cpu "$PLANT_PID" "$EDGE_PID" -- load "$EDGE_MQTT" "$EDGE_KEY" "acme/site1/r$round" "corp/acme/site1/r$round")
     if [ -n "${PERF_PID:-}" ]; then
         kill -INT "$PERF_PID"
         wait "$PERF_PID" || true
@@ -160,12 +164,12 @@ call PUT "$UPSTREAM_PATH" "{\"port\":$NOWHERE}" >/dev/null
 wait_upstream '.state == "backoff" or .state == "connecting"' "cut off"
 log "outage: publishing $CATCHUP messages to the edge"
 CATCHUP_PUBLISHERS=4
-"$LOADER" --port "$EDGE_MQTT" --username admin --password "$PASSWORD" \
+"$LOADER" --port "$EDGE_MQTT" --username bench --password "$EDGE_KEY" \
     --publishers "$CATCHUP_PUBLISHERS" --messages $((CATCHUP / CATCHUP_PUBLISHERS)) --qos 1 \
     --size "$SIZE" --topic-prefix acme/site1/c --sub-port "$EDGE_MQTT" --sub-prefix acme/site1/c \
     >"$WORK/outage.json" 2>>"$WORK/loader.log" || die "mqtt_load failed during the outage"
 wait_upstream ".buffer.messages == $CATCHUP" "holding $CATCHUP messages"
-"$LOADER" --mode drain --port "$PLANT_MQTT" --username admin --password "$PASSWORD" --qos 1 \
+"$LOADER" --mode drain --port "$PLANT_MQTT" --username bench --password "$PLANT_KEY" --qos 1 \
     --messages "$CATCHUP" --sub-prefix corp/acme/site1/c >"$WORK/drain.json" 2>"$WORK/drain.log" &
 DRAIN_PID=$!
 PIDS+=("$DRAIN_PID")
