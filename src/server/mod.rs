@@ -158,7 +158,7 @@ async fn serve(settings: Settings) -> Result<()> {
             upstreams::status_publisher(broker_cell.clone()),
             Arc::new(upstreams::LocalBroker(broker_cell)),
         )
-        .context("cannot start the upstream queue writer")?,
+        .context("cannot start the upstreams")?,
     }));
     spawn_retention(&state);
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));

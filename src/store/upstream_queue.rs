@@ -10,13 +10,16 @@ use crate::upstream::queue::Item;
 use rusqlite::params;
 
 /// Creates the table; idempotent. The name holds no `.`, so it is never taken for a domain's
-/// record table (`<domain>.<table>`).
+/// record table (`<domain>.<table>`). Sequence numbers are unique across every queue and grow,
+/// so appends go to the end of the rowid tree and a queue's messages are read back in order;
+/// a queue is found by scanning, which happens only when an upstream starts.
+/// (`upstream_queue`, keyed by upstream and sequence, was its first layout: never released.)
 pub(super) const UPSTREAM_QUEUE_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS upstream_queue (
-    upstream TEXT NOT NULL, seq INTEGER NOT NULL, topic TEXT NOT NULL, payload BLOB NOT NULL,
+DROP TABLE IF EXISTS upstream_queue;
+CREATE TABLE IF NOT EXISTS upstream_outbox (
+    seq INTEGER PRIMARY KEY, upstream TEXT NOT NULL, topic TEXT NOT NULL, payload BLOB NOT NULL,
     qos INTEGER NOT NULL, retain INTEGER NOT NULL, hops INTEGER NOT NULL,
-    enqueued_ms INTEGER NOT NULL, binding INTEGER NOT NULL,
-    PRIMARY KEY (upstream, seq)) WITHOUT ROWID;";
+    enqueued_ms INTEGER NOT NULL, binding INTEGER NOT NULL);";
 
 impl Store {
     /// Appends messages to upstream queues (queue id, message) and deletes messages from them
@@ -31,7 +34,7 @@ impl Store {
         let tx = conn.transaction()?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT OR REPLACE INTO upstream_queue \
+                "INSERT OR REPLACE INTO upstream_outbox \
                  (upstream, seq, topic, payload, qos, retain, hops, enqueued_ms, binding) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
@@ -49,7 +52,7 @@ impl Store {
                 ])?;
             }
             let mut delete = tx.prepare_cached(
-                "DELETE FROM upstream_queue WHERE upstream = ?1 AND seq BETWEEN ?2 AND ?3",
+                "DELETE FROM upstream_outbox WHERE seq BETWEEN ?2 AND ?3 AND upstream = ?1",
             )?;
             for (upstream, seqs) in deletes {
                 for (first, last) in runs(seqs) {
@@ -66,7 +69,7 @@ impl Store {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(
             "SELECT seq, topic, payload, qos, retain, hops, enqueued_ms, binding \
-             FROM upstream_queue WHERE upstream = ?1 ORDER BY seq",
+             FROM upstream_outbox WHERE upstream = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map(params![upstream], |r| {
             Ok(Item {
@@ -83,10 +86,19 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The highest sequence number in any queue (0 when all are empty).
+    pub fn upstream_queue_last_seq(&self) -> StoreResult<i64> {
+        Ok(self.conn()?.query_row(
+            "SELECT coalesce(max(seq), 0) FROM upstream_outbox",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Forgets an upstream's queue (the upstream was deleted).
     pub fn upstream_queue_clear(&self, upstream: &str) -> StoreResult<()> {
         self.conn()?.execute(
-            "DELETE FROM upstream_queue WHERE upstream = ?1",
+            "DELETE FROM upstream_outbox WHERE upstream = ?1",
             params![upstream],
         )?;
         Ok(())
@@ -139,6 +151,7 @@ mod tests {
             .expect("append other, delete");
         let left = store.upstream_queue_load("a.upstreams:x").expect("load");
         assert_eq!(left, vec![item(3), item(6)]);
+        assert_eq!(store.upstream_queue_last_seq().expect("last"), 9);
         store.upstream_queue_clear("a.upstreams:x").expect("clear");
         assert!(store
             .upstream_queue_load("a.upstreams:x")

@@ -75,7 +75,7 @@ pub struct Outbox {
     pub id: String,
     queue: Mutex<OutQueue>,
     ready: Notify,
-    next_seq: AtomicI64,
+    next_seq: Arc<AtomicI64>,
     forgetter: JoinHandle<()>,
 }
 
@@ -87,9 +87,11 @@ impl Drop for Outbox {
 
 impl Outbox {
     /// The queue of upstream `id` as the store kept it.
+    /// `seqs` hands out sequence numbers, unique across every queue.
     pub async fn load(
         store: &Store,
         writer: &QueueWriter,
+        seqs: Arc<AtomicI64>,
         id: &str,
         limits: Limits,
     ) -> Arc<Outbox> {
@@ -101,12 +103,11 @@ impl Outbox {
                 tracing::warn!(upstream = id, error = %e, "cannot read an upstream's queue");
                 Vec::new()
             });
-        let next_seq = stored.last().map_or(1, |item| item.seq + 1);
         Arc::new_cyclic(|outbox: &std::sync::Weak<Outbox>| Outbox {
             id: id.to_string(),
             queue: Mutex::new(OutQueue::new(limits, stored)),
             ready: Notify::new(),
-            next_seq: AtomicI64::new(next_seq),
+            next_seq: seqs,
             forgetter: tokio::spawn(forget(outbox.clone(), writer.clone())),
         })
     }

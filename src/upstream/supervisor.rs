@@ -20,6 +20,7 @@ use rand::Rng;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -116,6 +117,8 @@ pub type OnStatus = Arc<dyn Fn(&str, &str, Option<&Status>) + Send + Sync>;
 pub struct Supervisor {
     store: Store,
     writer: QueueWriter,
+    /// The next sequence number of any upstream's queue.
+    seqs: Arc<AtomicI64>,
     on_status: OnStatus,
     local: Arc<dyn Local>,
     /// By (domain, record key).
@@ -131,9 +134,11 @@ impl Supervisor {
         store: Store,
         on_status: OnStatus,
         local: Arc<dyn Local>,
-    ) -> std::io::Result<Arc<Supervisor>> {
+    ) -> anyhow::Result<Arc<Supervisor>> {
+        let last_seq = store.upstream_queue_last_seq()?;
         Ok(Arc::new(Supervisor {
             writer: QueueWriter::start(store.clone())?,
+            seqs: Arc::new(AtomicI64::new(last_seq + 1)),
             store,
             on_status,
             local,
@@ -216,7 +221,9 @@ impl Supervisor {
         for (key, fields, _) in &upstreams {
             if !outboxes.contains_key(key) {
                 let id = record_id(domain, key);
-                let outbox = Outbox::load(&self.store, &self.writer, &id, Limits::of(fields)).await;
+                let seqs = self.seqs.clone();
+                let outbox =
+                    Outbox::load(&self.store, &self.writer, seqs, &id, Limits::of(fields)).await;
                 outboxes.insert(key.clone(), outbox);
             }
         }
