@@ -3,7 +3,7 @@
 //! probe that connects, waits for the CONNACK and says how it went or why it failed (DNS,
 //! TCP, TLS, authentication, protocol, timeout).
 
-use super::session::{open, Event, Open};
+use super::session::{Open, Session};
 use super::tls::client_config;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -112,34 +112,9 @@ impl Target {
         self.text("mqtt_version") != "3.1.1"
     }
 
-    /// The broker address rumqttc wants: the host, or the URL for WebSocket transports.
-    pub(super) fn address(&self) -> String {
-        let host = self.text("host");
-        match self.protocol() {
-            "ws" | "wss" => format!(
-                "{}://{host}:{}{}",
-                self.protocol(),
-                self.number("port"),
-                self.text("path")
-            ),
-            _ => host.to_string(),
-        }
-    }
-
-    pub(super) fn transport(&self) -> Result<rumqttc::Transport, Failure> {
-        let tls = || {
-            let config = client_config(self.record.get("tls").unwrap_or(&Value::Null))
-                .map_err(Failure::Tls)?;
-            Ok(rumqttc::TlsConfiguration::Rustls(std::sync::Arc::new(
-                config,
-            )))
-        };
-        Ok(match self.protocol() {
-            "mqtts" => rumqttc::Transport::Tls(tls()?),
-            "ws" => rumqttc::Transport::Ws,
-            "wss" => rumqttc::Transport::Wss(tls()?),
-            _ => rumqttc::Transport::Tcp,
-        })
+    /// The TLS client configuration of the record's `tls` object.
+    pub(super) fn tls_config(&self) -> Result<tokio_rustls::rustls::ClientConfig, Failure> {
+        client_config(self.record.get("tls").unwrap_or(&Value::Null)).map_err(Failure::Tls)
     }
 
     /// Connects, waits for the CONNACK (at most `limit`), and disconnects.
@@ -150,19 +125,9 @@ impl Target {
             bridge: false,
             announce: None,
         };
-        let (client, mut events) = open(self, &how)?;
-        let session_present = tokio::time::timeout(limit, async {
-            loop {
-                if let Event::ConnAck { session_present } = events.poll(limit).await? {
-                    return Ok::<_, Failure>(session_present);
-                }
-            }
-        })
-        .await
-        .map_err(|_| Failure::Timeout(limit))??;
-        client.disconnect();
-        // Let the DISCONNECT go out before the connection is dropped.
-        let _ = tokio::time::timeout(Duration::from_millis(200), events.poll(limit)).await;
+        let session = Session::connect(self, &how).await?;
+        let session_present = session.session_present;
+        session.disconnect().await;
         let version = if self.is_v5() { "5" } else { "3.1.1" };
         Ok(Probe {
             latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),

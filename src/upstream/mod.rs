@@ -13,3 +13,4 @@ pub mod relay;
 mod session;
 pub mod supervisor;
 mod tls;
+mod wire;

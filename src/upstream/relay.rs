@@ -9,28 +9,25 @@
 //! a hop count (`svc-hops`) that is dropped at [`MAX_HOPS`].
 
 use super::binding::Binding;
-use super::connect::{Failure, Target};
 use super::echo::EchoGuard;
 use super::queue::{Depth, Dropped, Item, Limits, OutQueue};
 use super::queue_writer::QueueWriter;
-use super::session::{open, Client, Event, Incoming, Open};
 use crate::store::Store;
 use async_trait::async_trait;
 use bytes::Bytes;
 use serde::Serialize;
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+
+mod bridge;
 
 /// Bridges a message may cross; at this many it is dropped (counted as `loop`).
 pub const MAX_HOPS: u8 = 8;
 /// How often acknowledged and dropped messages are deleted from the store's copy.
 const FORGET_EVERY: Duration = Duration::from_millis(100);
-/// Messages the sender takes from the queue at once.
-const SEND_BATCH: usize = 64;
 
 /// The local broker, as an upstream sees it.
 #[async_trait]
@@ -315,193 +312,5 @@ impl Relay {
             .iter()
             .enumerate()
             .find_map(|(i, b)| Some((i, b.to_local(remote_topic)?)))
-    }
-
-    /// One connection: connect, `connected` at the CONNACK, carry messages both ways until
-    /// the connection fails; returns why. What was sent and not acknowledged is sent again
-    /// on the next connection.
-    pub async fn serve(
-        self: &Arc<Self>,
-        target: &Target,
-        how: &Open,
-        local: Arc<dyn Local>,
-        connected: &mut (dyn FnMut(bool) + Send),
-    ) -> Failure {
-        let failure = self.connected_session(target, how, local, connected).await;
-        lock(&self.outbox.queue).requeue();
-        failure
-    }
-
-    async fn connected_session(
-        self: &Arc<Self>,
-        target: &Target,
-        how: &Open,
-        local: Arc<dyn Local>,
-        connected: &mut (dyn FnMut(bool) + Send),
-    ) -> Failure {
-        let (client, mut events) = match open(target, how) {
-            Ok(opened) => opened,
-            Err(failure) => return failure,
-        };
-        let limit = how.limit;
-        let waited = tokio::time::timeout(limit, async {
-            loop {
-                if let Event::ConnAck { session_present } = events.poll(limit).await? {
-                    return Ok::<_, Failure>(session_present);
-                }
-            }
-        })
-        .await;
-        match waited {
-            Ok(Ok(session_present)) => connected(session_present),
-            Ok(Err(failure)) => return failure,
-            Err(_) => return Failure::Timeout(limit),
-        }
-        let filters: Vec<(String, u8)> = self
-            .bindings
-            .iter()
-            .filter(|b| b.incoming)
-            .map(|b| (b.remote_filter(), b.qos))
-            .collect();
-        if client.subscribe(&filters).await.is_err() {
-            return Failure::Protocol("the connection closed while subscribing".into());
-        }
-        let handed: Arc<Mutex<VecDeque<(i64, u8)>>> = Arc::default();
-        let (inbound_tx, inbound_rx) = tokio::sync::mpsc::channel::<Incoming>(256);
-        let _tasks = Tasks(vec![
-            tokio::spawn(send(self.clone(), client.clone(), handed.clone())),
-            tokio::spawn(receive(self.clone(), client.clone(), local, inbound_rx)),
-        ]);
-        // Packet id → sequence number of the QoS 1/2 messages on the wire.
-        let mut in_flight: HashMap<u16, i64> = HashMap::new();
-        let stall_limit = Duration::from_secs(target.number("keep_alive").max(5) * 2);
-        let mut last_progress = Instant::now();
-        loop {
-            let event = match events.poll(limit).await {
-                Ok(event) => event,
-                Err(failure) => return failure,
-            };
-            match event {
-                Event::Sent { packet_id } => {
-                    let Some((seq, qos)) = lock(&handed).pop_front() else {
-                        continue;
-                    };
-                    if qos == 0 || packet_id == 0 {
-                        self.delivered(seq, false);
-                    } else {
-                        if in_flight.is_empty() {
-                            last_progress = Instant::now();
-                        }
-                        in_flight.insert(packet_id, seq);
-                    }
-                }
-                Event::Acked { packet_id, refused } => {
-                    if let Some(seq) = in_flight.remove(&packet_id) {
-                        self.delivered(seq, refused);
-                        last_progress = Instant::now();
-                    }
-                }
-                Event::Publish(incoming) => {
-                    if inbound_tx.send(incoming).await.is_err() {
-                        return Failure::Protocol(
-                            "messages from the upstream cannot be published locally".into(),
-                        );
-                    }
-                }
-                Event::ConnAck { .. } | Event::Other => {}
-            }
-            // A watchdog for acknowledgements: pings alone do not show that the upstream
-            // still takes messages.
-            if !in_flight.is_empty() && last_progress.elapsed() > stall_limit {
-                return Failure::Timeout(stall_limit);
-            }
-        }
-    }
-
-    /// A sent message is acknowledged (or refused): it leaves the queue.
-    fn delivered(&self, seq: i64, refused: bool) {
-        let mut queue = lock(&self.outbox.queue);
-        if let Some(item) = queue.acked(seq, refused) {
-            if !refused {
-                self.count_out(&item);
-            }
-        }
-    }
-}
-
-/// Tasks of one connection, stopped with it.
-struct Tasks(Vec<JoinHandle<()>>);
-
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        for task in &self.0 {
-            task.abort();
-        }
-    }
-}
-
-/// Sends the queue in order, a batch at a time, waiting when it is empty. `handed` gets each
-/// message's sequence number before the client does, so the event loop can pair it with the
-/// packet id it goes out with.
-async fn send(relay: Arc<Relay>, client: Client, handed: Arc<Mutex<VecDeque<(i64, u8)>>>) {
-    let outbox = &relay.outbox;
-    loop {
-        let notified = outbox.ready.notified();
-        let batch = lock(&outbox.queue).take(SEND_BATCH, now_ms());
-        if batch.is_empty() {
-            notified.await;
-            continue;
-        }
-        for item in batch {
-            if let Some(echoes) = &relay.echoes {
-                lock(echoes).sent(&item.topic, &item.payload, Instant::now());
-            }
-            lock(&handed).push_back((item.seq, item.qos));
-            if client.publish(&item).await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
-/// Publishes the upstream's messages locally, in order, acknowledging each once published.
-async fn receive(
-    relay: Arc<Relay>,
-    client: Client,
-    local: Arc<dyn Local>,
-    mut incoming: tokio::sync::mpsc::Receiver<Incoming>,
-) {
-    let c = &relay.counters;
-    while let Some(message) = incoming.recv().await {
-        let mapped = relay.local_of(&message.topic);
-        let echo = relay.echoes.as_ref().is_some_and(|echoes| {
-            lock(echoes).is_echo(&message.topic, &message.payload, Instant::now())
-        });
-        if message.hops >= MAX_HOPS || echo {
-            c.loops.fetch_add(1, Ordering::Relaxed);
-        } else if let Some((binding, topic)) = mapped {
-            c.in_messages.fetch_add(1, Ordering::Relaxed);
-            c.in_bytes
-                .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
-            if let Some(b) = c.bindings.get(binding) {
-                b.in_messages.fetch_add(1, Ordering::Relaxed);
-            }
-            let inbound = Inbound {
-                topic,
-                payload: message.payload.clone(),
-                qos: message.qos,
-                retain: relay.bindings[binding].keep_retain && message.retain,
-                hops: message.hops,
-            };
-            if let Err(e) = local.publish(relay.origin.clone(), inbound).await {
-                // Not acknowledged: the upstream sends it again on the next connection.
-                tracing::warn!(error = %e, "cannot publish a message from an upstream");
-                client.disconnect();
-                return;
-            }
-        }
-        if client.ack(&message).await.is_err() {
-            return;
-        }
     }
 }

@@ -1,355 +1,537 @@
-//! One MQTT connection to an upstream, whichever protocol version its record names: rumqttc's
-//! MQTT 5 and MQTT 3.1.1 clients behind one client type and one event type, so the probe and
-//! the relay are written once. The options come from the record: transport (TCP, TLS,
-//! WebSocket, secure WebSocket), keep-alive, credentials, client id and session settings.
+//! One MQTT connection to an upstream as a client, in the protocol version its record names
+//! (MQTT 5 or 3.1.1, through rmqtt-codec, the codec svc's broker speaks): the CONNECT/CONNACK
+//! handshake with its failures classified, then packets encoded into one buffer that is
+//! written with one write (a burst of messages is one syscall and few TCP segments, not one
+//! each) and packets decoded from whatever one read brought.
 
 use super::connect::{Failure, Target};
 use super::queue::Item;
+use super::wire::{self, Reader, Writer};
 use crate::broker::{BRIDGE_PROPERTY, HOPS_PROPERTY};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use bytestring::ByteString;
+use rmqtt_codec::types::{Publish, QoS};
+use rmqtt_codec::{v3, v5};
+use std::num::{NonZeroU16, NonZeroU32};
 use std::time::Duration;
+use tokio_util::codec::{Decoder, Encoder};
 
 /// The largest packet an upstream connection sends or takes (svc's own broker default).
 const MAX_PACKET: u32 = 1024 * 1024;
 /// QoS 1/2 messages sent and not yet acknowledged, at most (the upstream may allow fewer).
-const MAX_IN_FLIGHT: u16 = 256;
-/// Requests (publishes, subscriptions, acks) waiting for the client's event loop.
-const REQUEST_CAPACITY: usize = 512;
+pub const MAX_IN_FLIGHT: u16 = 1024;
 
-/// What the connection reports.
-pub enum Event {
-    ConnAck {
-        session_present: bool,
-    },
-    /// A message from the upstream (to be acknowledged with [`Client::ack`]).
+/// How a connection is to be opened.
+pub struct Open {
+    /// Give up on the connection attempt after this long.
+    pub limit: Duration,
+    /// Ask for the record's session expiry (a bridge); otherwise a probe that leaves no
+    /// session behind.
+    pub bridge: bool,
+    /// Announced in the CONNECT (MQTT 5) as `svc-bridge`: `<domain>/<name>`.
+    pub announce: Option<String>,
+}
+
+/// A packet from the upstream that the bridge acts on.
+#[derive(Debug)]
+pub enum In {
     Publish(Incoming),
-    /// A message handed to [`Client::publish`] went out with this packet id (0 for QoS 0).
-    Sent {
-        packet_id: u16,
-    },
-    /// The upstream acknowledged (PUBACK, PUBCOMP) or refused the message with this id.
-    Acked {
+    /// PUBACK (QoS 1 delivered) or PUBCOMP (QoS 2 delivered).
+    Delivered {
         packet_id: u16,
         refused: bool,
     },
+    /// PUBREC: answered with PUBREL unless refused.
+    Received {
+        packet_id: u16,
+        refused: bool,
+    },
+    /// PUBREL of an incoming QoS 2 message: answered with PUBCOMP.
+    Released {
+        packet_id: u16,
+    },
+    /// SUBACK: the positions of the filters the upstream refused.
+    Subscribed {
+        refused: Vec<usize>,
+    },
+    /// The upstream closed the session, saying why.
+    Disconnect(String),
     Other,
 }
 
+#[derive(Debug)]
 pub struct Incoming {
+    pub packet_id: Option<u16>,
     pub topic: String,
     pub payload: Bytes,
     pub qos: u8,
     pub retain: bool,
     pub hops: u8,
-    ack: AckOf,
 }
 
-enum AckOf {
-    V5(Box<rumqttc::v5::mqttbytes::v5::Publish>),
-    V3(rumqttc::Publish),
+enum Codec {
+    V3(v3::Codec),
+    V5(v5::Codec),
 }
 
-#[derive(Clone)]
-pub enum Client {
-    V5(rumqttc::v5::AsyncClient),
-    V3(rumqttc::AsyncClient),
+pub struct Session {
+    reader: Reader,
+    writer: Writer,
+    codec: Codec,
+    read_buf: BytesMut,
+    write_buf: BytesMut,
+    /// The keep-alive agreed on (the server may lower ours).
+    pub keep_alive: Duration,
+    /// QoS 1/2 messages the upstream takes before acknowledging (its Receive Maximum).
+    pub window: usize,
+    pub session_present: bool,
 }
 
-pub enum Events {
-    V5(Box<rumqttc::v5::EventLoop>),
-    V3(Box<rumqttc::EventLoop>),
-}
-
-/// How a connection is to be opened.
-pub struct Open {
-    /// Give up on a connection attempt after this long.
-    pub limit: Duration,
-    /// Ask for the record's session expiry and acknowledge incoming messages by hand (a
-    /// bridge); otherwise a probe that leaves no session behind.
-    pub bridge: bool,
-    /// Announced in the CONNECT (MQTT 5) as `svc-bridge`: `<device>/<domain>/<name>`.
-    pub announce: Option<String>,
-}
-
-fn v5_qos(qos: u8) -> rumqttc::v5::mqttbytes::QoS {
-    use rumqttc::v5::mqttbytes::QoS;
-    match qos {
+fn qos_of(n: u8) -> QoS {
+    match n {
         0 => QoS::AtMostOnce,
         1 => QoS::AtLeastOnce,
         _ => QoS::ExactlyOnce,
     }
 }
 
-fn v3_qos(qos: u8) -> rumqttc::QoS {
-    use rumqttc::QoS;
-    match qos {
-        0 => QoS::AtMostOnce,
-        1 => QoS::AtLeastOnce,
-        _ => QoS::ExactlyOnce,
-    }
+fn id(packet_id: u16) -> NonZeroU16 {
+    NonZeroU16::new(packet_id).unwrap_or(NonZeroU16::MIN)
 }
 
-/// The client and its event loop for `target` (nothing is sent before the loop is polled).
-pub fn open(target: &Target, how: &Open) -> Result<(Client, Events), Failure> {
-    let port = u16::try_from(target.number("port")).unwrap_or(1883);
-    let client_id = target.text("client_id");
-    let clean = target.flag("clean_start") != Some(false);
-    // rumqttc wants at least 5 s of MQTT 5 clients (config.rs enforces it for records).
-    let keep_alive = Duration::from_secs(target.number("keep_alive").max(5));
-    let username = target.optional_text("username");
-    let password = target.password().unwrap_or_default().to_string();
-    if target.is_v5() {
-        use rumqttc::v5::{AsyncClient, MqttOptions};
-        let mut options = MqttOptions::new(client_id, target.address(), port);
-        options.set_transport(target.transport()?);
-        options.set_keep_alive(keep_alive);
-        options.set_clean_start(clean);
-        options.set_max_packet_size(Some(MAX_PACKET));
-        options.set_connection_timeout(how.limit.as_secs());
-        options.set_outgoing_inflight_upper_limit(MAX_IN_FLIGHT);
-        if let Some(user) = username {
-            options.set_credentials(user, password);
-        }
-        if how.bridge {
-            let expiry = u32::try_from(target.number("session_expiry")).unwrap_or(u32::MAX);
-            options.set_session_expiry_interval(Some(expiry));
-            options.set_manual_acks(true);
-        }
-        if let Some(announce) = &how.announce {
-            options.set_user_properties(vec![(BRIDGE_PROPERTY.into(), announce.clone())]);
-        }
-        let (client, events) = AsyncClient::new(options, REQUEST_CAPACITY);
-        Ok((Client::V5(client), Events::V5(Box::new(events))))
-    } else {
-        use rumqttc::{AsyncClient, MqttOptions};
-        let mut options = MqttOptions::new(client_id, target.address(), port);
-        options.set_transport(target.transport()?);
-        options.set_keep_alive(keep_alive);
-        options.set_clean_session(clean);
-        options.set_max_packet_size(MAX_PACKET as usize, MAX_PACKET as usize);
-        options.set_inflight(MAX_IN_FLIGHT);
-        options.set_manual_acks(how.bridge);
-        if let Some(user) = username {
-            options.set_credentials(user, password);
-        }
-        let (client, mut events) = AsyncClient::new(options, REQUEST_CAPACITY);
-        events
-            .network_options
-            .set_connection_timeout(how.limit.as_secs());
-        Ok((Client::V3(client), Events::V3(Box::new(events))))
-    }
+fn protocol(e: impl std::fmt::Display) -> Failure {
+    Failure::Protocol(e.to_string())
 }
 
-impl Client {
-    /// Hands a message to the event loop (waits while its request queue is full). `Err` when
-    /// the connection is gone.
-    pub async fn publish(&self, item: &Item) -> Result<(), ()> {
-        match self {
-            Client::V5(client) => {
-                use rumqttc::v5::mqttbytes::v5::PublishProperties;
-                let properties = PublishProperties {
-                    user_properties: vec![(
-                        HOPS_PROPERTY.into(),
-                        item.hops.saturating_add(1).to_string(),
-                    )],
-                    ..PublishProperties::default()
-                };
-                client
-                    .publish_with_properties(
-                        item.topic.as_str(),
-                        v5_qos(item.qos),
-                        item.retain,
-                        item.payload.clone(),
-                        properties,
-                    )
-                    .await
-                    .map_err(drop)
-            }
-            Client::V3(client) => client
-                .publish_bytes(
-                    item.topic.as_str(),
-                    v3_qos(item.qos),
-                    item.retain,
-                    item.payload.clone(),
-                )
+impl Session {
+    /// Connects as `target` says and waits for the CONNACK (all within `how.limit`).
+    pub async fn connect(target: &Target, how: &Open) -> Result<Session, Failure> {
+        tokio::time::timeout(how.limit, Session::handshake(target, how))
+            .await
+            .map_err(|_| Failure::Timeout(how.limit))?
+    }
+
+    async fn handshake(target: &Target, how: &Open) -> Result<Session, Failure> {
+        let tls = match target.protocol() {
+            "mqtts" | "wss" => Some(target.tls_config()?),
+            _ => None,
+        };
+        let path = target.text("path");
+        let address = wire::Address {
+            host: target.text("host"),
+            port: u16::try_from(target.number("port")).unwrap_or(1883),
+            tls,
+            websocket_path: target.protocol().starts_with("ws").then_some(path),
+        };
+        let (reader, writer) = wire::open(&address).await?;
+        let keep_alive = u16::try_from(target.number("keep_alive").max(5)).unwrap_or(u16::MAX);
+        let username = target.optional_text("username").map(ByteString::from);
+        let password = target
+            .password()
+            .map(|p| Bytes::copy_from_slice(p.as_bytes()));
+        let client_id = ByteString::from(target.text("client_id"));
+        let clean = target.flag("clean_start") != Some(false);
+        let mut write_buf = BytesMut::with_capacity(8 * 1024);
+        let codec = if target.is_v5() {
+            let connect = v5::Connect {
+                clean_start: clean,
+                keep_alive,
+                session_expiry_interval_secs: if how.bridge {
+                    u32::try_from(target.number("session_expiry")).unwrap_or(u32::MAX)
+                } else {
+                    0
+                },
+                receive_max: NonZeroU16::new(MAX_IN_FLIGHT),
+                max_packet_size: NonZeroU32::new(MAX_PACKET),
+                user_properties: how
+                    .announce
+                    .iter()
+                    .map(|a| (BRIDGE_PROPERTY.into(), a.as_str().into()))
+                    .collect(),
+                client_id,
+                username,
+                password,
+                ..v5::Connect::default()
+            };
+            let mut codec = v5::Codec::new(MAX_PACKET, 0);
+            codec
+                .encode(v5::Packet::Connect(Box::new(connect)), &mut write_buf)
+                .map_err(protocol)?;
+            Codec::V5(codec)
+        } else {
+            let connect = v3::Connect {
+                clean_session: clean,
+                keep_alive,
+                client_id,
+                username,
+                password,
+                ..v3::Connect::default()
+            };
+            let mut codec = v3::Codec::new(MAX_PACKET);
+            codec
+                .encode(v3::Packet::Connect(Box::new(connect)), &mut write_buf)
+                .map_err(protocol)?;
+            Codec::V3(codec)
+        };
+        let mut session = Session {
+            reader,
+            writer,
+            codec,
+            read_buf: BytesMut::with_capacity(8 * 1024),
+            write_buf,
+            keep_alive: Duration::from_secs(u64::from(keep_alive)),
+            window: usize::from(MAX_IN_FLIGHT),
+            session_present: false,
+        };
+        session.flush().await?;
+        loop {
+            if session
+                .reader
+                .read(&mut session.read_buf)
                 .await
-                .map_err(drop),
+                .map_err(tcp)?
+                == 0
+            {
+                return Err(Failure::Protocol(
+                    "the upstream closed the connection before its CONNACK".into(),
+                ));
+            }
+            if let Some(ack) = session.decode_connack()? {
+                return ack.map(|()| session);
+            }
         }
     }
 
-    /// Subscribes to `(filter, qos)` pairs; MQTT 5 asks No Local (what this connection
+    /// The CONNACK, once a whole one was read: `Ok(())` accepted (the session takes its
+    /// settings), or the refusal.
+    fn decode_connack(&mut self) -> Result<Option<Result<(), Failure>>, Failure> {
+        match &mut self.codec {
+            Codec::V5(codec) => match codec.decode(&mut self.read_buf).map_err(protocol)? {
+                None => Ok(None),
+                Some((v5::Packet::ConnectAck(ack), _)) => {
+                    use v5::ConnectAckReason as R;
+                    let refusal = match ack.reason_code {
+                        R::Success => None,
+                        R::BadUserNameOrPassword => Some((0x86, "bad user name or password")),
+                        R::NotAuthorized => Some((0x87, "not authorized")),
+                        R::Banned => Some((0x8A, "banned")),
+                        R::BadAuthenticationMethod => Some((0x8C, "bad authentication method")),
+                        other => {
+                            return Ok(Some(Err(Failure::Protocol(format!(
+                                "CONNACK refused: {other:?}"
+                            )))))
+                        }
+                    };
+                    if let Some((code, text)) = refusal {
+                        return Ok(Some(Err(Failure::Auth(code, text.into()))));
+                    }
+                    self.session_present = ack.session_present;
+                    self.window = usize::from(ack.receive_max.get().min(MAX_IN_FLIGHT));
+                    if let Some(secs) = ack.server_keepalive_sec {
+                        self.keep_alive = Duration::from_secs(u64::from(secs.max(1)));
+                    }
+                    Ok(Some(Ok(())))
+                }
+                Some((other, _)) => Err(Failure::Protocol(format!(
+                    "expected a CONNACK, got packet type {}",
+                    other.packet_type()
+                ))),
+            },
+            Codec::V3(codec) => match codec.decode(&mut self.read_buf).map_err(protocol)? {
+                None => Ok(None),
+                Some((v3::Packet::ConnectAck(ack), _)) => {
+                    use v3::ConnectAckReason as R;
+                    Ok(Some(match ack.return_code {
+                        R::ConnectionAccepted => {
+                            self.session_present = ack.session_present;
+                            Ok(())
+                        }
+                        R::BadUserNameOrPassword => {
+                            Err(Failure::Auth(4, "bad user name or password".into()))
+                        }
+                        R::NotAuthorized => Err(Failure::Auth(5, "not authorized".into())),
+                        other => Err(Failure::Protocol(format!("CONNACK refused: {other:?}"))),
+                    }))
+                }
+                Some(_) => Err(Failure::Protocol("expected a CONNACK".into())),
+            },
+        }
+    }
+
+    fn encode(&mut self, packet: v5::Packet) -> Result<(), Failure> {
+        match &mut self.codec {
+            Codec::V5(codec) => codec.encode(packet, &mut self.write_buf).map_err(protocol),
+            Codec::V3(codec) => match to_v3(packet) {
+                Some(packet) => codec.encode(packet, &mut self.write_buf).map_err(protocol),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Queues a message for the upstream (`packet_id` for QoS 1/2); MQTT 5 carries the hop
+    /// count it will have there.
+    pub fn publish(&mut self, item: &Item, packet_id: Option<u16>) -> Result<(), Failure> {
+        let properties = matches!(self.codec, Codec::V5(_)).then(|| v5::PublishProperties {
+            user_properties: vec![(
+                HOPS_PROPERTY.into(),
+                item.hops.saturating_add(1).to_string().into(),
+            )],
+            ..v5::PublishProperties::default()
+        });
+        self.encode(v5::Packet::Publish(Box::new(Publish {
+            dup: false,
+            retain: item.retain,
+            qos: qos_of(item.qos),
+            topic: ByteString::from(item.topic.as_str()),
+            packet_id: packet_id.and_then(NonZeroU16::new),
+            payload: item.payload.clone(),
+            properties,
+        })))
+    }
+
+    /// Queues a SUBSCRIBE of `(filter, qos)` pairs; MQTT 5 asks No Local (what this connection
     /// publishes does not come back) and Retain As Published.
-    pub async fn subscribe(&self, filters: &[(String, u8)]) -> Result<(), ()> {
-        if filters.is_empty() {
+    pub fn subscribe(&mut self, packet_id: u16, filters: &[(String, u8)]) -> Result<(), Failure> {
+        let topic_filters = filters
+            .iter()
+            .map(|(filter, qos)| {
+                let options = v5::SubscriptionOptions {
+                    qos: qos_of(*qos),
+                    no_local: true,
+                    retain_as_published: true,
+                    ..v5::SubscriptionOptions::default()
+                };
+                (ByteString::from(filter.as_str()), options)
+            })
+            .collect();
+        self.encode(v5::Packet::Subscribe(v5::Subscribe {
+            packet_id: id(packet_id),
+            id: None,
+            user_properties: Vec::new(),
+            topic_filters,
+        }))
+    }
+
+    /// Queues the acknowledgement of an incoming QoS 1 (PUBACK) or QoS 2 (PUBREC) message.
+    pub fn acknowledge(&mut self, packet_id: u16, qos: u8) -> Result<(), Failure> {
+        let ack = v5::PublishAck {
+            packet_id: id(packet_id),
+            reason_code: v5::PublishAckReason::Success,
+            properties: Vec::new(),
+            reason_string: None,
+        };
+        self.encode(if qos >= 2 {
+            v5::Packet::PublishReceived(ack)
+        } else {
+            v5::Packet::PublishAck(ack)
+        })
+    }
+
+    /// Queues PUBREL (after a PUBREC) or PUBCOMP (after a PUBREL).
+    pub fn release(&mut self, packet_id: u16, complete: bool) -> Result<(), Failure> {
+        let ack = v5::PublishAck2 {
+            packet_id: id(packet_id),
+            reason_code: v5::PublishAck2Reason::Success,
+            properties: Vec::new(),
+            reason_string: None,
+        };
+        self.encode(if complete {
+            v5::Packet::PublishComplete(ack)
+        } else {
+            v5::Packet::PublishRelease(ack)
+        })
+    }
+
+    pub fn ping(&mut self) -> Result<(), Failure> {
+        self.encode(v5::Packet::PingRequest)
+    }
+
+    /// Whether packets wait to be written.
+    pub fn has_output(&self) -> bool {
+        !self.write_buf.is_empty()
+    }
+
+    /// Writes every queued packet at once.
+    pub async fn flush(&mut self) -> Result<(), Failure> {
+        if self.write_buf.is_empty() {
             return Ok(());
         }
-        match self {
-            Client::V5(client) => {
-                use rumqttc::v5::mqttbytes::v5::Filter;
-                let filters = filters.iter().map(|(path, qos)| Filter {
-                    nolocal: true,
-                    preserve_retain: true,
-                    ..Filter::new(path.as_str(), v5_qos(*qos))
-                });
-                client.subscribe_many(filters).await.map_err(drop)
-            }
-            Client::V3(client) => {
-                let filters = filters
-                    .iter()
-                    .map(|(path, qos)| rumqttc::SubscribeFilter::new(path.clone(), v3_qos(*qos)));
-                client.subscribe_many(filters).await.map_err(drop)
-            }
+        self.writer.write_all(&self.write_buf).await.map_err(tcp)?;
+        self.write_buf.clear();
+        Ok(())
+    }
+
+    /// Waits for bytes from the upstream (cancel safe: nothing read is lost if dropped).
+    pub async fn read(&mut self) -> Result<(), Failure> {
+        match self.reader.read(&mut self.read_buf).await.map_err(tcp)? {
+            0 => Err(Failure::Tcp("the upstream closed the connection".into())),
+            _ => Ok(()),
         }
     }
 
-    /// Acknowledges an incoming message (once it is safely published locally).
-    pub async fn ack(&self, incoming: &Incoming) -> Result<(), ()> {
-        match (self, &incoming.ack) {
-            (Client::V5(client), AckOf::V5(publish)) => client.ack(publish).await.map_err(drop),
-            (Client::V3(client), AckOf::V3(publish)) => client.ack(publish).await.map_err(drop),
-            _ => Err(()),
+    /// The packets the reads brought so far.
+    pub fn packets(&mut self) -> Result<Vec<In>, Failure> {
+        let mut packets = Vec::new();
+        loop {
+            let packet = match &mut self.codec {
+                Codec::V5(codec) => codec.decode(&mut self.read_buf).map_err(protocol)?,
+                Codec::V3(codec) => codec
+                    .decode(&mut self.read_buf)
+                    .map_err(protocol)?
+                    .map(|(p, size)| (from_v3(p), size)),
+            };
+            let Some((packet, _)) = packet else {
+                return Ok(packets);
+            };
+            packets.push(classify(packet));
         }
     }
 
-    pub fn disconnect(&self) {
-        match self {
-            Client::V5(client) => drop(client.try_disconnect()),
-            Client::V3(client) => drop(client.try_disconnect()),
+    /// Says goodbye (DISCONNECT) and closes.
+    pub async fn disconnect(mut self) {
+        let goodbye = v5::Packet::Disconnect(v5::Disconnect::default());
+        if self.encode(goodbye).is_ok() {
+            let _ = self.flush().await;
         }
+        self.writer.close().await;
     }
 }
 
-impl Events {
-    /// The next event; an error ends the connection and says why.
-    pub async fn poll(&mut self, limit: Duration) -> Result<Event, Failure> {
-        match self {
-            Events::V5(events) => {
-                use rumqttc::v5::mqttbytes::v5::{Packet, PubAckReason, PubRecReason};
-                use rumqttc::v5::Event as E;
-                use rumqttc::Outgoing;
-                Ok(
-                    match events.poll().await.map_err(|e| classify_v5(e, limit))? {
-                        E::Incoming(Packet::ConnAck(ack)) => Event::ConnAck {
-                            session_present: ack.session_present,
-                        },
-                        E::Incoming(Packet::Publish(publish)) => {
-                            let hops = publish
-                                .properties
-                                .as_ref()
-                                .and_then(|p| {
-                                    p.user_properties.iter().find(|(k, _)| k == HOPS_PROPERTY)
-                                })
-                                .and_then(|(_, v)| v.parse().ok())
-                                .unwrap_or(0);
-                            Event::Publish(Incoming {
-                                topic: String::from_utf8_lossy(&publish.topic).into_owned(),
-                                payload: publish.payload.clone(),
-                                qos: publish.qos as u8,
-                                retain: publish.retain,
-                                hops,
-                                ack: AckOf::V5(Box::new(publish)),
-                            })
-                        }
-                        E::Incoming(Packet::PubAck(ack)) => Event::Acked {
-                            packet_id: ack.pkid,
-                            refused: !matches!(
-                                ack.reason,
-                                PubAckReason::Success | PubAckReason::NoMatchingSubscribers
-                            ),
-                        },
-                        E::Incoming(Packet::PubRec(rec))
-                            if !matches!(
-                                rec.reason,
-                                PubRecReason::Success | PubRecReason::NoMatchingSubscribers
-                            ) =>
-                        {
-                            Event::Acked {
-                                packet_id: rec.pkid,
-                                refused: true,
-                            }
-                        }
-                        E::Incoming(Packet::PubComp(comp)) => Event::Acked {
-                            packet_id: comp.pkid,
-                            refused: false,
-                        },
-                        E::Outgoing(Outgoing::Publish(packet_id)) => Event::Sent { packet_id },
-                        _ => Event::Other,
-                    },
-                )
-            }
-            Events::V3(events) => {
-                use rumqttc::{Event as E, Outgoing, Packet};
-                Ok(
-                    match events.poll().await.map_err(|e| classify_v3(e, limit))? {
-                        E::Incoming(Packet::ConnAck(ack)) => Event::ConnAck {
-                            session_present: ack.session_present,
-                        },
-                        E::Incoming(Packet::Publish(publish)) => Event::Publish(Incoming {
-                            topic: publish.topic.clone(),
-                            payload: publish.payload.clone(),
-                            qos: publish.qos as u8,
-                            retain: publish.retain,
-                            hops: 0,
-                            ack: AckOf::V3(publish),
-                        }),
-                        E::Incoming(Packet::PubAck(ack)) => Event::Acked {
-                            packet_id: ack.pkid,
-                            refused: false,
-                        },
-                        E::Incoming(Packet::PubComp(comp)) => Event::Acked {
-                            packet_id: comp.pkid,
-                            refused: false,
-                        },
-                        E::Outgoing(Outgoing::Publish(packet_id)) => Event::Sent { packet_id },
-                        _ => Event::Other,
-                    },
-                )
-            }
+fn tcp(e: std::io::Error) -> Failure {
+    Failure::Tcp(e.to_string())
+}
+
+fn classify(packet: v5::Packet) -> In {
+    use v5::Packet as P;
+    match packet {
+        P::Publish(publish) => {
+            let hops = publish
+                .properties
+                .as_ref()
+                .and_then(|p| p.user_properties.iter().find(|(k, _)| k == HOPS_PROPERTY))
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(0);
+            In::Publish(Incoming {
+                packet_id: publish.packet_id.map(NonZeroU16::get),
+                topic: publish.topic.to_string(),
+                payload: publish.payload,
+                qos: publish.qos.value(),
+                retain: publish.retain,
+                hops,
+            })
         }
-    }
-}
-
-/// The cause of an I/O error while reaching the broker.
-fn classify_io(e: &std::io::Error) -> Failure {
-    let text = e.to_string();
-    if text.contains("lookup") || text.contains("resolve") || text.contains("Name or service") {
-        Failure::Dns(text)
-    } else {
-        Failure::Tcp(text)
-    }
-}
-
-fn classify_v3(e: rumqttc::ConnectionError, limit: Duration) -> Failure {
-    use rumqttc::{ConnectReturnCode as Code, ConnectionError as E};
-    match e {
-        E::Io(e) => classify_io(&e),
-        E::Tls(e) => Failure::Tls(e.to_string()),
-        E::ConnectionRefused(code) => match code {
-            Code::BadUserNamePassword => Failure::Auth(4, "bad user name or password".into()),
-            Code::NotAuthorized => Failure::Auth(5, "not authorized".into()),
-            other => Failure::Protocol(format!("CONNACK refused: {other:?}")),
+        P::PublishAck(ack) => In::Delivered {
+            packet_id: ack.packet_id.get(),
+            refused: u8::from(ack.reason_code) >= 0x80,
         },
-        E::NetworkTimeout => Failure::Timeout(limit),
-        other => Failure::Protocol(other.to_string()),
+        P::PublishReceived(ack) => In::Received {
+            packet_id: ack.packet_id.get(),
+            refused: u8::from(ack.reason_code) >= 0x80,
+        },
+        P::PublishComplete(ack) => In::Delivered {
+            packet_id: ack.packet_id.get(),
+            refused: false,
+        },
+        P::PublishRelease(ack) => In::Released {
+            packet_id: ack.packet_id.get(),
+        },
+        P::SubscribeAck(ack) => In::Subscribed {
+            refused: ack
+                .status
+                .iter()
+                .enumerate()
+                .filter(|(_, reason)| u8::from(**reason) >= 0x80)
+                .map(|(i, _)| i)
+                .collect(),
+        },
+        P::Disconnect(disconnect) => In::Disconnect(format!(
+            "the upstream disconnected: {:?}{}",
+            disconnect.reason_code,
+            disconnect
+                .reason_string
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        )),
+        _ => In::Other,
     }
 }
 
-fn classify_v5(e: rumqttc::v5::ConnectionError, limit: Duration) -> Failure {
-    use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
-    use rumqttc::v5::ConnectionError as E;
-    match e {
-        E::Io(e) => classify_io(&e),
-        E::Tls(e) => Failure::Tls(e.to_string()),
-        E::ConnectionRefused(code) => match code {
-            Code::BadUserNamePassword => Failure::Auth(0x86, "bad user name or password".into()),
-            Code::NotAuthorized => Failure::Auth(0x87, "not authorized".into()),
-            Code::Banned => Failure::Auth(0x8A, "banned".into()),
-            Code::BadAuthenticationMethod => {
-                Failure::Auth(0x8C, "bad authentication method".into())
-            }
-            other => Failure::Protocol(format!("CONNACK refused: {other:?}")),
-        },
-        E::Timeout(_) => Failure::Timeout(limit),
-        other => Failure::Protocol(other.to_string()),
+/// An MQTT 3.1.1 packet from the upstream in its MQTT 5 form.
+fn from_v3(packet: v3::Packet) -> v5::Packet {
+    use v3::Packet as P;
+    let ack = |packet_id| v5::PublishAck {
+        packet_id,
+        reason_code: v5::PublishAckReason::Success,
+        properties: Vec::new(),
+        reason_string: None,
+    };
+    let ack2 = |packet_id| v5::PublishAck2 {
+        packet_id,
+        reason_code: v5::PublishAck2Reason::Success,
+        properties: Vec::new(),
+        reason_string: None,
+    };
+    match packet {
+        P::Publish(publish) => v5::Packet::Publish(publish),
+        P::PublishAck { packet_id } => v5::Packet::PublishAck(ack(packet_id)),
+        P::PublishReceived { packet_id } => v5::Packet::PublishReceived(ack(packet_id)),
+        P::PublishRelease { packet_id } => v5::Packet::PublishRelease(ack2(packet_id)),
+        P::PublishComplete { packet_id } => v5::Packet::PublishComplete(ack2(packet_id)),
+        P::SubscribeAck { packet_id, status } => v5::Packet::SubscribeAck(v5::SubscribeAck {
+            packet_id,
+            properties: Vec::new(),
+            reason_string: None,
+            status: status
+                .into_iter()
+                .map(|code| match code {
+                    v3::SubscribeReturnCode::Success(QoS::AtMostOnce) => {
+                        v5::SubscribeAckReason::GrantedQos0
+                    }
+                    v3::SubscribeReturnCode::Success(QoS::AtLeastOnce) => {
+                        v5::SubscribeAckReason::GrantedQos1
+                    }
+                    v3::SubscribeReturnCode::Success(QoS::ExactlyOnce) => {
+                        v5::SubscribeAckReason::GrantedQos2
+                    }
+                    v3::SubscribeReturnCode::Failure => v5::SubscribeAckReason::UnspecifiedError,
+                })
+                .collect(),
+        }),
+        P::PingResponse => v5::Packet::PingResponse,
+        _ => v5::Packet::PingRequest,
     }
+}
+
+/// A packet the bridge sends, in its MQTT 3.1.1 form.
+fn to_v3(packet: v5::Packet) -> Option<v3::Packet> {
+    use v5::Packet as P;
+    Some(match packet {
+        P::Publish(mut publish) => {
+            publish.properties = None;
+            v3::Packet::Publish(publish)
+        }
+        P::PublishAck(ack) => v3::Packet::PublishAck {
+            packet_id: ack.packet_id,
+        },
+        P::PublishReceived(ack) => v3::Packet::PublishReceived {
+            packet_id: ack.packet_id,
+        },
+        P::PublishRelease(ack) => v3::Packet::PublishRelease {
+            packet_id: ack.packet_id,
+        },
+        P::PublishComplete(ack) => v3::Packet::PublishComplete {
+            packet_id: ack.packet_id,
+        },
+        P::Subscribe(subscribe) => v3::Packet::Subscribe {
+            packet_id: subscribe.packet_id,
+            topic_filters: subscribe
+                .topic_filters
+                .into_iter()
+                .map(|(filter, options)| (filter, options.qos))
+                .collect(),
+        },
+        P::PingRequest => v3::Packet::PingRequest,
+        P::Disconnect(_) => v3::Packet::Disconnect,
+        _ => return None,
+    })
 }

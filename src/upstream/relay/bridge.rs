@@ -1,0 +1,280 @@
+//! One connected session of a relay: subscribe to the incoming bindings, send the out-queue in
+//! order within the upstream's window (every write carrying all that is ready), delete each
+//! message once acknowledged (PUBACK, or PUBREC/PUBREL/PUBCOMP for QoS 2), publish what comes
+//! in locally and acknowledge it only once published, keep the connection alive with pings,
+//! and give up on an upstream that stops answering or stops acknowledging.
+
+use super::{lock, now_ms, Inbound, Local, Relay, MAX_HOPS};
+use crate::upstream::connect::{Failure, Target};
+use crate::upstream::session::{In, Incoming, Open, Session};
+use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Messages encoded per pass before the buffer is written.
+const SEND_BATCH: usize = 256;
+/// The packet id of the bridge's SUBSCRIBE; messages use the others.
+const SUBSCRIBE_ID: u16 = 1;
+
+/// What woke the connection up.
+enum Wake {
+    Read(Result<(), Failure>),
+    Ready,
+    /// An incoming message is published locally: acknowledge it (packet id, QoS).
+    Published(Option<(u16, u8)>),
+    Ping,
+}
+
+/// Packet ids for outgoing QoS 1/2 messages: the next free one after the last.
+struct PacketIds {
+    last: u16,
+}
+
+impl PacketIds {
+    fn next(&mut self, in_use: &HashMap<u16, (i64, u8)>) -> u16 {
+        loop {
+            self.last = match self.last {
+                u16::MAX => SUBSCRIBE_ID + 1,
+                n => n + 1,
+            };
+            if !in_use.contains_key(&self.last) {
+                return self.last;
+            }
+        }
+    }
+}
+
+/// The receive task, stopped with the connection.
+struct Receiver(JoinHandle<()>);
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Relay {
+    /// One connection: connect, `connected` at the CONNACK, carry messages both ways until
+    /// the connection fails; returns why. What was sent and not acknowledged is sent again
+    /// on the next connection.
+    pub async fn serve(
+        self: &Arc<Self>,
+        target: &Target,
+        how: &Open,
+        local: Arc<dyn Local>,
+        connected: &mut (dyn FnMut(bool) + Send),
+    ) -> Failure {
+        let Err(failure) = self.bridge(target, how, local, connected).await;
+        lock(&self.outbox.queue).requeue();
+        failure
+    }
+
+    async fn bridge(
+        self: &Arc<Self>,
+        target: &Target,
+        how: &Open,
+        local: Arc<dyn Local>,
+        connected: &mut (dyn FnMut(bool) + Send),
+    ) -> Result<Infallible, Failure> {
+        let mut session = Session::connect(target, how).await?;
+        connected(session.session_present);
+        let filters: Vec<(String, u8)> = self
+            .bindings
+            .iter()
+            .filter(|b| b.incoming)
+            .map(|b| (b.remote_filter(), b.qos))
+            .collect();
+        if !filters.is_empty() {
+            session.subscribe(SUBSCRIBE_ID, &filters)?;
+        }
+        let (inbound, inbound_rx) = mpsc::channel::<Incoming>(1024);
+        let (published, mut published_rx) = mpsc::unbounded_channel::<(u16, u8)>();
+        let _receiver = Receiver(tokio::spawn(receive(
+            self.clone(),
+            local,
+            inbound_rx,
+            published,
+        )));
+        // Packet id → (sequence number, QoS) of the messages on the wire.
+        let mut in_flight: HashMap<u16, (i64, u8)> = HashMap::new();
+        // Incoming QoS 2 messages published and PUBREC'd, waiting for their PUBREL.
+        let mut unreleased: HashSet<u16> = HashSet::new();
+        let mut ids = PacketIds { last: SUBSCRIBE_ID };
+        let keep_alive = session.keep_alive;
+        let silence_limit = keep_alive * 3 / 2;
+        let stall_limit = (keep_alive * 2).max(Duration::from_secs(10));
+        let (mut last_heard, mut last_sent) = (Instant::now(), Instant::now());
+        let mut last_progress = Instant::now();
+        loop {
+            let room = session.window.saturating_sub(in_flight.len());
+            let batch = lock(&self.outbox.queue).take(room.min(SEND_BATCH), now_ms());
+            let full_batch = batch.len() == SEND_BATCH;
+            for item in batch {
+                if let Some(echoes) = &self.echoes {
+                    lock(echoes).sent(&item.topic, &item.payload, Instant::now());
+                }
+                if item.qos == 0 {
+                    session.publish(&item, None)?;
+                    self.delivered(item.seq, false);
+                } else {
+                    let packet_id = ids.next(&in_flight);
+                    session.publish(&item, Some(packet_id))?;
+                    if in_flight.is_empty() {
+                        last_progress = Instant::now();
+                    }
+                    in_flight.insert(packet_id, (item.seq, item.qos));
+                }
+            }
+            if session.has_output() {
+                session.flush().await?;
+                last_sent = Instant::now();
+            }
+            if full_batch && session.window > in_flight.len() {
+                continue;
+            }
+            let ping_at = last_sent.min(last_heard) + keep_alive;
+            let has_room = session.window > in_flight.len();
+            let wake = tokio::select! {
+                read = session.read() => Wake::Read(read),
+                () = self.outbox.ready.notified(), if has_room => Wake::Ready,
+                ack = published_rx.recv() => Wake::Published(ack),
+                () = tokio::time::sleep_until(ping_at.into()) => Wake::Ping,
+            };
+            match wake {
+                Wake::Read(read) => {
+                    read?;
+                    last_heard = Instant::now();
+                    for packet in session.packets()? {
+                        match packet {
+                            In::Publish(incoming) => {
+                                let repeat = incoming.qos == 2
+                                    && incoming
+                                        .packet_id
+                                        .is_some_and(|id| unreleased.contains(&id));
+                                match incoming.packet_id {
+                                    // A QoS 2 message sent again before its PUBREL: published
+                                    // already, so only acknowledged again.
+                                    Some(id) if repeat => session.acknowledge(id, 2)?,
+                                    _ => inbound.send(incoming).await.map_err(|_| {
+                                        Failure::Protocol("the local broker stopped".into())
+                                    })?,
+                                }
+                            }
+                            In::Delivered { packet_id, refused } => {
+                                if let Some((seq, _)) = in_flight.remove(&packet_id) {
+                                    self.delivered(seq, refused);
+                                    last_progress = Instant::now();
+                                }
+                            }
+                            In::Received { packet_id, refused } => {
+                                if refused {
+                                    if let Some((seq, _)) = in_flight.remove(&packet_id) {
+                                        self.delivered(seq, true);
+                                    }
+                                } else {
+                                    session.release(packet_id, false)?;
+                                }
+                                last_progress = Instant::now();
+                            }
+                            In::Released { packet_id } => {
+                                unreleased.remove(&packet_id);
+                                session.release(packet_id, true)?;
+                            }
+                            In::Subscribed { refused } => {
+                                for i in refused {
+                                    let filter = filters.get(i).map_or("?", |f| f.0.as_str());
+                                    tracing::warn!(
+                                        filter,
+                                        "the upstream refused the bridge's subscription"
+                                    );
+                                }
+                            }
+                            In::Disconnect(why) => return Err(Failure::Protocol(why)),
+                            In::Other => {}
+                        }
+                    }
+                }
+                Wake::Ready => {}
+                Wake::Published(None) => {
+                    return Err(Failure::Protocol("the local broker stopped".into()));
+                }
+                Wake::Published(Some(first)) => {
+                    let more: Vec<(u16, u8)> =
+                        std::iter::from_fn(|| published_rx.try_recv().ok()).collect();
+                    for (packet_id, qos) in std::iter::once(first).chain(more) {
+                        session.acknowledge(packet_id, qos)?;
+                        if qos == 2 {
+                            unreleased.insert(packet_id);
+                        }
+                    }
+                }
+                Wake::Ping => session.ping()?,
+            }
+            if last_heard.elapsed() > silence_limit {
+                return Err(Failure::Timeout(silence_limit));
+            }
+            // Pings alone do not show that the upstream still takes messages.
+            if !in_flight.is_empty() && last_progress.elapsed() > stall_limit {
+                return Err(Failure::Timeout(stall_limit));
+            }
+        }
+    }
+
+    /// A sent message is acknowledged (or refused): it leaves the queue.
+    fn delivered(&self, seq: i64, refused: bool) {
+        let mut queue = lock(&self.outbox.queue);
+        if let Some(item) = queue.acked(seq, refused) {
+            if !refused {
+                self.count_out(&item);
+            }
+        }
+    }
+}
+
+/// Publishes the upstream's messages locally, in order; each QoS 1/2 message is handed back
+/// for its acknowledgement once published (or dropped as a loop or echo).
+async fn receive(
+    relay: Arc<Relay>,
+    local: Arc<dyn Local>,
+    mut incoming: mpsc::Receiver<Incoming>,
+    published: mpsc::UnboundedSender<(u16, u8)>,
+) {
+    let c = &relay.counters;
+    while let Some(message) = incoming.recv().await {
+        let mapped = relay.local_of(&message.topic);
+        let echo = relay.echoes.as_ref().is_some_and(|echoes| {
+            lock(echoes).is_echo(&message.topic, &message.payload, Instant::now())
+        });
+        if message.hops >= MAX_HOPS || echo {
+            c.loops.fetch_add(1, Ordering::Relaxed);
+        } else if let Some((binding, topic)) = mapped {
+            c.in_messages.fetch_add(1, Ordering::Relaxed);
+            c.in_bytes
+                .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
+            if let Some(b) = c.bindings.get(binding) {
+                b.in_messages.fetch_add(1, Ordering::Relaxed);
+            }
+            let inbound = Inbound {
+                topic,
+                payload: message.payload.clone(),
+                qos: message.qos,
+                retain: relay.bindings[binding].keep_retain && message.retain,
+                hops: message.hops,
+            };
+            if let Err(e) = local.publish(relay.origin.clone(), inbound).await {
+                // Not acknowledged: the upstream sends it again on the next connection.
+                tracing::warn!(error = %e, "cannot publish a message from an upstream");
+                return;
+            }
+        }
+        if let Some(packet_id) = message.packet_id {
+            if published.send((packet_id, message.qos)).is_err() {
+                return;
+            }
+        }
+    }
+}
