@@ -112,13 +112,19 @@ load() {
 TICKS_PER_SEC=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # with_cpu PID… -- CMD… : runs CMD and adds to its JSON line `cpu_us_per_msg_<i>`, the CPU time
-# of the i-th PID (0-based) per delivered message.
+# of the i-th PID (0-based) per delivered message, and `cpu_us_per_msg_generator`, the load
+# generator's own (CMD's children: user + system time).
 with_cpu() {
-    local pids=() before=() line i
+    local pids=() before=() line i generator
     while [ "$1" != -- ]; do pids+=("$1"); shift; done
     shift
     for i in "${!pids[@]}"; do before[i]=$(cpu_ticks "${pids[$i]}"); done
-    line=$("$@")
+    local TIMEFORMAT='%U %S'
+    { time "$@" >"$WORK/line.json"; } 2>"$WORK/time.txt"
+    line=$(cat "$WORK/line.json")
+    generator=$(awk '{ print $1 + $2 }' "$WORK/time.txt")
+    line=$(jq -c --argjson s "$generator" \
+        '. + {cpu_us_per_msg_generator: ($s * 1e6 / .received * 100 | round / 100)}' <<<"$line")
     for i in "${!pids[@]}"; do
         line=$(jq -c --argjson t "$(($(cpu_ticks "${pids[$i]}") - before[i]))" --argjson hz "$TICKS_PER_SEC" \
             ". + {\"cpu_us_per_msg_$i\": (\$t / \$hz * 1e6 / .received * 100 | round / 100)}" <<<"$line")
@@ -210,9 +216,10 @@ CATCHUP_VERDICT=$(verdict "$CATCHUP_S <= 10 and $CATCHUP_RECEIVED >= $CATCHUP")
     printf '| catch-up: %s buffered messages after an outage | %.0f (%.2f s) | %.2f | <= 10 s, all arrive (%s) | %s |\n' \
         "$CATCHUP" "$CATCHUP_RATE" "$CATCHUP_S" "$CATCHUP_RATIO" "$CATCHUP_RECEIVED" "$CATCHUP_VERDICT"
     echo
-    printf 'CPU per delivered message (median rounds): plant %s µs direct; relay: plant %s µs, edge %s µs.\n' \
-        "$(jq .cpu_us_per_msg_0 <<<"$DIRECT_MEDIAN")" "$(jq .cpu_us_per_msg_0 <<<"$RELAY_MEDIAN")" \
-        "$(jq .cpu_us_per_msg_1 <<<"$RELAY_MEDIAN")"
+    printf 'CPU per delivered message (median rounds): direct: plant %s µs + generator %s µs; relay: plant %s µs + edge %s µs + generator %s µs (%s CPUs shared by all).\n' \
+        "$(jq .cpu_us_per_msg_0 <<<"$DIRECT_MEDIAN")" "$(jq .cpu_us_per_msg_generator <<<"$DIRECT_MEDIAN")" \
+        "$(jq .cpu_us_per_msg_0 <<<"$RELAY_MEDIAN")" "$(jq .cpu_us_per_msg_1 <<<"$RELAY_MEDIAN")" \
+        "$(jq .cpu_us_per_msg_generator <<<"$RELAY_MEDIAN")" "$(nproc)"
     echo
     echo "Every round:"
     echo
