@@ -1,7 +1,7 @@
-//! One connection attempt to an upstream broker, as a normalised record describes it: the
-//! MQTT client options (MQTT 5 or 3.1.1 over TCP, TLS, WebSocket or secure WebSocket), and a
-//! probe that connects, waits for the CONNACK and says how it went or why it failed (DNS,
-//! TCP, TLS, authentication, protocol, timeout).
+//! Where an upstream is, as a normalised record describes it (the [`Target`]: address,
+//! protocol version, TLS, credentials, session settings), why a connection to it fails (the
+//! [`Failure`]: DNS, TCP, TLS, authentication, protocol, timeout), and the probe of the test
+//! routes: connect, wait for the CONNACK, say how it went.
 
 use super::session::{Open, Session};
 use super::tls::client_config;

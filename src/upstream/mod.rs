@@ -1,7 +1,8 @@
 //! Upstream bridges: another MQTT broker a domain's namespaces are carried to and from. What an
-//! upstream is (its record, checked and normalised), how to connect to it (client options and
-//! TLS), a probe of whether it can be reached, and the supervisor that keeps every enabled
-//! upstream connected.
+//! upstream is (its record, checked and normalised; its bindings), how to reach it (the byte
+//! stream, TLS, svc's own MQTT client session), a probe of whether it can be reached, the
+//! durable out-queue with its buffer limits, the relay that carries messages both ways without
+//! loops, and the supervisor that keeps every enabled upstream connected.
 
 pub mod binding;
 pub mod config;
