@@ -3,6 +3,7 @@
 //! decides when a function runs and what its host API may touch.
 
 pub mod engine;
+pub mod typescript;
 
 use crate::schedule::Schedule;
 use crate::topic::validate_topic_filter;
@@ -12,8 +13,9 @@ use std::collections::BTreeMap;
 
 /// Name of the per-domain system table holding functions.
 pub const PROCESSES: &str = "processes";
-/// The only in-process language.
+/// Languages run in the QuickJS sandbox (TypeScript once its types are stripped).
 pub const JAVASCRIPT: &str = "javascript";
+pub const TYPESCRIPT: &str = "typescript";
 /// Bounds a function's own limits may take.
 pub const MAX_TIMEOUT_MS: u64 = 300_000;
 pub const MAX_MEMORY_MB: u64 = 1024;
@@ -48,6 +50,18 @@ pub struct FunctionDef {
     /// Lets runs of this function overlap; by default they queue (events) or skip (timers).
     #[serde(default)]
     pub allow_overlap: bool,
+    /// The JavaScript of a TypeScript function (never stored: made from `code` and `modules`
+    /// whenever the record is read).
+    #[serde(skip)]
+    compiled: Option<Compiled>,
+}
+
+/// A TypeScript function's JavaScript: the entry and the bundle's modules, `.ts` files
+/// renamed `.js` (imports may omit the extension).
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Compiled {
+    code: String,
+    modules: BTreeMap<String, String>,
 }
 
 fn default_language() -> String {
@@ -200,17 +214,37 @@ impl FunctionDef {
         for system in ["id", "created_dt", "updated_dt"] {
             fields.remove(system);
         }
-        let def: FunctionDef = serde_json::from_value(Value::Object(fields))
+        let mut def: FunctionDef = serde_json::from_value(Value::Object(fields))
             .map_err(|e| format!("invalid function: {e}"))?;
         def.validate()?;
+        if def.language == TYPESCRIPT {
+            def.compiled = Some(def.compile()?);
+        }
         Ok(def)
+    }
+
+    /// The JavaScript of a TypeScript function.
+    fn compile(&self) -> Result<Compiled, String> {
+        let code = typescript::to_javascript("main.ts", &self.code, self.module)?;
+        let modules = self
+            .modules
+            .iter()
+            .map(|(name, source)| match name.strip_suffix(".ts") {
+                Some(stem) => Ok((
+                    format!("{stem}.js"),
+                    typescript::to_javascript(name, source, true)?,
+                )),
+                None => Ok((name.clone(), source.clone())),
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Compiled { code, modules })
     }
 
     pub fn validate(&self) -> Result<(), String> {
         validate_name(&self.name)?;
-        if self.language != JAVASCRIPT {
+        if self.language != JAVASCRIPT && self.language != TYPESCRIPT {
             return Err(format!(
-                "language `{}` is not supported: use `{JAVASCRIPT}`",
+                "language `{}` is not supported: use `{JAVASCRIPT}` or `{TYPESCRIPT}`",
                 self.language
             ));
         }
@@ -239,10 +273,15 @@ impl FunctionDef {
             != (&other.code, &other.modules, other.module, &other.language)
     }
 
+    /// The JavaScript to run (a TypeScript function's compiled form).
     pub fn source(&self) -> engine::Source<'_> {
+        let (code, modules) = match &self.compiled {
+            Some(compiled) => (&compiled.code, &compiled.modules),
+            None => (&self.code, &self.modules),
+        };
         engine::Source {
-            code: &self.code,
-            modules: &self.modules,
+            code,
+            modules,
             module: self.module,
         }
     }
@@ -307,6 +346,31 @@ mod tests {
         .unwrap();
         let kinds: Vec<_> = triggers.iter().map(Trigger::kind).collect();
         assert_eq!(kinds, ["manual", "http", "tag_change", "interval", "cron"]);
+    }
+
+    #[test]
+    fn typescript_runs_as_its_javascript() {
+        let def = FunctionDef::from_fields(&fields(json!({
+            "name": "f", "language": "typescript",
+            "code": "function main(input: {c: number}): number { return input.c * 2; }"
+        })))
+        .unwrap();
+        assert!(def.source().code.contains("function main(input)"));
+        assert_eq!(
+            def.code,
+            "function main(input: {c: number}): number { return input.c * 2; }"
+        );
+        let bundle = FunctionDef::from_fields(&fields(json!({
+            "name": "f", "language": "typescript", "module": true,
+            "code": "import { k } from './k';\nexport default (x: number) => x * k;",
+            "modules": {"k.ts": "export const k: number = 3;"}
+        })))
+        .unwrap();
+        assert!(bundle.source().modules.contains_key("k.js"));
+        let broken = FunctionDef::from_fields(&fields(json!({
+            "name": "f", "language": "typescript", "code": "let x: = 1"
+        })));
+        assert!(broken.unwrap_err().contains("line 1, column 8"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Code uploads: `POST /svc/code/:name` takes one file (`.js` script, `.mjs` ES module, or a
-//! `.zip` bundle whose `manifest.json` names the entry module) and makes it the function's
+//! Code uploads: `POST /svc/code/:name` takes one file (`.js` script, `.mjs` ES module, `.ts`
+//! TypeScript script or module, `.mts` TypeScript module, or a `.zip` bundle whose
+//! `manifest.json` names the entry module) and makes it the function's
 //! next version, creating the function on its first upload. Every version stays readable
 //! (`GET /svc/code/:name/versions[/:version]`) and can be restored as a new version
 //! (`POST /svc/code/:name/restore/:version`).
@@ -10,7 +11,9 @@ use super::files::multipart_error;
 use super::records::{insert_checked, update_checked};
 use super::system_tables::{record_by_name, record_key, SystemTable};
 use super::AppState;
-use crate::functions::{validate_name, CodeVersion, MAX_CODE_BYTES, PROCESSES};
+use crate::functions::{
+    typescript, validate_name, CodeVersion, JAVASCRIPT, MAX_CODE_BYTES, PROCESSES, TYPESCRIPT,
+};
 use crate::ids::{new_key, TableRef};
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::StatusCode;
@@ -38,6 +41,7 @@ struct Code {
     code: String,
     modules: BTreeMap<String, String>,
     module: bool,
+    language: &'static str,
 }
 
 async fn upload(
@@ -108,18 +112,29 @@ fn code_of(file_name: &str, bytes: &[u8]) -> ApiResult<Code> {
             code: text()?,
             modules: BTreeMap::new(),
             module: false,
+            language: JAVASCRIPT,
         }),
         "mjs" => Ok(Code {
             code: text()?,
             modules: BTreeMap::new(),
             module: true,
+            language: JAVASCRIPT,
         }),
+        "ts" | "mts" => {
+            let code = text()?;
+            Ok(Code {
+                module: extension == "mts" || typescript::is_module(&code),
+                code,
+                modules: BTreeMap::new(),
+                language: TYPESCRIPT,
+            })
+        }
         "zip" => bundle(bytes),
         "py" => Err(unprocessable(
             "`.py` needs a Python interpreter, and none is configured on this server",
         )),
         _ => Err(unprocessable(format!(
-            "`{file_name}` is not a function: upload a .js or .mjs file or a .zip bundle"
+            "`{file_name}` is not a function: upload a .js, .mjs, .ts or .mts file or a .zip bundle"
         ))),
     }
 }
@@ -130,7 +145,8 @@ struct Manifest {
 }
 
 /// A `.zip` bundle: `manifest.json` `{"main": "index.mjs"}` plus the entry and the modules it
-/// imports (`.js`/`.mjs` files, all ES modules).
+/// imports (`.js`/`.mjs` files, all ES modules; with a `.ts`/`.mts` entry a TypeScript bundle
+/// whose `.ts` files are modules too).
 fn bundle(bytes: &[u8]) -> ApiResult<Code> {
     let bad = |why: String| unprocessable(format!("invalid bundle: {why}"));
     let mut archive =
@@ -174,14 +190,18 @@ fn bundle(bytes: &[u8]) -> ApiResult<Code> {
             manifest.main
         ))
     })?;
+    let typescript = manifest.main.ends_with(".ts") || manifest.main.ends_with(".mts");
     let modules: BTreeMap<String, String> = files
         .into_iter()
-        .filter(|(name, _)| name.ends_with(".js") || name.ends_with(".mjs"))
+        .filter(|(name, _)| {
+            name.ends_with(".js") || name.ends_with(".mjs") || (typescript && name.ends_with(".ts"))
+        })
         .collect();
     Ok(Code {
         code,
         modules,
         module: true,
+        language: if typescript { TYPESCRIPT } else { JAVASCRIPT },
     })
 }
 
@@ -200,6 +220,7 @@ async fn save_code(
         serde_json::to_value(code.modules).map_err(|e| ApiError::internal(e.to_string()))?,
     );
     fields.insert("module".into(), Value::Bool(code.module));
+    fields.insert("language".into(), Value::String(code.language.into()));
     let existing = record_by_name(state, SystemTable::Processes, domain, name).await?;
     let code_error = |e: ApiError| {
         if e.status == StatusCode::BAD_REQUEST {
@@ -295,6 +316,11 @@ async fn restore(
         return Err(ApiError::not_found(format!("no function `{name}`")));
     }
     let code = Code {
+        language: if old.language == TYPESCRIPT {
+            TYPESCRIPT
+        } else {
+            JAVASCRIPT
+        },
         code: old.code,
         modules: old.modules,
         module: old.module,
@@ -326,6 +352,11 @@ mod tests {
         let js = code_of("f.js", b"1").unwrap();
         assert!(!js.module && js.code == "1");
         assert!(code_of("F.MJS", b"export default 1").unwrap().module);
+        let ts = code_of("f.ts", b"const a: number = 1; a").unwrap();
+        assert_eq!((ts.language, ts.module), (TYPESCRIPT, false));
+        let ts_module = code_of("f.ts", b"export default (x: number) => x").unwrap();
+        assert_eq!((ts_module.language, ts_module.module), (TYPESCRIPT, true));
+        assert!(code_of("f.mts", b"1").unwrap().module);
         for bad in ["f.py", "f.txt", "f", "f.exe"] {
             let err = code_of(bad, b"x").unwrap_err();
             assert_eq!(err.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
