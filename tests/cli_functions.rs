@@ -36,7 +36,12 @@ fn deploy_run_list_versions_restore_and_logs() {
     let record = cli.json(&["functions", "deploy", &file, "--trigger", "http"]);
     assert_eq!(record["name"], "f", "the name is the file stem: {record}");
     assert_eq!(record["version"], 1, "{record}");
-    assert_eq!(record["triggers"], json!([{"type": "http"}]), "{record}");
+    // The answer of PUT /svc/processes/triggers/:id: the process in the SDK's shape.
+    assert_eq!(
+        record["triggers"],
+        json!([{"type": "http", "config": {}}]),
+        "{record}"
+    );
     assert!(
         record["id"]
             .as_str()
@@ -173,9 +178,9 @@ fn deploy_options_and_failures() {
     assert_eq!(
         record["triggers"],
         json!([
-            {"type": "interval", "value": 5, "unit": "s"},
-            {"type": "tag_change", "topic": "plant/+/temp"},
-            {"type": "cron", "expr": "*/5 * * * *"}
+            {"type": "interval", "config": {"interval_value": 5, "interval_unit": "s"}},
+            {"type": "tag_change", "config": {"tag": "plant/+/temp"}},
+            {"type": "cron", "config": {"cron_expression": "*/5 * * * *"}}
         ]),
         "{record}"
     );

@@ -7,6 +7,7 @@ use super::client::{segment, Client};
 use super::error::{CliError, CliResult};
 use super::output;
 use super::{DeployArgs, FunctionsCommand, OutputFormat};
+use crate::functions::Trigger;
 use reqwest::blocking::multipart::{Form, Part};
 use reqwest::Method;
 use serde_json::{json, Map, Value};
@@ -219,17 +220,18 @@ pub fn parse_trigger(spec: &str) -> Result<Value, String> {
     }
 }
 
-/// Triggers as one compact cell: `tag_change:plant/+/temp, interval:5s, cron:*/5 * * * *`.
+/// Triggers as one compact cell: `tag_change:plant/+/temp, interval:5s, cron:*/5 * * * *`
+/// (read in either shape the server speaks: svc's flat one or the SDK's `{type, config}`).
 pub fn triggers_text(triggers: &Value) -> String {
-    let one = |t: &Value| {
-        let kind = t["type"].as_str().unwrap_or("?");
-        let text = |v: &Value| output::cell(v, usize::MAX);
-        match kind {
-            "tag_change" => format!("{kind}:{}", text(&t["topic"])),
-            "interval" => format!("{kind}:{}{}", text(&t["value"]), text(&t["unit"])),
-            "cron" => format!("{kind}:{}", text(&t["expr"])),
-            _ => kind.to_string(),
-        }
+    let one = |t: &Value| match serde_json::from_value::<Trigger>(t.clone()) {
+        Ok(Trigger::TagChange { topic }) => format!("tag_change:{topic}"),
+        Ok(Trigger::Interval { value, unit }) => format!("interval:{value}{unit}"),
+        Ok(Trigger::Cron { expr }) => format!("cron:{expr}"),
+        Ok(Trigger::Http {
+            endpoint: Some(endpoint),
+        }) => format!("http:{endpoint}"),
+        Ok(trigger) => trigger.kind().to_string(),
+        Err(_) => t["type"].as_str().unwrap_or("?").to_string(),
     };
     triggers
         .as_array()
@@ -393,6 +395,13 @@ mod tests {
             text,
             "tag_change:plant/+/temp, interval:5s, cron:*/5 * * * *, http"
         );
+        let sdk = json!([
+            {"type": "tag_change", "config": {"tag": "plant/+/temp"}},
+            {"type": "interval", "config": {"interval_value": 5, "interval_unit": "s"}},
+            {"type": "cron", "config": {"cron_expression": "*/5 * * * *"}},
+            {"type": "http", "config": {}}
+        ]);
+        assert_eq!(triggers_text(&sdk), text, "the SDK's shape reads the same");
         let back: Vec<Value> = text
             .split(", ")
             .map(|s| parse_trigger(s).unwrap())

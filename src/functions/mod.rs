@@ -3,6 +3,7 @@
 //! decides when a function runs and what its host API may touch.
 
 pub mod engine;
+pub mod sdk;
 pub mod typescript;
 
 use crate::schedule::Schedule;
@@ -50,6 +51,20 @@ pub struct FunctionDef {
     /// Lets runs of this function overlap; by default they queue (events) or skip (timers).
     #[serde(default)]
     pub allow_overlap: bool,
+    /// Whether runs are recorded in the run log (failures are counted either way).
+    #[serde(default = "yes")]
+    pub log_enabled: bool,
+    /// Named values resolved before each run (`inputs.<name>` in the code).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<sdk::ProcessInput>,
+    /// What a successful run's output becomes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<sdk::ProcessOutput>,
+    /// With `values`, the read-only `config` object of the code.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<sdk::KeyEntry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<sdk::ValueEntry>,
     /// The JavaScript of a TypeScript function (never stored: made from `code` and `modules`
     /// whenever the record is read).
     #[serde(skip)]
@@ -105,14 +120,19 @@ pub fn limits(timeout_ms: u64, memory_mb: u64) -> engine::Limits {
     }
 }
 
-/// What starts a run.
+/// What starts a run. Read in svc's flat shape or the SDK's `{type, config}` (see
+/// [`sdk::RawTrigger`]); stored in the flat one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "type", rename_all = "snake_case", try_from = "sdk::RawTrigger")]
 pub enum Trigger {
     /// Run only when asked (`svc functions run`, the execute route).
     Manual,
-    /// Callable through `POST /svc/processes/execute` by HTTP clients.
-    Http,
+    /// Callable through `POST /svc/processes/execute` by HTTP clients (and, with an
+    /// `endpoint`, at `/svc/processes/http/<endpoint>`).
+    Http {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        endpoint: Option<String>,
+    },
     /// A publish on a topic matching `topic` (wildcards allowed); the payload is the input.
     TagChange { topic: String },
     /// Every `value` `unit`s.
@@ -125,7 +145,7 @@ impl Trigger {
     pub fn kind(&self) -> &'static str {
         match self {
             Trigger::Manual => "manual",
-            Trigger::Http => "http",
+            Trigger::Http { .. } => "http",
             Trigger::TagChange { .. } => "tag_change",
             Trigger::Interval { .. } => "interval",
             Trigger::Cron { .. } => "cron",
@@ -256,7 +276,7 @@ impl FunctionDef {
         for trigger in &self.triggers {
             trigger.validate()?;
         }
-        Ok(())
+        sdk::validate(self)
     }
 
     /// The fields to store: the definition, normalised.

@@ -24,7 +24,7 @@ mod namespace_index;
 mod namespaces;
 mod processes;
 mod records;
-mod reports;
+pub(crate) mod reports;
 pub mod settings;
 mod system_tables;
 mod tag_registry;

@@ -1,6 +1,6 @@
 //! Function routes beyond the generic record routes of the `processes` table: execute a
-//! function by name, list the domain's functions, replace a function's triggers, and read its
-//! run log.
+//! function by name, list the domain's functions and replace a function's triggers (both
+//! answered in the SDK's process shape), and read its run log.
 
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
@@ -8,7 +8,8 @@ use super::json::JsonBody;
 use super::records::update_checked;
 use super::system_tables::{record_by_name, SystemTable};
 use super::AppState;
-use crate::functions::{parse_triggers, ExecuteResponse, RunRecord, PROCESSES};
+use crate::functions::sdk::sdk_view;
+use crate::functions::{parse_triggers, ExecuteResponse, FunctionDef, RunRecord, PROCESSES};
 use crate::ids::{is_record_key, RecordId, TableRef};
 use crate::store::RunOwner;
 use axum::extract::{Path, Query, State};
@@ -71,7 +72,7 @@ async fn execute(
     }
 }
 
-/// The domain's functions, by name.
+/// The domain's functions, by name, in the SDK's process shape.
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Value>>> {
     caller.require(&state, PROCESSES, "*", Access::Read).await?;
     let table = TableRef::new(&caller.domain, PROCESSES).map_err(ApiError::bad_request)?;
@@ -81,7 +82,18 @@ async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<V
         .store
         .run(move |s| s.list_records(&table, &query))
         .await?;
-    Ok(Json(records))
+    Ok(Json(records.iter().map(sdk_shape).collect()))
+}
+
+/// A function record in the SDK's process shape (as stored when it cannot be read).
+fn sdk_shape(record: &Value) -> Value {
+    let Value::Object(fields) = record else {
+        return record.clone();
+    };
+    match FunctionDef::from_fields(fields) {
+        Ok(def) => sdk_view(fields, &def),
+        Err(_) => record.clone(),
+    }
 }
 
 #[derive(Deserialize)]
@@ -111,7 +123,7 @@ async fn set_triggers(
     let updated = update_checked(&state, &table, &key, patch)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no function `{id}`")))?;
-    Ok(Json(updated))
+    Ok(Json(sdk_shape(&updated)))
 }
 
 /// A function's key from a RecordID of this domain's `processes` table or a bare key; another

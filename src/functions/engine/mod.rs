@@ -218,6 +218,18 @@ pub fn run(
     limits: &Limits,
     host: &dyn Host,
 ) -> Result<Outcome, RunError> {
+    run_with_globals(source, input, &[], limits, host)
+}
+
+/// [`run`] with more read-only globals (frozen objects), such as a process's `config` and
+/// resolved `inputs`.
+pub fn run_with_globals(
+    source: &Source,
+    input: &Json,
+    globals: &[(&str, Json)],
+    limits: &Limits,
+    host: &dyn Host,
+) -> Result<Outcome, RunError> {
     let limits = *limits;
     let now = Instant::now();
     let deadline = now
@@ -236,7 +248,7 @@ pub fn run(
             .name("svc-function".into())
             .stack_size(WORKER_STACK_BYTES)
             .spawn_scoped(scope, move || {
-                execute(source, input, limits, deadline, bridge)
+                execute(source, input, globals, limits, deadline, bridge)
             });
         let worker = match worker {
             Ok(worker) => worker,
@@ -365,12 +377,13 @@ impl Bridge {
 fn execute(
     source: &Source,
     input: &Json,
+    globals: &[(&str, Json)],
     limits: Limits,
     deadline: Instant,
     bridge: Bridge,
 ) -> (Result<Json, Failure>, Vec<String>) {
     let logs = Rc::new(RefCell::new(LogBuf::default()));
-    let result = evaluate(source, input, limits, deadline, bridge, &logs);
+    let result = evaluate(source, input, globals, limits, deadline, bridge, &logs);
     let lines = std::mem::take(&mut logs.borrow_mut().lines);
     (result, lines)
 }
@@ -378,6 +391,7 @@ fn execute(
 fn evaluate(
     source: &Source,
     input: &Json,
+    globals: &[(&str, Json)],
     limits: Limits,
     deadline: Instant,
     bridge: Bridge,
@@ -416,6 +430,16 @@ fn evaluate(
         install_globals(&ctx, &guard, &bridge, logs).map_err(fail)?;
         let input = to_js(&ctx, input).map_err(fail)?;
         ctx.globals().set("input", input.clone()).map_err(fail)?;
+        let freeze: rquickjs::Function = ctx
+            .globals()
+            .get::<_, rquickjs::Object>("Object")
+            .and_then(|object| object.get("freeze"))
+            .map_err(fail)?;
+        for (name, value) in globals {
+            let value = to_js(&ctx, value).map_err(fail)?;
+            let frozen: Value = freeze.call((value,)).map_err(fail)?;
+            ctx.globals().set(*name, frozen).map_err(fail)?;
+        }
         let result = if source.module {
             run_module(&ctx, source.code, input, &guard)?
         } else {

@@ -186,6 +186,10 @@ pub async fn run_function(
     let result = run_sandboxed(state, domain, &def, input, depth).await;
     let duration_ms = started.elapsed().as_millis() as u64;
     let error = result.as_ref().err().map(|e| e.explain(&def.limits()));
+    // Without `log_enabled` only failures are logged: they stay visible and counted.
+    if !def.log_enabled && result.is_ok() {
+        return (result, duration_ms);
+    }
     let run = run_record(&def.name, started_dt, trigger, duration_ms, &result, error);
     let domain = domain.to_string();
     if let Err(e) = state
@@ -216,7 +220,7 @@ pub async fn run_sandboxed(
         tokio::runtime::Handle::current(),
     );
     let def = Arc::clone(def);
-    tokio::task::spawn_blocking(move || engine::run(&def.source(), &input, &def.limits(), &host))
+    tokio::task::spawn_blocking(move || super::process::run(&def, &input, &host))
         .await
         .unwrap_or_else(|e| {
             Err(RunError {

@@ -36,6 +36,21 @@ impl ServerHost {
     fn table(&self, table: &str) -> Result<TableRef, String> {
         user_table(&self.domain, table)
     }
+
+    /// The rows of a read-only SQL query over the function's domain (as
+    /// `POST /svc/historian/query` runs it), for a process's `sql` inputs.
+    pub fn sql_rows(&self, query: &str) -> Result<Value, String> {
+        let checked = crate::report_sql::check(query)?;
+        let (store, domain) = (self.state.store.clone(), self.domain.clone());
+        let rows = self
+            .runtime
+            .block_on(store.run(move |s| {
+                let relations = s.report_relations(&domain, &checked)?;
+                s.run_report(&domain, checked, &relations, crate::server::reports::LIMITS)
+            }))
+            .map_err(|e| e.to_string())?;
+        Ok(Value::Array(rows.into_iter().map(Value::Object).collect()))
+    }
 }
 
 /// A user table of `domain`; system tables are not reachable from functions and flows.

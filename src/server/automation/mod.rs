@@ -6,6 +6,7 @@
 pub mod flows;
 pub mod functions;
 pub mod host;
+mod process;
 
 use super::error::{ApiError, ApiResult};
 use super::system_tables::FLOWS;

@@ -1,0 +1,66 @@
+//! One run of a function as the SDK's process model has it: its `inputs` resolved by name
+//! (a tag's last value, the rows of a read-only SQL query) and handed to the code with its
+//! read-only `config`, the sandbox run, then its `outputs` applied (a tag write of the output,
+//! or of one of its members). Runs on the blocking thread of the run.
+
+use super::host::ServerHost;
+use crate::functions::engine::{self, Failure, Host, RunError};
+use crate::functions::sdk::{config_of, InputKind, OutputKind};
+use crate::functions::FunctionDef;
+use serde_json::{Map, Value};
+
+/// Resolves the inputs, runs the code, applies the outputs. A failure to resolve an input or
+/// to apply an output fails the run, with the logs the code wrote.
+pub fn run(def: &FunctionDef, input: &Value, host: &ServerHost) -> super::functions::RunResult {
+    let script_failure = |message: String, logs: Vec<String>| RunError {
+        failure: Failure::Script(message),
+        logs,
+    };
+    let inputs = resolve_inputs(def, host).map_err(|e| script_failure(e, Vec::new()))?;
+    let globals = [("config", config_of(def)), ("inputs", inputs)];
+    let outcome = engine::run_with_globals(&def.source(), input, &globals, &def.limits(), host)?;
+    if let Err(e) = apply_outputs(def, &outcome.output, host) {
+        return Err(script_failure(e, outcome.logs));
+    }
+    Ok(outcome)
+}
+
+fn resolve_inputs(def: &FunctionDef, host: &ServerHost) -> Result<Value, String> {
+    let mut inputs = Map::new();
+    for input in &def.inputs {
+        let value = match input.kind {
+            InputKind::Tag => {
+                let tag = input.config.tag.as_deref().unwrap_or_default();
+                host.tag_read(tag)
+                    .map_err(|e| format!("input `{}`: {e}", input.name))?
+                    .unwrap_or(Value::Null)
+            }
+            InputKind::Sql => {
+                let query = input.config.query.as_deref().unwrap_or_default();
+                host.sql_rows(query)
+                    .map_err(|e| format!("input `{}`: {e}", input.name))?
+            }
+        };
+        inputs.insert(input.name.clone(), value);
+    }
+    Ok(Value::Object(inputs))
+}
+
+fn apply_outputs(def: &FunctionDef, output: &Value, host: &ServerHost) -> Result<(), String> {
+    for (i, out) in def.outputs.iter().enumerate() {
+        match out.kind {
+            OutputKind::TagWrite => {
+                let tag = out.config.tag.as_deref().unwrap_or_default();
+                let value = match &out.config.field {
+                    Some(field) => output.get(field).cloned().unwrap_or(Value::Null),
+                    None => output.clone(),
+                };
+                host.tag_write(tag, &value)
+                    .map_err(|e| format!("output {i} (tag_write `{tag}`): {e}"))?;
+            }
+            // Refused when the function is saved.
+            OutputKind::Sql => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,218 @@
+//! Processes in the SDK's shape (issue 15): a TypeScript process created with named `tag` and
+//! `sql` inputs, two `tag_write` outputs (one field, the whole output), a `config` from
+//! `keys`/`values` and an SDK-shaped `tag_change` trigger; a tag change makes it write exactly
+//! the expected tags for an MQTT subscriber. `GET /svc/processes/domain` answers in the SDK's
+//! shape; `PUT /svc/processes/triggers/:id` takes SDK triggers (an interval that then fires)
+//! and answers the process; `log_enabled: false` logs only failures; malformed SDK fields are
+//! refused with 400 naming them.
+
+mod common;
+
+use common::*;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const ACME: &str = "domains:acme";
+
+const MONITOR: &str = r#"
+interface Counts { n: number }
+
+function main(speed: number): { alarm: boolean; site: string; orders: number } {
+  const limit = inputs.limit as number;
+  const counts = inputs.counts as Counts[];
+  return { alarm: speed > limit, site: config.site as string, orders: counts[0].n };
+}
+"#;
+
+fn post_process(server: &Server, body: &Value) -> reqwest::blocking::Response {
+    server
+        .admin_in(ACME, Method::POST, "/svc/processes")
+        .json(body)
+        .send()
+        .expect("POST /svc/processes")
+}
+
+fn monitor_body() -> Value {
+    json!({
+        "name": "monitor", "enabled": true, "log_enabled": true, "language": "typescript",
+        "code": MONITOR, "version": 1,
+        "triggers": [{"type": "tag_change", "config": {"tag": "plant/line1/speed"}}],
+        "inputs": [
+            {"name": "limit", "type": "tag", "config": {"tag": "plant/line1/limit"}},
+            {"name": "counts", "type": "sql",
+             "config": {"query": "SELECT count(*) AS n FROM orders"}}
+        ],
+        "outputs": [
+            {"type": "tag_write", "config": {"tag": "plant/line1/alarm", "field": "alarm"}},
+            {"type": "tag_write", "config": {"tag": "plant/line1/summary"}}
+        ],
+        "keys": [{"key": "site"}],
+        "values": [{"value": "plant1"}]
+    })
+}
+
+fn setup() -> Server {
+    let server = Server::start();
+    server.create_domain("acme");
+    for tag in [
+        "plant/line1/speed",
+        "plant/line1/limit",
+        "plant/line1/alarm",
+        "plant/line1/summary",
+    ] {
+        server.create_tag(ACME, tag, false);
+    }
+    for id in ["o1", "o2"] {
+        server.create_record(ACME, "orders", &json!({"id": id, "qty": 1}));
+    }
+    server
+}
+
+#[test]
+fn an_sdk_process_resolves_its_inputs_and_writes_its_outputs() {
+    let server = setup();
+    let created = json_ok(post_process(&server, &monitor_body()), StatusCode::CREATED);
+    let id = created["id"].as_str().expect("id").to_string();
+
+    let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "watcher");
+    watcher.subscribe("plant/line1/+", 1);
+    let mut device = server.mqtt_admin(Proto::V5, Via::Tcp, "line1");
+    device.publish("plant/line1/limit", "50", 1, true);
+    assert_eq!(watcher.expect_publish("plant/line1/limit").text(), "50");
+    device.publish("plant/line1/speed", "70", 1, false);
+    assert_eq!(watcher.expect_publish("plant/line1/speed").text(), "70");
+    let alarm = watcher.expect_publish("plant/line1/alarm");
+    assert_eq!(alarm.text(), "true");
+    let summary: Value =
+        serde_json::from_str(&watcher.expect_publish("plant/line1/summary").text())
+            .expect("JSON summary");
+    assert_eq!(
+        summary,
+        json!({"alarm": true, "site": "plant1", "orders": 2})
+    );
+
+    // The SDK reads the process back in its own shape.
+    let listed = server.get_json(ACME, "/svc/processes/domain");
+    let process = &listed[0];
+    assert_eq!(process["name"], "monitor", "{listed}");
+    assert_eq!(
+        process["triggers"],
+        json!([{"type": "tag_change", "config": {"tag": "plant/line1/speed"}}])
+    );
+    assert_eq!(process["inputs"], monitor_body()["inputs"]);
+    assert_eq!(process["outputs"], monitor_body()["outputs"]);
+    assert_eq!(process["keys"], json!([{"key": "site"}]));
+    assert_eq!(process["values"], json!([{"value": "plant1"}]));
+    assert_eq!(process["log_enabled"], true);
+    assert_eq!(process["language"], "typescript");
+
+    // SDK triggers in, the process out; the interval then fires.
+    let resp = server
+        .admin_in(
+            ACME,
+            Method::PUT,
+            &format!("/svc/processes/triggers/{}", enc(&id)),
+        )
+        .json(&json!({"triggers": [
+            {"type": "interval", "config": {"interval_value": 200, "interval_unit": "ms"}}
+        ]}))
+        .send()
+        .expect("PUT triggers");
+    let updated = json_ok(resp, StatusCode::OK);
+    assert_eq!(
+        updated["triggers"],
+        json!([{"type": "interval", "config": {"interval_value": 200, "interval_unit": "ms"}}])
+    );
+    assert_eq!(updated["inputs"], monitor_body()["inputs"], "{updated}");
+    server.poll(Duration::from_secs(10), "an interval run", || {
+        let runs = server.get_json(ACME, "/svc/processes/runs/monitor");
+        runs.as_array()?
+            .iter()
+            .any(|r| r["trigger"] == "interval")
+            .then_some(())
+    });
+}
+
+#[test]
+fn log_enabled_false_logs_only_failures() {
+    let server = setup();
+    json_ok(
+        post_process(
+            &server,
+            &json!({"name": "quiet", "language": "typescript", "log_enabled": false,
+                "code": "function main(x: number): number { if (x < 0) throw new Error('negative'); return x * 2; }",
+                "triggers": [{"type": "manual", "config": {}}]}),
+        ),
+        StatusCode::CREATED,
+    );
+    let execute = |input: Value| {
+        server
+            .admin_in(ACME, Method::POST, "/svc/processes/execute")
+            .json(&json!({"name": "quiet", "input": input}))
+            .send()
+            .expect("execute")
+    };
+    assert_eq!(json_ok(execute(json!(4)), StatusCode::OK)["output"], 8);
+    assert_error(
+        execute(json!(-1)),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &["negative"],
+    );
+    let runs = server.get_json(ACME, "/svc/processes/runs/quiet");
+    let runs = runs.as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "only the failure is logged: {runs:?}");
+    assert_eq!(runs[0]["success"], false);
+}
+
+#[test]
+fn malformed_sdk_fields_are_refused_naming_them() {
+    let server = setup();
+    let with = |patch: Value| {
+        let mut body = monitor_body();
+        for (k, v) in patch.as_object().expect("object") {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let cases = [
+        (
+            json!({"inputs": [{"name": "x", "type": "file", "config": {}}]}),
+            "file",
+        ),
+        (
+            json!({"inputs": [{"name": "x", "type": "tag", "config": {}}]}),
+            "inputs[0].config.tag",
+        ),
+        (
+            json!({"inputs": [{"name": "x", "type": "sql", "config": {"query": "DELETE FROM orders"}}]}),
+            "inputs[0].config.query",
+        ),
+        (
+            json!({"inputs": [{"name": "a b", "type": "tag", "config": {"tag": "t"}}]}),
+            "inputs[0].name",
+        ),
+        (
+            json!({"outputs": [{"type": "sql", "config": {"query": "INSERT INTO orders (qty) VALUES (:qty)"}}]}),
+            "outputs[0]",
+        ),
+        (json!({"keys": [{"key": "a"}], "values": []}), "parallel"),
+        (
+            json!({"triggers": [{"type": "interval", "config": {"interval_unit": "s"}}]}),
+            "interval_value",
+        ),
+        (
+            json!({"triggers": [{"type": "sometimes", "config": {}}]}),
+            "sometimes",
+        ),
+    ];
+    for (patch, needle) in cases {
+        assert_error(
+            post_process(&server, &with(patch.clone())),
+            StatusCode::BAD_REQUEST,
+            &[needle],
+        );
+    }
+    let listed = server.get_json(ACME, "/svc/processes/domain");
+    assert_eq!(listed, json!([]), "nothing was stored");
+}
