@@ -439,8 +439,19 @@ fn bad_functions_bad_calls_and_trigger_replacement() {
         .send()
         .unwrap();
     assert_error(resp, StatusCode::NOT_FOUND, &[]);
+    // Stored in svc's flat shape; the answer was the process in the SDK's shape.
     let stored = server.get_json(ADMIN, &format!("/svc/{}", enc(id)));
-    assert_eq!(stored["triggers"], updated["triggers"]);
+    assert_eq!(
+        stored["triggers"],
+        json!([{"type": "http"}, {"type": "interval", "value": 1, "unit": "h"}])
+    );
+    assert_eq!(
+        updated["triggers"],
+        json!([
+            {"type": "http", "config": {}},
+            {"type": "interval", "config": {"interval_value": 1, "interval_unit": "h"}}
+        ])
+    );
     // New code through the generic update is a new version; renaming is refused.
     let resp = server
         .admin_in(ADMIN, Method::PUT, &format!("/svc/{}", enc(id)))

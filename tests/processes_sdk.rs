@@ -216,3 +216,82 @@ fn malformed_sdk_fields_are_refused_naming_them() {
     let listed = server.get_json(ACME, "/svc/processes/domain");
     assert_eq!(listed, json!([]), "nothing was stored");
 }
+
+#[test]
+fn an_http_trigger_serves_its_endpoint_in_its_domain_only() {
+    let server = setup();
+    server.create_domain("beta");
+    json_ok(
+        post_process(
+            &server,
+            &json!({"name": "scale", "language": "typescript",
+                "code": "function main(input: {x: number | string}) {\n  const x = Number(input.x);\n  if (Number.isNaN(x)) throw new Error('x must be a number');\n  return {y: x * 2};\n}",
+                "triggers": [{"type": "http", "config": {"endpoint": "scale"}}]}),
+        ),
+        StatusCode::CREATED,
+    );
+    let call = |domain: &str, method: Method, path: &str, body: Option<Value>| {
+        let request = server.admin_in(domain, method, path);
+        match body {
+            Some(body) => request.json(&body),
+            None => request,
+        }
+        .send()
+        .expect("endpoint call")
+    };
+    let posted = call(
+        ACME,
+        Method::POST,
+        "/svc/processes/http/scale",
+        Some(json!({"x": 21})),
+    );
+    assert_eq!(json_ok(posted, StatusCode::OK), json!({"y": 42}));
+    let got = call(ACME, Method::GET, "/svc/processes/http/scale?x=4", None);
+    assert_eq!(json_ok(got, StatusCode::OK), json!({"y": 8}));
+    assert_error(
+        call(
+            ACME,
+            Method::POST,
+            "/svc/processes/http/scale",
+            Some(json!({"x": "abc"})),
+        ),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &["x must be a number"],
+    );
+    assert_error(
+        call(
+            "domains:beta",
+            Method::POST,
+            "/svc/processes/http/scale",
+            Some(json!({"x": 1})),
+        ),
+        StatusCode::NOT_FOUND,
+        &["scale"],
+    );
+    // One endpoint, one process per domain; another domain may use the same name.
+    assert_error(
+        post_process(
+            &server,
+            &json!({"name": "other", "code": "1",
+                "triggers": [{"type": "http", "config": {"endpoint": "scale"}}]}),
+        ),
+        StatusCode::CONFLICT,
+        &["scale", "function `scale`"],
+    );
+    let resp = server
+        .admin_in("domains:beta", Method::POST, "/svc/processes")
+        .json(
+            &json!({"name": "scale", "code": "function main(){ return 'beta'; }",
+            "triggers": [{"type": "http", "config": {"endpoint": "scale"}}]}),
+        )
+        .send()
+        .expect("POST beta process");
+    json_ok(resp, StatusCode::CREATED);
+    let beta = call(
+        "domains:beta",
+        Method::POST,
+        "/svc/processes/http/scale",
+        None,
+    );
+    assert_eq!(json_ok(beta, StatusCode::OK), json!("beta"));
+}

@@ -293,6 +293,16 @@ impl FunctionDef {
             != (&other.code, &other.modules, other.module, &other.language)
     }
 
+    /// The HTTP endpoints its `http` triggers serve.
+    pub fn endpoints(&self) -> impl Iterator<Item = &str> {
+        self.triggers.iter().filter_map(|t| match t {
+            Trigger::Http {
+                endpoint: Some(endpoint),
+            } => Some(endpoint.as_str()),
+            _ => None,
+        })
+    }
+
     /// The JavaScript to run (a TypeScript function's compiled form).
     pub fn source(&self) -> engine::Source<'_> {
         let (code, modules) = match &self.compiled {

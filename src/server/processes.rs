@@ -25,6 +25,76 @@ pub fn routes() -> Router<AppState> {
         .route("/svc/processes/domain", get(list))
         .route("/svc/processes/triggers/{id}", put(set_triggers))
         .route("/svc/processes/runs/{name}", get(runs))
+        .route(
+            "/svc/processes/http/{endpoint}",
+            post(call_endpoint).get(call_endpoint_get),
+        )
+}
+
+/// `POST /svc/processes/http/<endpoint>`: the function serving the endpoint in the caller's
+/// domain runs with the request body (JSON, or null when empty) as its input and answers its
+/// output; 422 with the reason when the code fails.
+async fn call_endpoint(
+    state: State<AppState>,
+    caller: Caller,
+    Path(endpoint): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<Value>> {
+    let input = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("the body is not JSON: {e}")))?
+    };
+    serve_endpoint(state, caller, endpoint, input).await
+}
+
+/// `GET /svc/processes/http/<endpoint>?a=1`: as POST, with the query as the input object.
+async fn call_endpoint_get(
+    state: State<AppState>,
+    caller: Caller,
+    Path(endpoint): Path<String>,
+    Query(query): Query<std::collections::BTreeMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let input = Value::Object(
+        query
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect(),
+    );
+    serve_endpoint(state, caller, endpoint, input).await
+}
+
+async fn serve_endpoint(
+    State(state): State<AppState>,
+    caller: Caller,
+    endpoint: String,
+    input: Value,
+) -> ApiResult<Json<Value>> {
+    caller
+        .require(&state, PROCESSES, "*", Access::Write)
+        .await?;
+    let deployed = state
+        .automation
+        .function_at_endpoint(&caller.domain, &endpoint)
+        .ok_or_else(|| ApiError::not_found(format!("no process serves `{endpoint}`")))?;
+    if !deployed.def.enabled {
+        return Err(ApiError::conflict(format!(
+            "function `{}` is disabled",
+            deployed.def.name
+        )));
+    }
+    let (result, _) = deployed
+        .call(input, "http")
+        .await
+        .ok_or_else(|| ApiError::internal("the function's worker stopped"))?;
+    match result {
+        Ok(outcome) => Ok(Json(outcome.output)),
+        Err(failure) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            failure.explain(&deployed.def.limits()),
+        )),
+    }
 }
 
 #[derive(Deserialize)]
@@ -116,6 +186,16 @@ async fn set_triggers(
     let key = function_key(&table, &id)?;
     let triggers = parse_triggers(request.triggers).map_err(ApiError::bad_request)?;
     let mut patch = Map::new();
+    // The name (unchanged) tells the endpoint check which function asks.
+    let (stored_table, stored_key) = (table.clone(), key.clone());
+    let stored = state
+        .store
+        .run(move |s| s.get_record(&stored_table, &stored_key))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no function `{id}`")))?;
+    if let Some(name) = stored.get("name") {
+        patch.insert("name".into(), name.clone());
+    }
     patch.insert(
         "triggers".into(),
         serde_json::to_value(triggers).map_err(|e| ApiError::internal(e.to_string()))?,

@@ -178,6 +178,7 @@ impl SystemTable {
                 .may_claim_namespace(domain, path)
                 .map_err(ApiError::conflict),
             (SystemTable::Upstreams, _) => check_binding_locals(state, domain, fields),
+            (SystemTable::Processes, _) => check_endpoints(state, domain, fields),
             _ => Ok(()),
         }
     }
@@ -389,6 +390,37 @@ fn check_namespace(fields: &Map<String, Value>) -> Result<(), String> {
             Err("field `path` is required and must be a topic prefix such as `acme/plant1`".into())
         }
     }
+}
+
+/// The HTTP endpoints of a function's triggers are its own in the domain (409 naming the
+/// function that serves one already). `fields` holds the function's `name`.
+fn check_endpoints(state: &AppState, domain: &str, fields: &Map<String, Value>) -> ApiResult<()> {
+    let Some(triggers) = fields.get("triggers") else {
+        return Ok(());
+    };
+    let name = fields
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let triggers =
+        crate::functions::parse_triggers(triggers.clone()).map_err(ApiError::bad_request)?;
+    for trigger in triggers {
+        let crate::functions::Trigger::Http {
+            endpoint: Some(endpoint),
+        } = trigger
+        else {
+            continue;
+        };
+        if let Some(other) = state.automation.function_at_endpoint(domain, &endpoint) {
+            if other.def.name != name {
+                return Err(ApiError::conflict(format!(
+                    "the endpoint `{endpoint}` is served by function `{}` already",
+                    other.def.name
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A function record's definition, checked, code included.

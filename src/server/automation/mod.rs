@@ -206,6 +206,16 @@ impl Automation {
             .cloned()
     }
 
+    /// The function of `domain` serving the HTTP endpoint `endpoint`.
+    pub fn function_at_endpoint(&self, domain: &str, endpoint: &str) -> Option<Arc<Deployed>> {
+        read(&self.functions)
+            .iter()
+            .find(|((d, _), deployed)| {
+                d == domain && deployed.def.endpoints().any(|e| e == endpoint)
+            })
+            .map(|(_, deployed)| deployed.clone())
+    }
+
     pub fn flow(&self, domain: &str, name: &str) -> Option<Arc<flows::Running>> {
         read(&self.flows)
             .get(&(domain.to_string(), name.to_string()))
