@@ -1,7 +1,8 @@
 //! Processes in the SDK's shape (issue 15): a TypeScript process created with named `tag` and
-//! `sql` inputs, two `tag_write` outputs (one field, the whole output), a `config` from
-//! `keys`/`values` and an SDK-shaped `tag_change` trigger; a tag change makes it write exactly
-//! the expected tags for an MQTT subscriber. `GET /svc/processes/domain` answers in the SDK's
+//! `sql` inputs, two `tag_write` outputs (one field, the whole output), two `sql` outputs (an
+//! INSERT and an UPDATE, made record writes), a `config` from `keys`/`values` and an
+//! SDK-shaped `tag_change` trigger; a tag change makes it write exactly the expected tags for
+//! an MQTT subscriber and the expected records. `GET /svc/processes/domain` answers in the SDK's
 //! shape; `PUT /svc/processes/triggers/:id` takes SDK triggers (an interval that then fires)
 //! and answers the process; `log_enabled: false` logs only failures; malformed SDK fields are
 //! refused with 400 naming them.
@@ -45,7 +46,10 @@ fn monitor_body() -> Value {
         ],
         "outputs": [
             {"type": "tag_write", "config": {"tag": "plant/line1/alarm", "field": "alarm"}},
-            {"type": "tag_write", "config": {"tag": "plant/line1/summary"}}
+            {"type": "tag_write", "config": {"tag": "plant/line1/summary"}},
+            {"type": "sql", "config": {"query":
+                "INSERT INTO alarms (site, orders, source) VALUES (:site, :orders, 'monitor')"}},
+            {"type": "sql", "config": {"query": "UPDATE orders SET qty = :orders WHERE id = 'o1'"}}
         ],
         "keys": [{"key": "site"}],
         "values": [{"value": "plant1"}]
@@ -91,6 +95,16 @@ fn an_sdk_process_resolves_its_inputs_and_writes_its_outputs() {
         summary,
         json!({"alarm": true, "site": "plant1", "orders": 2})
     );
+    // The sql outputs became record writes in the process's domain.
+    let alarms = server.poll(Duration::from_secs(10), "an alarm record", || {
+        let list = server.get_json(ACME, "/svc/alarms/all");
+        (list.as_array()?.len() == 1).then_some(list)
+    });
+    assert_eq!(alarms[0]["site"], "plant1", "{alarms}");
+    assert_eq!(alarms[0]["orders"], 2, "{alarms}");
+    assert_eq!(alarms[0]["source"], "monitor", "{alarms}");
+    let order = server.get_json(ACME, &format!("/svc/{}", enc("acme.orders:o1")));
+    assert_eq!(order["qty"], 2, "{order}");
 
     // The SDK reads the process back in its own shape.
     let listed = server.get_json(ACME, "/svc/processes/domain");
@@ -193,8 +207,12 @@ fn malformed_sdk_fields_are_refused_naming_them() {
             "inputs[0].name",
         ),
         (
-            json!({"outputs": [{"type": "sql", "config": {"query": "INSERT INTO orders (qty) VALUES (:qty)"}}]}),
-            "outputs[0]",
+            json!({"outputs": [{"type": "sql", "config": {"query": "DELETE FROM orders WHERE id = :id"}}]}),
+            "outputs[0].config.query",
+        ),
+        (
+            json!({"outputs": [{"type": "sql", "config": {"query": "INSERT INTO beta.secrets (code) VALUES (:c)"}}]}),
+            "own domain",
         ),
         (json!({"keys": [{"key": "a"}], "values": []}), "parallel"),
         (

@@ -4,6 +4,7 @@
 
 pub mod engine;
 pub mod sdk;
+pub mod sql_output;
 pub mod typescript;
 
 use crate::schedule::Schedule;

@@ -1,7 +1,7 @@
 //! The process model of the platform's client SDK, next to svc's own function fields: named
 //! `inputs` resolved before each run (a tag's last value, or the rows of a read-only SQL
 //! query), `outputs` applied after a successful run (a tag write of the output or one of its
-//! fields), a read-only `config` made of the parallel `keys`/`values` lists, and triggers in
+//! fields, or a record write from an `sql` INSERT/UPDATE, see [`super::sql_output`]), a read-only `config` made of the parallel `keys`/`values` lists, and triggers in
 //! the SDK's `{type, config: {…}}` shape as well as svc's flat one. [`sdk_view`] is a function
 //! as the SDK reads it (`GET /svc/processes/domain`).
 
@@ -225,10 +225,12 @@ pub(super) fn validate(def: &FunctionDef) -> Result<(), String> {
                 validate_topic_name(tag).map_err(|e| format!("`{at}.config.tag`: {e}"))?;
             }
             OutputKind::Sql => {
-                return Err(format!(
-                    "`{at}`: sql outputs are not supported yet; write records with \
-                     svc.records.create in the code"
-                ))
+                let query = output
+                    .config
+                    .query
+                    .as_deref()
+                    .ok_or(format!("`{at}.config.query` is required"))?;
+                super::sql_output::parse(query).map_err(|e| format!("`{at}.config.query`: {e}"))?;
             }
         }
     }

@@ -362,7 +362,7 @@ async fn update(
 
 /// Merges `patch` into a record after the system-table rules and the collection schema
 /// accept the result, then refreshes derived state; `None` when the record does not exist.
-pub(super) async fn update_checked(
+pub(crate) async fn update_checked(
     state: &AppState,
     table: &TableRef,
     key: &str,

@@ -37,6 +37,38 @@ impl ServerHost {
         user_table(&self.domain, table)
     }
 
+    /// Updates the record `id` (its key, or a record id of this table) of a user table of the
+    /// function's domain with `fields`, checked as the REST update is; a process's `sql`
+    /// output `UPDATE … WHERE id = …`.
+    pub fn record_update(
+        &self,
+        table: &str,
+        id: &Value,
+        fields: Map<String, Value>,
+    ) -> Result<Value, String> {
+        let table = self.table(table)?;
+        let id = match id {
+            Value::String(id) => id.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => return Err("the `id` of an update must be a record key".into()),
+        };
+        let key = match RecordId::parse(&id) {
+            Ok(record) if record.table == table => record.key,
+            Ok(record) => return Err(format!("`{record}` is not a record of `{}`", table.table)),
+            Err(_) if crate::ids::is_record_key(&id) => id,
+            Err(e) => return Err(e),
+        };
+        self.runtime
+            .block_on(crate::server::records::update_checked(
+                &self.state,
+                &table,
+                &key,
+                fields,
+            ))
+            .map_err(|e| e.message)?
+            .ok_or_else(|| format!("no record `{key}` in `{}`", table.table))
+    }
+
     /// The rows of a read-only SQL query over the function's domain (as
     /// `POST /svc/historian/query` runs it), for a process's `sql` inputs.
     pub fn sql_rows(&self, query: &str) -> Result<Value, String> {

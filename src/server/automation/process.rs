@@ -1,11 +1,13 @@
 //! One run of a function as the SDK's process model has it: its `inputs` resolved by name
 //! (a tag's last value, the rows of a read-only SQL query) and handed to the code with its
-//! read-only `config`, the sandbox run, then its `outputs` applied (a tag write of the output,
-//! or of one of its members). Runs on the blocking thread of the run.
+//! read-only `config`, the sandbox run, then its `outputs` applied (a tag write of the output
+//! or of one of its members; a record created or updated from an `sql` output's INSERT or
+//! UPDATE, checked as the REST routes check it). Runs on the blocking thread of the run.
 
 use super::host::ServerHost;
 use crate::functions::engine::{self, Failure, Host, RunError};
 use crate::functions::sdk::{config_of, InputKind, OutputKind};
+use crate::functions::sql_output::{self, SqlWrite};
 use crate::functions::FunctionDef;
 use serde_json::{Map, Value};
 
@@ -58,8 +60,22 @@ fn apply_outputs(def: &FunctionDef, output: &Value, host: &ServerHost) -> Result
                 host.tag_write(tag, &value)
                     .map_err(|e| format!("output {i} (tag_write `{tag}`): {e}"))?;
             }
-            // Refused when the function is saved.
-            OutputKind::Sql => {}
+            OutputKind::Sql => {
+                let query = out.config.query.as_deref().unwrap_or_default();
+                let failed = |e: String| format!("output {i} (sql): {e}");
+                match sql_output::parse(query).map_err(failed)? {
+                    SqlWrite::Insert { table, columns } => {
+                        let fields = sql_output::bind(&columns, output).map_err(failed)?;
+                        host.record_create(&table, &Value::Object(fields))
+                            .map_err(failed)?;
+                    }
+                    SqlWrite::Update { table, sets, id } => {
+                        let fields = sql_output::bind(&sets, output).map_err(failed)?;
+                        let id = id.value(output).map_err(failed)?;
+                        host.record_update(&table, &id, fields).map_err(failed)?;
+                    }
+                }
+            }
         }
     }
     Ok(())
