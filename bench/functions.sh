@@ -9,7 +9,8 @@
 #   bash bench/functions.sh
 #
 # Settings (environment): BENCH_ROUNDS (3), BENCH_CLIENTS (8), BENCH_SECONDS (5),
-# BENCH_SAMPLES (2000), BENCH_SVC=<path> to measure an already built svc binary. The report is
+# BENCH_SAMPLES (2000), BENCH_SVC=<path> to measure an already built svc binary, BENCH_PERF=<file>
+# to record `perf record` of svc over the whole run (BENCH_PERF_ARGS, default `-g`). The report is
 # written to bench/functions-results.md (overwritten) with the machine, its load and the date.
 set -euo pipefail
 
@@ -25,11 +26,20 @@ build_tools functions_load
 TOOL="$ROOT/target/release/examples/functions_load"
 bench_workdir functions-bench
 SVC_LOG=${SVC_LOG:-warn} start_svc
+if [ -n "${BENCH_PERF:-}" ]; then
+    perf record ${BENCH_PERF_ARGS:--g} -o "$BENCH_PERF" -p "$SVC_PID" 2>"$WORK/perf.log" &
+    PERF_PID=$!
+fi
 
 TABLE=$("$TOOL" --url "$SVC_URL" --mqtt-port "$SVC_MQTT_PORT" --password "$PASSWORD" \
     --rounds "${BENCH_ROUNDS:-3}" --clients "${BENCH_CLIENTS:-8}" \
     --seconds "${BENCH_SECONDS:-5}" --samples "${BENCH_SAMPLES:-2000}")
 RSS=$(awk '/VmRSS/ {printf "%.0f MB", $2 / 1024}' "/proc/$SVC_PID/status")
+if [ -n "${PERF_PID:-}" ]; then
+    kill -INT "$PERF_PID"
+    wait "$PERF_PID" || true
+    log "perf profile of svc over the whole run: $BENCH_PERF"
+fi
 
 {
     echo "# Functions and flows benchmark"
