@@ -7,6 +7,7 @@ mod client;
 mod duration;
 mod flows;
 mod functions;
+mod group_commit;
 mod historian;
 mod ids;
 mod memory;

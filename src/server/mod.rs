@@ -73,7 +73,13 @@ pub struct Shared {
     pub broker: Arc<OnceLock<Broker>>,
     pub automation: automation::Automation,
     pub upstreams: Arc<crate::upstream::supervisor::Supervisor>,
+    /// The run log of functions and flows, written by groups (see [`RunLog`]).
+    pub run_log: RunLog,
 }
+
+/// Runs of functions and flows (domain, owner, run), written by one thread in groups.
+pub type RunLog =
+    crate::group_commit::GroupCommit<(String, crate::store::RunOwner, crate::functions::RunRecord)>;
 
 impl AppState {
     pub fn broker(&self) -> error::ApiResult<&Broker> {
@@ -159,6 +165,13 @@ async fn serve(settings: Settings) -> Result<()> {
             Arc::new(upstreams::LocalBroker(broker_cell)),
         )
         .context("cannot start the upstreams")?,
+        run_log: {
+            let store = store.clone();
+            crate::group_commit::GroupCommit::start("svc-run-log", 512, move |runs| {
+                store.record_runs(runs).map_err(|e| e.to_string())
+            })
+            .context("cannot start the run log writer")?
+        },
     }));
     spawn_retention(&state);
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));

@@ -131,39 +131,16 @@ impl Store {
         Ok(())
     }
 
-    /// Logs a run and drops the owner's runs beyond the newest [`RUNS_KEPT`].
-    pub fn record_run(&self, domain: &str, owner: RunOwner, run: &RunRecord) -> StoreResult<i64> {
-        let conn = self.conn()?;
-        let output = run.output.as_ref().map(Value::to_string);
-        conn.prepare_cached(
-            "INSERT INTO fn_runs (domain, kind, name, started_dt, trigger, duration_ms, success, \
-             error, logs, output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?
-        .execute(params![
-            domain,
-            owner.as_str(),
-            run.name,
-            run.started_dt,
-            run.trigger,
-            run.duration_ms as i64,
-            run.success,
-            run.error,
-            serde_json::to_string(&run.logs)?,
-            output,
-        ])?;
-        let id = conn.last_insert_rowid();
-        // About one insert in PRUNE_EVERY trims this owner's log. The draw is random, not
-        // taken from the id: ids are shared by all owners, so functions that run in turn
-        // (two on the same timer) could otherwise never land on the pruning ids.
-        if rand::random::<u32>().is_multiple_of(PRUNE_EVERY) {
-            conn.prepare_cached(
-                "DELETE FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 AND id <= \
-                 (SELECT id FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 \
-                  ORDER BY id DESC LIMIT 1 OFFSET ?4)",
-            )?
-            .execute(params![domain, owner.as_str(), run.name, RUNS_KEPT])?;
+    /// Logs runs (domain, owner, run) in one transaction; now and then an owner's runs beyond
+    /// the newest [`RUNS_KEPT`] are dropped.
+    pub fn record_runs(&self, runs: &[(String, RunOwner, RunRecord)]) -> StoreResult<()> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        for (domain, owner, run) in runs {
+            insert_run(&tx, domain, *owner, run)?;
         }
-        Ok(id)
+        tx.commit()?;
+        Ok(())
     }
 
     /// The newest runs of a function or flow, newest first.
@@ -224,6 +201,45 @@ pub fn version_now(version: u64, def: &crate::functions::FunctionDef) -> CodeVer
     }
 }
 
+/// Inserts one run, and now and then trims its owner's log.
+fn insert_run(
+    conn: &rusqlite::Connection,
+    domain: &str,
+    owner: RunOwner,
+    run: &RunRecord,
+) -> StoreResult<i64> {
+    let output = run.output.as_ref().map(Value::to_string);
+    conn.prepare_cached(
+        "INSERT INTO fn_runs (domain, kind, name, started_dt, trigger, duration_ms, success, \
+         error, logs, output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        domain,
+        owner.as_str(),
+        run.name,
+        run.started_dt,
+        run.trigger,
+        run.duration_ms as i64,
+        run.success,
+        run.error,
+        serde_json::to_string(&run.logs)?,
+        output,
+    ])?;
+    let id = conn.last_insert_rowid();
+    // About one insert in PRUNE_EVERY trims this owner's log. The draw is random, not
+    // taken from the id: ids are shared by all owners, so functions that run in turn
+    // (two on the same timer) could otherwise never land on the pruning ids.
+    if rand::random::<u32>().is_multiple_of(PRUNE_EVERY) {
+        conn.prepare_cached(
+            "DELETE FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 AND id <= \
+             (SELECT id FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 \
+              ORDER BY id DESC LIMIT 1 OFFSET ?4)",
+        )?
+        .execute(params![domain, owner.as_str(), run.name, RUNS_KEPT])?;
+    }
+    Ok(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,7 +265,7 @@ mod tests {
         for _ in 0..3000 {
             for name in ["even", "odd"] {
                 store
-                    .record_run("d", RunOwner::Function, &run(name))
+                    .record_runs(&[("d".into(), RunOwner::Function, run(name))])
                     .unwrap();
             }
         }

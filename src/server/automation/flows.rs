@@ -301,13 +301,8 @@ impl Context {
             logs: debug.iter().map(debug_line).collect(),
             output: None,
         };
-        let domain = self.domain.clone();
-        if let Err(e) = self
-            .state
-            .store
-            .run(move |s| s.record_run(&domain, RunOwner::Flow, &run))
-            .await
-        {
+        let logged = (self.domain.clone(), RunOwner::Flow, run);
+        if let Err(e) = self.state.run_log.write(logged).await {
             tracing::warn!("cannot log a run of flow `{}`: {e}", self.flow.name);
         }
     }

@@ -191,12 +191,8 @@ pub async fn run_function(
         return (result, duration_ms);
     }
     let run = run_record(&def.name, started_dt, trigger, duration_ms, &result, error);
-    let domain = domain.to_string();
-    if let Err(e) = state
-        .store
-        .run(move |s| s.record_run(&domain, RunOwner::Function, &run))
-        .await
-    {
+    let logged = (domain.to_string(), RunOwner::Function, run);
+    if let Err(e) = state.run_log.write(logged).await {
         tracing::warn!("cannot log a run of function `{}`: {e}", def.name);
     }
     (result, duration_ms)
