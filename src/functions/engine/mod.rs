@@ -38,7 +38,7 @@
 //!   64 KiB in all; past that one last line `… logs truncated` is added and the rest dropped.
 //!
 //! Host calls run synchronously on the thread that called [`run`] (the JS code itself runs
-//! on a helper thread that waits for each answer); a host `Err(message)` is thrown into JS
+//! on an engine thread, kept between runs, that waits for each answer); a host `Err(message)` is thrown into JS
 //! as an `Error` with that message, which the code may catch. Values cross as JSON.
 //!
 //! # Result
@@ -185,6 +185,15 @@ fn megabytes(bytes: usize) -> String {
     }
 }
 
+/// A run's code, input and globals, owned by the engine thread that runs it.
+struct OwnedRun {
+    code: String,
+    modules: BTreeMap<String, String>,
+    module: bool,
+    input: Json,
+    globals: Vec<(String, Json)>,
+}
+
 /// Largest JS stack (QuickJS's own check; deeper recursion throws a `RangeError`).
 const JS_STACK_BYTES: usize = 512 << 10;
 /// Stack of the helper thread: the JS stack plus room for the engine's Rust frames.
@@ -241,31 +250,50 @@ pub fn run_with_globals(
         calls: call_tx,
         replies: reply_rx,
     };
-    // The JS runtime lives on a scoped helper thread so that its closures own only 'static
-    // channel ends while the (borrowed, maybe !Send) host is served here.
-    let (result, logs) = std::thread::scope(move |scope| {
-        let worker = std::thread::Builder::new()
-            .name("svc-function".into())
-            .stack_size(WORKER_STACK_BYTES)
-            .spawn_scoped(scope, move || {
-                execute(source, input, globals, limits, deadline, bridge)
-            });
-        let worker = match worker {
-            Ok(worker) => worker,
-            Err(e) => {
-                let failure = Failure::Script(format!("could not start the engine: {e}"));
-                return (Err(failure), Vec::new());
-            }
+    // The JS runtime lives on an engine thread (kept between runs, see [`pool`]) so that its
+    // closures own only 'static channel ends while the (borrowed, maybe !Send) host is served
+    // here. The thread gets its own copies of the code, the input and the globals.
+    let owned = OwnedRun {
+        code: source.code.to_string(),
+        modules: source.modules.clone(),
+        module: source.module,
+        input: input.clone(),
+        globals: globals
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.clone()))
+            .collect(),
+    };
+    let (result_tx, result_rx) = mpsc::channel();
+    let job = Box::new(move || {
+        let source = Source {
+            code: &owned.code,
+            modules: &owned.modules,
+            module: owned.module,
         };
-        for call in call_rx.iter() {
-            if reply_tx.send(serve(host, call)).is_err() {
-                break;
-            }
+        let globals: Vec<(&str, Json)> = owned
+            .globals
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.clone()))
+            .collect();
+        let ran = execute(&source, &owned.input, &globals, limits, deadline, bridge);
+        let _ = result_tx.send(ran);
+    });
+    if let Err(e) = pool::spawn(WORKER_STACK_BYTES, job) {
+        let failure = Failure::Script(format!("could not start the engine: {e}"));
+        return Err(RunError {
+            failure,
+            logs: Vec::new(),
+        });
+    }
+    // Host calls until the run drops its end of the bridge, then its result.
+    for call in call_rx.iter() {
+        if reply_tx.send(serve(host, call)).is_err() {
+            break;
         }
-        worker.join().unwrap_or_else(|_| {
-            let failure = Failure::Script("the engine stopped unexpectedly".into());
-            (Err(failure), Vec::new())
-        })
+    }
+    let (result, logs) = result_rx.recv().unwrap_or_else(|_| {
+        let failure = Failure::Script("the engine stopped unexpectedly".into());
+        (Err(failure), Vec::new())
     });
     match result {
         Ok(output) => Ok(Outcome { output, logs }),
@@ -675,6 +703,7 @@ fn show_value<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> Option<String> {
 }
 
 mod globals;
+mod pool;
 mod sandbox;
 
 use globals::{install_globals, to_js, LogBuf};
