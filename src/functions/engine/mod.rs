@@ -196,7 +196,7 @@ struct OwnedRun {
 
 /// Largest JS stack (QuickJS's own check; deeper recursion throws a `RangeError`).
 const JS_STACK_BYTES: usize = 512 << 10;
-/// Stack of the helper thread: the JS stack plus room for the engine's Rust frames.
+/// Stack of an engine thread: the JS stack plus room for the engine's Rust frames.
 const WORKER_STACK_BYTES: usize = 4 << 20;
 /// Heap cap while compiling for [`check`].
 const CHECK_MEMORY_BYTES: usize = 64 << 20;
@@ -400,7 +400,7 @@ impl Bridge {
     }
 }
 
-// ---- the run, on the helper thread -------------------------------------------------------
+// ---- the run, on an engine thread ---------------------------------------------------------
 
 fn execute(
     source: &Source,
