@@ -51,7 +51,6 @@ impl PeerBroker {
             .status()
             .expect("mosquitto_passwd (package mosquitto) runs");
         assert!(status.success(), "mosquitto_passwd failed");
-        let (port, ws_port, tls_port) = (free_port(), free_port(), free_port());
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])
             .expect("generate certificate");
         let ca_pem = cert.cert.pem();
@@ -59,42 +58,51 @@ impl PeerBroker {
         std::fs::write(&cert_path, &ca_pem).expect("write cert.pem");
         std::fs::write(&key_path, cert.key_pair.serialize_pem()).expect("write key.pem");
         let config = dir.path().join("mosquitto.conf");
-        std::fs::write(
-            &config,
-            format!(
-                "per_listener_settings false\nallow_anonymous false\npassword_file {}\n\
-                 listener {port} 127.0.0.1\nlistener {ws_port} 127.0.0.1\nprotocol websockets\n\
-                 listener {tls_port} 127.0.0.1\ncertfile {}\nkeyfile {}\n\
-                 persistence false\nlog_dest stderr\n",
-                passwords.display(),
-                cert_path.display(),
-                key_path.display()
-            ),
-        )
-        .expect("write mosquitto.conf");
-        let broker = PeerBroker {
-            child: spawn(&config),
-            config,
-            _dir: dir,
-            user: user.to_string(),
-            password: password.to_string(),
-            port,
-            ws_port,
-            tls_port,
-            ca_pem,
-        };
-        broker.wait_listening();
-        broker
+        // A port found free may be taken by a parallel test before Mosquitto binds it; then
+        // Mosquitto exits, and it starts again on other ports.
+        for _ in 0..5 {
+            let (port, ws_port, tls_port) = (free_port(), free_port(), free_port());
+            std::fs::write(
+                &config,
+                format!(
+                    "per_listener_settings false\nallow_anonymous false\npassword_file {}\n\
+                     listener {port} 127.0.0.1\nlistener {ws_port} 127.0.0.1\nprotocol websockets\n\
+                     listener {tls_port} 127.0.0.1\ncertfile {}\nkeyfile {}\n\
+                     persistence false\nlog_dest stderr\n",
+                    passwords.display(),
+                    cert_path.display(),
+                    key_path.display()
+                ),
+            )
+            .expect("write mosquitto.conf");
+            let mut child = spawn(&config);
+            if listening(
+                &mut child,
+                [port, ws_port, tls_port],
+                Duration::from_secs(5),
+            ) {
+                return PeerBroker {
+                    child,
+                    config,
+                    _dir: dir,
+                    user: user.to_string(),
+                    password: password.to_string(),
+                    port,
+                    ws_port,
+                    tls_port,
+                    ca_pem,
+                };
+            }
+        }
+        panic!("mosquitto did not start listening on free ports in 5 tries");
     }
 
-    fn wait_listening(&self) {
-        for port in [self.port, self.ws_port, self.tls_port] {
-            poll_until(Duration::from_secs(10), "mosquitto listening", &mut || {
-                std::net::TcpStream::connect(("127.0.0.1", port))
-                    .ok()
-                    .map(drop)
-            });
-        }
+    fn wait_listening(&mut self) {
+        let ports = [self.port, self.ws_port, self.tls_port];
+        assert!(
+            listening(&mut self.child, ports, Duration::from_secs(10)),
+            "mosquitto did not listen again on its ports"
+        );
     }
 
     /// Kills the broker (an outage: its clients' connections drop).
@@ -148,6 +156,27 @@ impl PeerBroker {
         self.child = spawn(&self.config);
         self.wait_listening();
     }
+}
+
+/// Whether Mosquitto runs and accepts connections on `ports` within `within` (else it is
+/// stopped).
+fn listening(child: &mut Child, ports: [u16; 3], within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if child.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        let accepting = ports
+            .iter()
+            .all(|&port| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        if accepting {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    false
 }
 
 fn spawn(config: &Path) -> Child {
