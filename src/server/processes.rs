@@ -2,12 +2,14 @@
 //! function by name, list the domain's functions and replace a function's triggers (both
 //! answered in the SDK's process shape), and read its run log.
 
+use super::automation::functions::Deployed;
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::records::update_checked;
 use super::system_tables::{record_by_name, SystemTable};
 use super::AppState;
+use crate::functions::engine::Outcome;
 use crate::functions::sdk::sdk_view;
 use crate::functions::{parse_triggers, ExecuteResponse, FunctionDef, RunRecord, PROCESSES};
 use crate::ids::{is_record_key, RecordId, TableRef};
@@ -78,23 +80,30 @@ async fn serve_endpoint(
         .automation
         .function_at_endpoint(&caller.domain, &endpoint)
         .ok_or_else(|| ApiError::not_found(format!("no process serves `{endpoint}`")))?;
+    let (outcome, _) = call_http(&deployed, input).await?;
+    Ok(Json(outcome.output))
+}
+
+/// Runs an enabled function for an HTTP caller: its outcome and duration, 409 when it is
+/// disabled, 422 saying why the run failed.
+async fn call_http(deployed: &Deployed, input: Value) -> ApiResult<(Outcome, u64)> {
     if !deployed.def.enabled {
         return Err(ApiError::conflict(format!(
             "function `{}` is disabled",
             deployed.def.name
         )));
     }
-    let (result, _) = deployed
+    let (result, duration_ms) = deployed
         .call(input, "http")
         .await
         .ok_or_else(|| ApiError::internal("the function's worker stopped"))?;
-    match result {
-        Ok(outcome) => Ok(Json(outcome.output)),
-        Err(failure) => Err(ApiError::new(
+    let outcome = result.map_err(|failure| {
+        ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             failure.explain(&deployed.def.limits()),
-        )),
-    }
+        )
+    })?;
+    Ok((outcome, duration_ms))
 }
 
 #[derive(Deserialize)]
@@ -118,28 +127,13 @@ async fn execute(
         .automation
         .function(&caller.domain, &request.name)
         .ok_or_else(|| ApiError::not_found(format!("no function `{}`", request.name)))?;
-    if !deployed.def.enabled {
-        return Err(ApiError::conflict(format!(
-            "function `{}` is disabled",
-            request.name
-        )));
-    }
-    let (result, duration_ms) = deployed
-        .call(request.input, "http")
-        .await
-        .ok_or_else(|| ApiError::internal("the function's worker stopped"))?;
-    match result {
-        Ok(outcome) => Ok(Json(ExecuteResponse {
-            success: true,
-            output: outcome.output,
-            logs: outcome.logs,
-            duration_ms,
-        })),
-        Err(failure) => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            failure.explain(&deployed.def.limits()),
-        )),
-    }
+    let (outcome, duration_ms) = call_http(&deployed, request.input).await?;
+    Ok(Json(ExecuteResponse {
+        success: true,
+        output: outcome.output,
+        logs: outcome.logs,
+        duration_ms,
+    }))
 }
 
 /// The domain's functions, by name, in the SDK's process shape.
