@@ -163,8 +163,12 @@ impl Trigger {
     }
 
     fn validate(&self) -> Result<(), String> {
-        if let Trigger::TagChange { topic } = self {
-            validate_topic_filter(topic)?;
+        match self {
+            Trigger::TagChange { topic } => validate_topic_filter(topic)?,
+            Trigger::Http {
+                endpoint: Some(endpoint),
+            } => crate::ids::check_name("endpoint", endpoint)?,
+            _ => {}
         }
         match self.schedule() {
             Some(Err(e)) => Err(e),

@@ -6,7 +6,7 @@
 //! as the SDK reads it (`GET /svc/processes/domain`).
 
 use super::{FunctionDef, Trigger};
-use crate::topic::{validate_topic_filter, validate_topic_name};
+use crate::topic::validate_topic_name;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
@@ -195,43 +195,19 @@ pub(super) fn validate(def: &FunctionDef) -> Result<(), String> {
             return Err(format!("input `{}` is named twice", input.name));
         }
         match input.kind {
-            InputKind::Tag => {
-                let tag = input
-                    .config
-                    .tag
-                    .as_deref()
-                    .ok_or(format!("`{at}.config.tag` is required"))?;
-                validate_topic_name(tag).map_err(|e| format!("`{at}.config.tag`: {e}"))?;
-            }
-            InputKind::Sql => {
-                let query = input
-                    .config
-                    .query
-                    .as_deref()
-                    .ok_or(format!("`{at}.config.query` is required"))?;
-                crate::report_sql::check(query).map_err(|e| format!("`{at}.config.query`: {e}"))?;
-            }
+            InputKind::Tag => required(&input.config.tag, &at, "tag", validate_topic_name)?,
+            InputKind::Sql => required(&input.config.query, &at, "query", |query| {
+                crate::report_sql::check(query).map(drop)
+            })?,
         }
     }
     for (i, output) in def.outputs.iter().enumerate() {
         let at = format!("outputs[{i}]");
         match output.kind {
-            OutputKind::TagWrite => {
-                let tag = output
-                    .config
-                    .tag
-                    .as_deref()
-                    .ok_or(format!("`{at}.config.tag` is required"))?;
-                validate_topic_name(tag).map_err(|e| format!("`{at}.config.tag`: {e}"))?;
-            }
-            OutputKind::Sql => {
-                let query = output
-                    .config
-                    .query
-                    .as_deref()
-                    .ok_or(format!("`{at}.config.query` is required"))?;
-                super::sql_output::parse(query).map_err(|e| format!("`{at}.config.query`: {e}"))?;
-            }
+            OutputKind::TagWrite => required(&output.config.tag, &at, "tag", validate_topic_name)?,
+            OutputKind::Sql => required(&output.config.query, &at, "query", |query| {
+                super::sql_output::parse(query).map(drop)
+            })?,
         }
     }
     if def.keys.len() != def.values.len() {
@@ -247,18 +223,21 @@ pub(super) fn validate(def: &FunctionDef) -> Result<(), String> {
             return Err(format!("key `{}` is given twice", entry.key));
         }
     }
-    for trigger in &def.triggers {
-        if let Trigger::Http {
-            endpoint: Some(endpoint),
-        } = trigger
-        {
-            crate::ids::check_name("endpoint", endpoint)?;
-        }
-        if let Trigger::TagChange { topic } = trigger {
-            validate_topic_filter(topic)?;
-        }
-    }
     Ok(())
+}
+
+/// A `config` field an input or output of kind needs (`<at>.config.<field>` is required),
+/// checked by `check`; errors name the field.
+fn required(
+    value: &Option<String>,
+    at: &str,
+    field: &str,
+    check: impl FnOnce(&str) -> Result<(), String>,
+) -> Result<(), String> {
+    let value = value
+        .as_deref()
+        .ok_or_else(|| format!("`{at}.config.{field}` is required"))?;
+    check(value).map_err(|e| format!("`{at}.config.{field}`: {e}"))
 }
 
 /// The `config` object the code reads: `keys[i].key` → `values[i].value`.
