@@ -47,7 +47,54 @@ impl Server {
         user: &str,
         password: &str,
     ) -> MosquittoSub {
-        let port = self.listener_port("mqtt").to_string();
+        let port = self.listener_port("mqtt");
+        MosquittoSub::on(port, v5, filter, qos, user, password)
+    }
+
+    /// Runs `mosquitto_pub` against the TCP listener; returns (exit success, stdout+stderr).
+    pub fn mosquitto_pub(&self, v5: bool, args: &[&str]) -> (bool, String) {
+        mosquitto_pub_on(self.listener_port("mqtt"), v5, args)
+    }
+}
+
+fn version_flag(v5: bool) -> &'static str {
+    if v5 {
+        "mqttv5"
+    } else {
+        "mqttv311"
+    }
+}
+
+/// Runs `mosquitto_pub` against a broker on loopback `port` with `args`; returns (exit
+/// success, stdout+stderr).
+pub fn mosquitto_pub_on(port: u16, v5: bool, args: &[&str]) -> (bool, String) {
+    let out = Command::new("mosquitto_pub")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-V", version_flag(v5)])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mosquitto_pub (apt-get install mosquitto-clients)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+impl MosquittoSub {
+    /// `mosquitto_sub` of `filter` at `qos` on a broker on loopback `port`, logged in as
+    /// `user`, and waits for its SUBACK.
+    pub fn on(
+        port: u16,
+        v5: bool,
+        filter: &str,
+        qos: u8,
+        user: &str,
+        password: &str,
+    ) -> MosquittoSub {
+        let (port, qos) = (port.to_string(), qos.to_string());
         MosquittoSub::start(&[
             "-h",
             "127.0.0.1",
@@ -56,9 +103,9 @@ impl Server {
             "-t",
             filter,
             "-q",
-            &qos.to_string(),
+            &qos,
             "-V",
-            if v5 { "mqttv5" } else { "mqttv311" },
+            version_flag(v5),
             "-u",
             user,
             "-P",
@@ -66,26 +113,6 @@ impl Server {
         ])
     }
 
-    /// Runs `mosquitto_pub` against the TCP listener; returns (exit success, stdout+stderr).
-    pub fn mosquitto_pub(&self, v5: bool, args: &[&str]) -> (bool, String) {
-        let port = self.listener_port("mqtt").to_string();
-        let out = Command::new("mosquitto_pub")
-            .args(["-h", "127.0.0.1", "-p", &port])
-            .args(["-V", if v5 { "mqttv5" } else { "mqttv311" }])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run mosquitto_pub (apt-get install mosquitto-clients)");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
-    }
-}
-
-impl MosquittoSub {
     /// Starts `mosquitto_sub` with `args` (where to connect, what to subscribe to) printing
     /// `MSG <topic> <qos> <retain> <payload>` lines, and waits for its SUBACK.
     pub fn start(args: &[&str]) -> MosquittoSub {

@@ -113,42 +113,15 @@ impl PeerBroker {
 
     /// `mosquitto_sub` (MQTT 5, QoS 1) on the plain listener as the broker's user.
     pub fn mosquitto_sub(&self, filter: &str) -> MosquittoSub {
-        let port = self.port.to_string();
-        MosquittoSub::start(&[
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "-t",
-            filter,
-            "-q",
-            "1",
-            "-V",
-            "mqttv5",
-            "-u",
-            &self.user,
-            "-P",
-            &self.password,
-        ])
+        MosquittoSub::on(self.port, true, filter, 1, &self.user, &self.password)
     }
 
     /// `mosquitto_pub` (MQTT 5) on the plain listener as the broker's user, with `args`.
     pub fn mosquitto_pub(&self, args: &[&str]) {
-        let out = Command::new("mosquitto_pub")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-V",
-                "mqttv5",
-            ])
-            .args(["-u", &self.user, "-P", &self.password])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run mosquitto_pub");
-        assert!(out.status.success(), "mosquitto_pub failed: {out:?}");
+        let mut all = vec!["-u", self.user.as_str(), "-P", self.password.as_str()];
+        all.extend_from_slice(args);
+        let (ok, out) = mosquitto_pub_on(self.port, true, &all);
+        assert!(ok, "mosquitto_pub failed: {out}");
     }
 
     /// Starts the broker again on the same ports after [`PeerBroker::kill`].
