@@ -51,26 +51,25 @@ LOADER="$ROOT/target/release/examples/mqtt_load"
 bench_workdir upstream
 
 # --- the plant (B) and the edge (A) --------------------------------------------------------
-SVC_NAME=plant SVC_DATA="$WORK/plant" start_svc
-PLANT_URL=$SVC_URL
-PLANT_MQTT=$SVC_MQTT_PORT
-PLANT_PID=$SVC_PID
-login_admin
-PLANT_KEY=$(call POST /auth/keys '{"name":"bench"}' | jq -r .key)
-call POST /auth/domains '{"name":"corp"}' >/dev/null
-CALL_HEADERS=('Domain: domains:corp')
-call POST /svc/namespaces '{"name":"acme","path":"corp/acme"}' >/dev/null
-
-CALL_HEADERS=()
-SVC_NAME=edge SVC_DATA="$WORK/edge" start_svc
-EDGE_URL=$SVC_URL
-EDGE_MQTT=$SVC_MQTT_PORT
-EDGE_PID=$SVC_PID
-login_admin
-EDGE_KEY=$(call POST /auth/keys '{"name":"bench"}' | jq -r .key)
-call POST /auth/domains '{"name":"acme"}' >/dev/null
-CALL_HEADERS=('Domain: domains:acme')
-call POST /svc/namespaces '{"name":"site1","path":"acme/site1"}' >/dev/null
+# start_site NAME DOMAIN NAMESPACE PATH : a fresh `svc serve` (its logs named NAME) with DOMAIN
+# and its namespace NAMESPACE at PATH; sets SITE_URL, SITE_MQTT, SITE_PID and SITE_KEY (an API
+# key of the admin). `call` then addresses that server in DOMAIN.
+start_site() {
+    CALL_HEADERS=()
+    SVC_NAME=$1 SVC_DATA="$WORK/$1" start_svc
+    SITE_URL=$SVC_URL
+    SITE_MQTT=$SVC_MQTT_PORT
+    SITE_PID=$SVC_PID
+    login_admin
+    SITE_KEY=$(call POST /auth/keys '{"name":"bench"}' | jq -r .key)
+    call POST /auth/domains "{\"name\":\"$2\"}" >/dev/null
+    CALL_HEADERS=("Domain: domains:$2")
+    call POST /svc/namespaces "{\"name\":\"$3\",\"path\":\"$4\"}" >/dev/null
+}
+start_site plant corp acme corp/acme
+PLANT_URL=$SITE_URL PLANT_MQTT=$SITE_MQTT PLANT_PID=$SITE_PID PLANT_KEY=$SITE_KEY
+start_site edge acme site1 acme/site1
+EDGE_URL=$SITE_URL EDGE_MQTT=$SITE_MQTT EDGE_PID=$SITE_PID EDGE_KEY=$SITE_KEY
 
 # upstream_body PORT : the upstream record pointing at PORT on loopback.
 upstream_body() {
