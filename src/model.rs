@@ -243,6 +243,30 @@ pub struct DeviceInfo {
     pub uns: Uns,
     pub storage: StorageInfo,
     pub version: String,
+    /// Whether Python processes run here, and inside which fences (absent from older servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonInfo>,
+}
+
+/// What `GET /svc/` says of Python processes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PythonInfo {
+    pub available: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interpreter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Fences that held when the interpreter tried them: `filesystem`, `network`, `signals`,
+    /// `fork`, `exec`, `rlimits`.
+    #[serde(default)]
+    pub sandbox: Vec<String>,
+    /// Fences this machine could not set up (Python is unavailable if `filesystem` or
+    /// `network` is among them).
+    #[serde(default)]
+    pub missing: Vec<String>,
+    /// Why Python is unavailable, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -3,6 +3,7 @@
 //! decides when a function runs and what its host API may touch.
 
 pub mod engine;
+pub mod python;
 pub mod sdk;
 pub mod sql_output;
 pub mod typescript;
@@ -18,6 +19,8 @@ pub const PROCESSES: &str = "processes";
 /// Languages run in the QuickJS sandbox (TypeScript once its types are stripped).
 pub const JAVASCRIPT: &str = "javascript";
 pub const TYPESCRIPT: &str = "typescript";
+/// Run by the system's `python3` in its own sandbox ([`python`]).
+pub const PYTHON: &str = "python";
 /// Bounds a function's own limits may take.
 pub const MAX_TIMEOUT_MS: u64 = 300_000;
 pub const MAX_MEMORY_MB: u64 = 1024;
@@ -267,11 +270,14 @@ impl FunctionDef {
 
     pub fn validate(&self) -> Result<(), String> {
         validate_name(&self.name)?;
-        if self.language != JAVASCRIPT && self.language != TYPESCRIPT {
+        if ![JAVASCRIPT, TYPESCRIPT, PYTHON].contains(&self.language.as_str()) {
             return Err(format!(
-                "language `{}` is not supported: use `{JAVASCRIPT}` or `{TYPESCRIPT}`",
+                "language `{}` is not supported: use `{JAVASCRIPT}`, `{TYPESCRIPT}` or `{PYTHON}`",
                 self.language
             ));
+        }
+        if self.language == PYTHON && (self.module || !self.modules.is_empty()) {
+            return Err("a Python function is one file: no `module` or bundled modules".into());
         }
         let size = self.code.len() + self.modules.values().map(String::len).sum::<usize>();
         check_limits(self.timeout_ms, self.memory_mb, size)?;
@@ -323,6 +329,30 @@ impl FunctionDef {
 
     pub fn limits(&self) -> engine::Limits {
         limits(self.timeout_ms, self.memory_mb)
+    }
+
+    /// Runs the code on `input` with read-only `globals`: Python in its sandbox, anything
+    /// else in the JavaScript engine.
+    pub fn run(
+        &self,
+        input: &Value,
+        globals: &[(&str, Value)],
+        host: &dyn engine::Host,
+    ) -> Result<engine::Outcome, engine::RunError> {
+        if self.language == PYTHON {
+            python::run(&self.code, input, globals, &self.limits(), host)
+        } else {
+            engine::run_with_globals(&self.source(), input, globals, &self.limits(), host)
+        }
+    }
+
+    /// Compiles the code without running it; Err names the syntax error and where it is.
+    pub fn check_code(&self) -> Result<(), String> {
+        if self.language == PYTHON {
+            python::check(&self.code)
+        } else {
+            engine::check(&self.source())
+        }
     }
 }
 

@@ -12,7 +12,8 @@ use super::records::{insert_checked, update_checked};
 use super::system_tables::{record_by_name, record_key, SystemTable};
 use super::AppState;
 use crate::functions::{
-    typescript, validate_name, CodeVersion, JAVASCRIPT, MAX_CODE_BYTES, PROCESSES, TYPESCRIPT,
+    typescript, validate_name, CodeVersion, JAVASCRIPT, MAX_CODE_BYTES, PROCESSES, PYTHON,
+    TYPESCRIPT,
 };
 use crate::ids::{new_key, TableRef};
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
@@ -130,11 +131,14 @@ fn code_of(file_name: &str, bytes: &[u8]) -> ApiResult<Code> {
             })
         }
         "zip" => bundle(bytes),
-        "py" => Err(unprocessable(
-            "`.py` needs a Python interpreter, and none is configured on this server",
-        )),
+        "py" => Ok(Code {
+            code: text()?,
+            modules: BTreeMap::new(),
+            module: false,
+            language: PYTHON,
+        }),
         _ => Err(unprocessable(format!(
-            "`{file_name}` is not a function: upload a .js, .mjs, .ts or .mts file or a .zip bundle"
+            "`{file_name}` is not a function: upload a .js, .mjs, .ts, .mts or .py file or a .zip bundle"
         ))),
     }
 }
@@ -357,7 +361,8 @@ mod tests {
         let ts_module = code_of("f.ts", b"export default (x: number) => x").unwrap();
         assert_eq!((ts_module.language, ts_module.module), (TYPESCRIPT, true));
         assert!(code_of("f.mts", b"1").unwrap().module);
-        for bad in ["f.py", "f.txt", "f", "f.exe"] {
+        assert_eq!(code_of("f.py", b"1").unwrap().language, PYTHON);
+        for bad in ["f.txt", "f", "f.exe"] {
             let err = code_of(bad, b"x").unwrap_err();
             assert_eq!(err.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
         }

@@ -38,5 +38,6 @@ pub async fn device_info(State(state): State<AppState>, _who: Identity) -> Json<
             size_bytes,
         },
         version: env!("CARGO_PKG_VERSION").to_string(),
+        python: Some(crate::functions::python::report()),
     })
 }

@@ -219,6 +219,7 @@ mod tests {
                 size_bytes: 0,
             },
             version: "0".into(),
+            python: None,
         }
     }
 

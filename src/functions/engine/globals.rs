@@ -176,14 +176,14 @@ pub(super) fn to_js<'js>(ctx: &Ctx<'js>, value: &Json) -> rquickjs::Result<Value
 // ---- logs --------------------------------------------------------------------------------
 
 #[derive(Default)]
-pub(super) struct LogBuf {
-    pub(super) lines: Vec<String>,
+pub(crate) struct LogBuf {
+    pub(crate) lines: Vec<String>,
     bytes: usize,
     truncated: bool,
 }
 
 impl LogBuf {
-    fn push(&mut self, mut line: String) {
+    pub(crate) fn push(&mut self, mut line: String) {
         if self.truncated {
             return;
         }

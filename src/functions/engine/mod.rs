@@ -365,7 +365,7 @@ fn compile_error(ctx: &Ctx<'_>, error: rquickjs::Error) -> String {
 // ---- host bridge -------------------------------------------------------------------------
 
 /// A host call from the JS thread.
-enum HostCall {
+pub(crate) enum HostCall {
     TagRead { topic: String },
     TagWrite { topic: String, value: Json },
     RecordCreate { table: String, record: Json },
@@ -374,9 +374,9 @@ enum HostCall {
 }
 
 /// `None`: JS `null` (or `undefined` for a write).
-type HostReply = Result<Option<Json>, String>;
+pub(crate) type HostReply = Result<Option<Json>, String>;
 
-fn serve(host: &dyn Host, call: HostCall) -> HostReply {
+pub(crate) fn serve(host: &dyn Host, call: HostCall) -> HostReply {
     match call {
         HostCall::TagRead { topic } => host.tag_read(&topic),
         HostCall::TagWrite { topic, value } => host.tag_write(&topic, &value).map(|()| None),
@@ -706,7 +706,8 @@ mod globals;
 mod pool;
 mod sandbox;
 
-use globals::{install_globals, to_js, LogBuf};
+pub(crate) use globals::LogBuf;
+use globals::{install_globals, to_js};
 use sandbox::{Bundle, CappedAllocator};
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! UPDATE, checked as the REST routes check it). Runs on the blocking thread of the run.
 
 use super::host::ServerHost;
-use crate::functions::engine::{self, Failure, Host, RunError};
+use crate::functions::engine::{Failure, Host, RunError};
 use crate::functions::sdk::{config_of, InputKind, OutputKind};
 use crate::functions::sql_output::{self, SqlWrite};
 use crate::functions::FunctionDef;
@@ -20,7 +20,7 @@ pub fn run(def: &FunctionDef, input: &Value, host: &ServerHost) -> super::functi
     };
     let inputs = resolve_inputs(def, host).map_err(|e| script_failure(e, Vec::new()))?;
     let globals = [("config", config_of(def)), ("inputs", inputs)];
-    let outcome = engine::run_with_globals(&def.source(), input, &globals, &def.limits(), host)?;
+    let outcome = def.run(input, &globals, host)?;
     if let Err(e) = apply_outputs(def, &outcome.output, host) {
         return Err(script_failure(e, outcome.logs));
     }
