@@ -1,8 +1,8 @@
-//! Processes in the SDK's shape (issue 15): a TypeScript process created with named `tag` and
+//! Processes in the SDK's shape (issue 15): a TypeScript and a Python process created with named `tag` and
 //! `sql` inputs, two `tag_write` outputs (one field, the whole output), two `sql` outputs (an
 //! INSERT and an UPDATE, made record writes), a `config` from `keys`/`values` and an
 //! SDK-shaped `tag_change` trigger; a tag change makes it write exactly the expected tags for
-//! an MQTT subscriber and the expected records. `GET /svc/processes/domain` answers in the SDK's
+//! an MQTT subscriber and the historian and the expected records. `GET /svc/processes/domain` answers in the SDK's
 //! shape; `PUT /svc/processes/triggers/:id` takes SDK triggers (an interval that then fires)
 //! and answers the process; `log_enabled: false` logs only failures; malformed SDK fields are
 //! refused with 400 naming them.
@@ -34,10 +34,26 @@ fn post_process(server: &Server, body: &Value) -> reqwest::blocking::Response {
         .expect("POST /svc/processes")
 }
 
+/// The same monitor in Python: `inputs` and `config` are read-only mappings.
+const MONITOR_PY: &str = r#"
+def main(speed):
+    counts = inputs["counts"]
+    return {"alarm": speed > inputs["limit"], "site": config["site"], "orders": counts[0]["n"]}
+"#;
+
 fn monitor_body() -> Value {
+    monitor_in("typescript")
+}
+
+fn monitor_in(language: &str) -> Value {
+    let code = if language == "python" {
+        MONITOR_PY
+    } else {
+        MONITOR
+    };
     json!({
-        "name": "monitor", "enabled": true, "log_enabled": true, "language": "typescript",
-        "code": MONITOR, "version": 1,
+        "name": "monitor", "enabled": true, "log_enabled": true, "language": language,
+        "code": code, "version": 1,
         "triggers": [{"type": "tag_change", "config": {"tag": "plant/line1/speed"}}],
         "inputs": [
             {"name": "limit", "type": "tag", "config": {"tag": "plant/line1/limit"}},
@@ -62,11 +78,11 @@ fn setup() -> Server {
     for tag in [
         "plant/line1/speed",
         "plant/line1/limit",
-        "plant/line1/alarm",
         "plant/line1/summary",
     ] {
         server.create_tag(ACME, tag, false);
     }
+    server.create_tag(ACME, "plant/line1/alarm", true);
     for id in ["o1", "o2"] {
         server.create_record(ACME, "orders", &json!({"id": id, "qty": 1}));
     }
@@ -74,9 +90,19 @@ fn setup() -> Server {
 }
 
 #[test]
-fn an_sdk_process_resolves_its_inputs_and_writes_its_outputs() {
+fn a_typescript_sdk_process_resolves_its_inputs_and_writes_its_outputs() {
+    resolves_inputs_and_writes_outputs("typescript");
+}
+
+#[test]
+fn a_python_sdk_process_resolves_its_inputs_and_writes_its_outputs() {
+    resolves_inputs_and_writes_outputs("python");
+}
+
+fn resolves_inputs_and_writes_outputs(language: &str) {
     let server = setup();
-    let created = json_ok(post_process(&server, &monitor_body()), StatusCode::CREATED);
+    let body = monitor_in(language);
+    let created = json_ok(post_process(&server, &body), StatusCode::CREATED);
     let id = created["id"].as_str().expect("id").to_string();
 
     let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "watcher");
@@ -95,6 +121,17 @@ fn an_sdk_process_resolves_its_inputs_and_writes_its_outputs() {
         summary,
         json!({"alarm": true, "site": "plant1", "orders": 2})
     );
+    // The historized alarm tag was recorded by the historian.
+    let history = server.poll(Duration::from_secs(10), "the historized alarm", || {
+        let resp = server
+            .admin_in(ACME, Method::PATCH, "/svc/historian/last")
+            .json(&json!({"topic": "plant/line1/alarm", "limit": 10}))
+            .send()
+            .ok()?;
+        let points = resp.json::<Value>().ok()?;
+        (points.as_array()?.len() == 1).then_some(points)
+    });
+    assert_eq!(history[0]["value"], json!(true), "{history}");
     // The sql outputs became record writes in the process's domain.
     let alarms = server.poll(Duration::from_secs(10), "an alarm record", || {
         let list = server.get_json(ACME, "/svc/alarms/all");
@@ -114,12 +151,12 @@ fn an_sdk_process_resolves_its_inputs_and_writes_its_outputs() {
         process["triggers"],
         json!([{"type": "tag_change", "config": {"tag": "plant/line1/speed"}}])
     );
-    assert_eq!(process["inputs"], monitor_body()["inputs"]);
-    assert_eq!(process["outputs"], monitor_body()["outputs"]);
+    assert_eq!(process["inputs"], body["inputs"]);
+    assert_eq!(process["outputs"], body["outputs"]);
     assert_eq!(process["keys"], json!([{"key": "site"}]));
     assert_eq!(process["values"], json!([{"value": "plant1"}]));
     assert_eq!(process["log_enabled"], true);
-    assert_eq!(process["language"], "typescript");
+    assert_eq!(process["language"], language);
 
     // SDK triggers in, the process out; the interval then fires.
     let resp = server
@@ -138,7 +175,7 @@ fn an_sdk_process_resolves_its_inputs_and_writes_its_outputs() {
         updated["triggers"],
         json!([{"type": "interval", "config": {"interval_value": 200, "interval_unit": "ms"}}])
     );
-    assert_eq!(updated["inputs"], monitor_body()["inputs"], "{updated}");
+    assert_eq!(updated["inputs"], body["inputs"], "{updated}");
     server.poll(Duration::from_secs(10), "an interval run", || {
         let runs = server.get_json(ACME, "/svc/processes/runs/monitor");
         runs.as_array()?
