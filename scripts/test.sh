@@ -3,6 +3,8 @@
 #   mosquitto-clients  mosquitto_pub / mosquitto_sub, real MQTT peers
 #   mosquitto          a real peer broker (upstream tests), with mosquitto_passwd
 #   tmux               the TUI test drives `svc tui` in a real terminal
+#   python3            Debian's interpreter, which runs Python processes (svc looks for
+#                      /usr/bin/python3 first: a pyenv or venv shim is not an interpreter)
 # Needs only the Rust toolchain; system packages come from apt (as root, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +12,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+[ -x /usr/bin/python3 ] || need+=(python3)
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || need+=(mosquitto)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
