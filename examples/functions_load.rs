@@ -1,13 +1,15 @@
 //! Functions and flows load for `bench/functions.sh`, each measurement against a reference in the
 //! same run on the same `svc serve`:
 //!
-//! - invocations/s of a trivial function (`function main(i) { return i + 1; }`) through
+//! - invocations/s of a trivial process (`i + 1`) in JavaScript, TypeScript and Python through
 //!   `POST /svc/processes/execute`, `--clients` concurrent HTTP clients for `--seconds`, against
-//!   the same clients calling `GET /svc/` (an authenticated route that runs no code);
+//!   the same clients calling `GET /svc/` (an authenticated route that runs no code); Python's
+//!   also against as many concurrent callers each starting a fresh `python3 -I -c` per call;
 //! - tag-change → tag-write latency through flows (`tag-in → svc.tag.write`, and
 //!   `tag-in → function → svc.tag.write`): one MQTT client publishes `N` to the input tag and waits
 //!   for the output tag, one message at a time, `--samples` times; the reference is the plain
-//!   MQTT round trip of the same client publishing to a topic it subscribes to.
+//!   MQTT round trip of the same client publishing to a topic it subscribes to; the same for a
+//!   process in each language triggered by the tag change, its output a `tag_write`.
 //!
 //! `--rounds` rounds interleave every measurement; the report (Markdown, on stdout) shows the round
 //! with the median result.
@@ -72,6 +74,43 @@ fn settings() -> Settings {
     }
 }
 
+/// A trivial process per language: `i + 1` for the execute route, `i * 2` from a tag change
+/// to a tag write.
+const LANGUAGES: [(&str, &str, &str); 3] = [
+    (
+        "javascript",
+        "function main(i) { return i + 1; }",
+        "function main(i) { return i * 2; }",
+    ),
+    (
+        "typescript",
+        "function main(i: number): number { return i + 1; }",
+        "function main(i: number): number { return i * 2; }",
+    ),
+    (
+        "python",
+        "def main(i):\n    return i + 1",
+        "def main(i):\n    return i * 2",
+    ),
+];
+
+/// The reference for Python: a fresh interpreter per call, doing the same work.
+const PYTHON_ONE_SHOT: &str = "import json, sys; print(json.dumps(int(sys.argv[1]) + 1))";
+
+/// What one round measured.
+#[derive(Default)]
+struct Round {
+    info: f64,
+    /// calls/s through the execute route, per language
+    execute: Vec<f64>,
+    one_shot_python: f64,
+    plain: Vec<Latency>,
+    direct: Vec<Latency>,
+    scripted: Vec<Latency>,
+    /// tag change → process → tag write, per language
+    process: Vec<Latency>,
+}
+
 #[tokio::main]
 async fn main() {
     let s = settings();
@@ -79,81 +118,112 @@ async fn main() {
     let token = login(&http, &s).await;
     setup(&http, &s, &token).await;
 
-    let mut execute = Vec::new();
-    let mut info = Vec::new();
-    let mut direct = Vec::new();
-    let mut plain = Vec::new();
-    let mut scripted = Vec::new();
+    let mut rounds: Vec<Round> = Vec::new();
     let (mqtt, mut events) = connect(&s).await;
-    for topic in ["bench/echo", "bench/flow/out", "bench/flow/fn-out"] {
+    let mut outputs = vec![
+        "bench/echo".to_string(),
+        "bench/flow/out".into(),
+        "bench/flow/fn-out".into(),
+    ];
+    outputs.extend(
+        LANGUAGES
+            .iter()
+            .map(|(l, ..)| format!("bench/process/{l}/out")),
+    );
+    for topic in &outputs {
         mqtt.subscribe(topic, QoS::AtMostOnce)
             .await
             .expect("subscribe");
     }
-    wait_suback(&mut events, 3).await;
+    wait_suback(&mut events, outputs.len()).await;
     for round in 1..=s.rounds {
         eprintln!("[bench] round {round}/{}", s.rounds);
-        info.push(throughput(&http, &s, &token, false).await);
-        execute.push(throughput(&http, &s, &token, true).await);
-        plain.push(
-            latency(
-                &mqtt,
-                &mut events,
-                s.samples,
-                "bench/echo",
-                "bench/echo",
-                1.0,
-            )
-            .await,
-        );
-        direct.push(
-            latency(
-                &mqtt,
-                &mut events,
-                s.samples,
-                "bench/flow/in",
-                "bench/flow/out",
-                1.0,
-            )
-            .await,
-        );
-        scripted.push(
-            latency(
-                &mqtt,
-                &mut events,
-                s.samples,
-                "bench/flow/fn-in",
-                "bench/flow/fn-out",
-                2.0,
-            )
-            .await,
-        );
+        let mut r = Round {
+            info: throughput(&s, Load::Http(&http, &token, None)).await,
+            ..Round::default()
+        };
+        for (language, ..) in LANGUAGES {
+            let name = format!("bench-{language}");
+            let load = Load::Http(&http, &token, Some(&name));
+            r.execute.push(throughput(&s, load).await);
+        }
+        r.one_shot_python = throughput(&s, Load::PythonOneShot).await;
+        let samples = s.samples;
+        let mut pairs = vec![
+            ("bench/echo".to_string(), "bench/echo".to_string(), 1.0),
+            ("bench/flow/in".into(), "bench/flow/out".into(), 1.0),
+            ("bench/flow/fn-in".into(), "bench/flow/fn-out".into(), 2.0),
+        ];
+        for (language, ..) in LANGUAGES {
+            let topic = |end: &str| format!("bench/process/{language}/{end}");
+            pairs.push((topic("in"), topic("out"), 2.0));
+        }
+        let mut measured = Vec::new();
+        for (input, output, factor) in pairs {
+            measured.push(latency(&mqtt, &mut events, samples, input, output, factor).await);
+        }
+        let mut measured = measured.into_iter();
+        r.plain.extend(measured.next());
+        r.direct.extend(measured.next());
+        r.scripted.extend(measured.next());
+        r.process.extend(measured);
+        rounds.push(r);
     }
-    let info = median_by(info, |r| *r);
-    let execute = median_by(execute, |r| *r);
-    let plain = median_by(plain, |l| l.p50);
-    let direct = median_by(direct, |l| l.p50);
-    let scripted = median_by(scripted, |l| l.p50);
+    report(&s, rounds);
+}
 
+fn report(s: &Settings, rounds: Vec<Round>) {
+    let median = |key: &dyn Fn(&Round) -> f64| -> &Round {
+        let mut sorted: Vec<&Round> = rounds.iter().collect();
+        sorted.sort_by(|a, b| key(a).total_cmp(&key(b)));
+        sorted[sorted.len() / 2]
+    };
     println!("| measurement | svc | reference | ratio |");
     println!("|---|---|---|---|");
+    for (i, (language, ..)) in LANGUAGES.iter().enumerate() {
+        let r = median(&|r| r.execute[i] / r.info);
+        println!(
+            "| trivial {language} process, `POST /svc/processes/execute` ({} clients) | {:.0} calls/s | `GET /svc/` {:.0} req/s | {:.2} |",
+            s.clients,
+            r.execute[i],
+            r.info,
+            r.execute[i] / r.info
+        );
+    }
+    let python = LANGUAGES.len() - 1;
+    let r = median(&|r| r.execute[python] / r.one_shot_python);
     println!(
-        "| trivial function, `POST /svc/processes/execute` ({} clients) | {execute:.0} calls/s | `GET /svc/` {info:.0} req/s | {:.2} |",
+        "| trivial python process, `POST /svc/processes/execute` ({} clients) | {:.0} calls/s | a fresh `python3 -c` per call {:.0} calls/s | {:.2} |",
         s.clients,
-        execute / info
+        r.execute[python],
+        r.one_shot_python,
+        r.execute[python] / r.one_shot_python
     );
-    for (name, flow) in [
-        ("flow tag-in → svc.tag.write", &direct),
-        ("flow tag-in → function → svc.tag.write", &scripted),
-    ] {
+    let latency_row = |name: &str, flow: &Latency, plain: &Latency| {
         println!(
             "| {name}, p50 / p99 | {:.2} / {:.2} ms | plain MQTT round trip {:.2} / {:.2} ms | {:.2} / {:.2} |",
             flow.p50, flow.p99, plain.p50, plain.p99, flow.p50 / plain.p50, flow.p99 / plain.p99
         );
+    };
+    let r = median(&|r| r.direct[0].p50 / r.plain[0].p50);
+    latency_row("flow tag-in → svc.tag.write", &r.direct[0], &r.plain[0]);
+    let r = median(&|r| r.scripted[0].p50 / r.plain[0].p50);
+    latency_row(
+        "flow tag-in → function → svc.tag.write",
+        &r.scripted[0],
+        &r.plain[0],
+    );
+    for (i, (language, ..)) in LANGUAGES.iter().enumerate() {
+        let r = median(&|r| r.process[i].p50 / r.plain[0].p50);
+        latency_row(
+            &format!("tag change → {language} process → tag_write output"),
+            &r.process[i],
+            &r.plain[0],
+        );
     }
     println!();
     println!(
-        "{} rounds, median round shown; {} s per throughput run, {} latency samples per run (QoS 0, one message in flight).",
+        "{} rounds, the median round of each row shown; {} s per throughput run, {} latency samples per run (QoS 0, one message in flight).",
         s.rounds, s.seconds, s.samples
     );
 }
@@ -175,28 +245,33 @@ async fn login(http: &Client, s: &Settings) -> String {
 }
 
 async fn setup(http: &Client, s: &Settings, token: &str) {
-    let bodies = [
-        (
-            "/svc/processes",
-            json!({"name": "bench-trivial", "code": "function main(i) { return i + 1; }", "allow_overlap": true}),
-        ),
-        (
-            "/svc/flows",
-            json!({"name": "bench-direct", "running": true, "nodes": [
-                {"id": "in", "type": "tag-in", "config": {"topic": "bench/flow/in"}, "wires": ["out"]},
-                {"id": "out", "type": "svc.tag.write", "config": {"topic": "bench/flow/out"}}
-            ]}),
-        ),
-        (
-            "/svc/flows",
-            json!({"name": "bench-function", "running": true, "nodes": [
-                {"id": "in", "type": "tag-in", "config": {"topic": "bench/flow/fn-in"}, "wires": ["double"]},
-                {"id": "double", "type": "function", "config": {"code": "function main(msg) { return msg.payload * 2; }"}, "wires": ["out"]},
-                {"id": "out", "type": "svc.tag.write", "config": {"topic": "bench/flow/fn-out"}}
-            ]}),
-        ),
+    let mut bodies = vec![
+        json!({"name": "bench-direct", "running": true, "nodes": [
+            {"id": "in", "type": "tag-in", "config": {"topic": "bench/flow/in"}, "wires": ["out"]},
+            {"id": "out", "type": "svc.tag.write", "config": {"topic": "bench/flow/out"}}
+        ]}),
+        json!({"name": "bench-function", "running": true, "nodes": [
+            {"id": "in", "type": "tag-in", "config": {"topic": "bench/flow/fn-in"}, "wires": ["double"]},
+            {"id": "double", "type": "function", "config": {"code": "function main(msg) { return msg.payload * 2; }"}, "wires": ["out"]},
+            {"id": "out", "type": "svc.tag.write", "config": {"topic": "bench/flow/fn-out"}}
+        ]}),
     ];
-    for (path, body) in bodies {
+    let mut paths = vec!["/svc/flows"; bodies.len()];
+    for (language, increment, double) in LANGUAGES {
+        bodies.push(
+            json!({"name": format!("bench-{language}"), "language": language,
+            "code": increment, "allow_overlap": true}),
+        );
+        let topic = |end: &str| format!("bench/process/{language}/{end}");
+        bodies.push(
+            json!({"name": format!("bench-{language}-tag"), "language": language,
+            "code": double,
+            "triggers": [{"type": "tag_change", "config": {"tag": topic("in")}}],
+            "outputs": [{"type": "tag_write", "config": {"tag": topic("out")}}]}),
+        );
+        paths.extend(["/svc/processes"; 2]);
+    }
+    for (path, body) in paths.into_iter().zip(bodies) {
         let resp = http
             .post(format!("{}{path}", s.url))
             .bearer_auth(token)
@@ -214,29 +289,56 @@ async fn setup(http: &Client, s: &Settings, token: &str) {
     }
 }
 
-/// Completed requests per second over `--seconds` with `--clients` concurrent clients.
-async fn throughput(http: &Client, s: &Settings, token: &str, execute: bool) -> f64 {
+/// What a throughput run repeats: an HTTP call (`Some(process)`: execute it, `None`:
+/// `GET /svc/`), or a fresh Python interpreter.
+#[derive(Clone, Copy)]
+enum Load<'a> {
+    Http(&'a Client, &'a str, Option<&'a str>),
+    PythonOneShot,
+}
+
+/// Completed calls per second over `--seconds` with `--clients` concurrent callers.
+async fn throughput(s: &Settings, load: Load<'_>) -> f64 {
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let workers: Vec<_> = (0..s.clients)
         .map(|client| {
-            let (http, done, stop) = (http.clone(), Arc::clone(&done), Arc::clone(&stop));
-            let (url, token) = (s.url.clone(), token.to_string());
+            let (done, stop) = (Arc::clone(&done), Arc::clone(&stop));
+            let url = s.url.clone();
+            let load = match load {
+                Load::Http(http, token, process) => {
+                    Some((http.clone(), token.to_string(), process.map(str::to_string)))
+                }
+                Load::PythonOneShot => None,
+            };
             tokio::spawn(async move {
                 let mut n = client as u64 * 1_000_000;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
-                    let request = if execute {
-                        http.post(format!("{url}/svc/processes/execute"))
-                            .json(&json!({"name": "bench-trivial", "input": n}))
-                    } else {
-                        http.get(format!("{url}/svc/"))
-                    };
-                    let resp = request.bearer_auth(&token).send().await.expect("request");
-                    let ok = resp.status().is_success();
-                    let body = resp.bytes().await.expect("body");
-                    assert!(ok, "{}", String::from_utf8_lossy(&body));
+                    match &load {
+                        Some((http, token, process)) => {
+                            let request = match process {
+                                Some(name) => http
+                                    .post(format!("{url}/svc/processes/execute"))
+                                    .json(&json!({"name": name, "input": n})),
+                                None => http.get(format!("{url}/svc/")),
+                            };
+                            let resp = request.bearer_auth(token).send().await.expect("request");
+                            let ok = resp.status().is_success();
+                            let body = resp.bytes().await.expect("body");
+                            assert!(ok, "{}", String::from_utf8_lossy(&body));
+                        }
+                        None => {
+                            let out = tokio::process::Command::new("/usr/bin/python3")
+                                .args(["-I", "-c", PYTHON_ONE_SHOT, &n.to_string()])
+                                .env_clear()
+                                .output()
+                                .await
+                                .expect("python3");
+                            assert!(out.status.success(), "python3 -c failed");
+                        }
+                    }
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             })
@@ -279,15 +381,15 @@ async fn latency(
     mqtt: &AsyncClient,
     events: &mut EventLoop,
     samples: usize,
-    input: &str,
-    output: &str,
+    input: String,
+    output: String,
     factor: f64,
 ) -> Latency {
     let warmup = 50;
     let mut times = Vec::with_capacity(samples);
     for i in 0..samples + warmup {
         let started = Instant::now();
-        mqtt.publish(input, QoS::AtMostOnce, false, i.to_string())
+        mqtt.publish(&input, QoS::AtMostOnce, false, i.to_string())
             .await
             .expect("publish");
         let wanted = i as f64 * factor;
@@ -316,9 +418,4 @@ async fn latency(
         p50: at(0.5),
         p99: at(0.99),
     }
-}
-
-fn median_by<T>(mut rounds: Vec<T>, key: impl Fn(&T) -> f64) -> T {
-    rounds.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    rounds.swap_remove(rounds.len() / 2)
 }

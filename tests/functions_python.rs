@@ -431,3 +431,22 @@ fn py_uploads_and_svc_functions_deploy_run_python() {
     let resp = cli.json(&["functions", "run", "double", "--input", r#"{"x":3}"#]);
     assert_eq!(resp["output"], json!({"y": 6}), "{resp}");
 }
+
+#[test]
+fn one_worker_serves_runs_by_the_hundred_without_leaking() {
+    let server = setup();
+    create_python(
+        &server,
+        "inc",
+        "def main(i):\n    open('scratch.txt', 'w').write(str(i))\n    return i + 1",
+    );
+    // One caller at a time: the same worker serves every run, past its descriptor limit.
+    for i in 0..400 {
+        assert_eq!(output(&server, "inc", json!(i)), json!(i + 1));
+    }
+    assert!(
+        !server.stderr().contains("python worker"),
+        "the worker complained: {}",
+        server.stderr()
+    );
+}

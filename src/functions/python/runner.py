@@ -266,21 +266,34 @@ def clean(scratch):
     for entry in os.scandir(scratch):
         try:
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, onerror=lambda f, p, e: (os.chmod(p, 0o700), f(p)))
+                remove_tree(entry.path)
             else:
                 os.unlink(entry.path)
-        except OSError as e:
+        except Exception as e:  # the zygote goes on; svc's log says what stayed
             print("svc python: could not remove %s: %s" % (entry.path, e), file=sys.stderr)
+
+
+def remove_tree(path):
+    """rmtree, once more after making every directory writable (a run may chmod its own)."""
+    try:
+        shutil.rmtree(path)
+    except PermissionError:
+        os.chmod(path, 0o700)
+        for root, dirs, _ in os.walk(path):
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o700)
+        shutil.rmtree(path)
 
 
 def wait(pid, timeout):
     """Waits for the child until its time limit, then kills it."""
     timed_out = False
+    pidfd = os.pidfd_open(pid)
     try:
-        ready, _, _ = select.select([os.pidfd_open(pid)], [], [], timeout)
+        ready, _, _ = select.select([pidfd], [], [], timeout)
         timed_out = not ready
-    except OSError:
-        ready = True
+    finally:
+        os.close(pidfd)
     if timed_out:
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
