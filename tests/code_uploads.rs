@@ -142,7 +142,7 @@ fn wrong_types_oversize_files_and_bad_bodies_are_refused_and_change_nothing() {
     );
     for (file_name, bytes, needle) in [
         ("f.txt", b"hello".to_vec(), ".js"),
-        ("f.py", b"print(1)".to_vec(), "Python"),
+        ("f.py", b"def (:\n".to_vec(), "line 1"),
         ("f.exe", vec![0x4d, 0x5a, 0, 0], ".js"),
         ("f.js", vec![0xff, 0xfe, 0x00], "UTF-8"),
         ("f.zip", b"not a zip".to_vec(), "bundle"),

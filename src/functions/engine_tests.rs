@@ -484,3 +484,35 @@ fn cost_of_a_trivial_run() {
     }
     eprintln!("one trivial run: {:?}", started.elapsed() / 1000);
 }
+
+#[test]
+fn no_state_survives_between_runs_on_a_kept_runtime() {
+    // Many runs, so that most reuse a runtime an earlier run used.
+    for i in 0..20 {
+        let seen = output(
+            "function main(i) {
+                const proto = Object.getPrototypeOf(svc.log);
+                const before = [typeof globalThis.leak, typeof proto.leak, typeof Function.prototype.leak];
+                globalThis.leak = i; proto.leak = i; Function.prototype.leak = i;
+                Object.prototype.polluted = i;
+                return {before, own: proto === Function.prototype, polluted: typeof ({}).polluted};
+            }",
+            json!(i),
+        );
+        assert_eq!(
+            seen,
+            json!({"before": ["undefined", "undefined", "undefined"], "own": true, "polluted": "number"}),
+            "run {i}"
+        );
+    }
+    // A run that hit a limit leaves nothing behind either.
+    let host = FakeHost::default();
+    let limits = Limits {
+        timeout: Duration::from_millis(50),
+        memory_bytes: 16 << 20,
+    };
+    let stuck = "function main() { globalThis.x = 1; const spin = () => queueMicrotask(spin); spin(); return 1 }";
+    let error = failure(run(&Source::script(stuck), &json!(null), &limits, &host));
+    assert_eq!(error.failure, Failure::Timeout);
+    assert_eq!(output("typeof x", json!(null)), json!("undefined"));
+}

@@ -85,6 +85,18 @@ pub(super) fn install_globals<'js>(
     Ok(())
 }
 
+/// `function` with this context's `Function.prototype`. rquickjs hands every Rust function the
+/// prototype it cached for the runtime's first context; in a runtime kept between runs that
+/// would be a way into another run's realm (its globals, its input), so each run's host
+/// functions get their own.
+fn in_own_realm<'js>(ctx: &Ctx<'js>, function: Function<'js>) -> rquickjs::Result<Function<'js>> {
+    let own = Function::prototype(ctx.clone());
+    if let Some(object) = function.as_object() {
+        object.set_prototype(Some(&own))?;
+    }
+    Ok(function)
+}
+
 /// A JS function that turns its arguments into a host call and the reply into its result.
 /// Past the deadline it throws instead: host calls are slow enough that QuickJS's
 /// instruction-count polling alone would let a loop of them overrun the limit.
@@ -118,7 +130,7 @@ where
             }
         },
     )?;
-    function.with_name(name)
+    in_own_realm(ctx, function)?.with_name(name)
 }
 
 pub(super) fn string_arg<'js>(
@@ -232,7 +244,7 @@ pub(super) fn log_fn<'js>(
             Ok(())
         },
     )?;
-    function.with_name(name)
+    in_own_realm(ctx, function)?.with_name(name)
 }
 
 /// One `console.log` argument as text.

@@ -2,8 +2,10 @@
 //! the server: the caller supplies the code, the input, the limits and a [`Host`].
 //!
 //! # Isolation
-//! Every [`run`] builds a fresh QuickJS runtime and context and drops them at the end, so
-//! nothing survives between runs (or between domains). The context holds only the ECMAScript
+//! Every [`run`] gets a fresh QuickJS context, dropped at the end, so nothing survives between
+//! runs (or between domains). The runtime under it is kept by the engine thread for its next
+//! run while runs leave it clean (a run that hits a limit or leaves jobs queued drops it); the
+//! host functions of a run belong to its own realm ([`Warm`]). The context holds only the ECMAScript
 //! built-ins (`Object`, `Array`, `JSON`, `Math`, `Date`, `RegExp`, `Map`/`Set`, typed arrays,
 //! `Promise`, `Proxy`, `WeakRef`, `eval`, …) plus the globals below: no filesystem, network,
 //! environment, timers or process. `import` (static or dynamic) resolves only to the files of
@@ -244,7 +246,8 @@ pub fn run_with_globals(
     let deadline = now
         .checked_add(limits.timeout)
         .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
-    let (call_tx, call_rx) = mpsc::channel::<HostCall>();
+    let (call_tx, call_rx) = mpsc::channel::<ToHost>();
+    let done = call_tx.clone();
     let (reply_tx, reply_rx) = mpsc::channel::<HostReply>();
     let bridge = Bridge {
         calls: call_tx,
@@ -263,7 +266,6 @@ pub fn run_with_globals(
             .map(|(name, value)| (name.to_string(), value.clone()))
             .collect(),
     };
-    let (result_tx, result_rx) = mpsc::channel();
     let job = Box::new(move || {
         let source = Source {
             code: &owned.code,
@@ -275,8 +277,14 @@ pub fn run_with_globals(
             .iter()
             .map(|(name, value)| (name.as_str(), value.clone()))
             .collect();
-        let ran = execute(&source, &owned.input, &globals, limits, deadline, bridge);
-        let _ = result_tx.send(ran);
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            execute(&source, &owned.input, &globals, limits, deadline, bridge)
+        }));
+        let (result, logs) = ran.unwrap_or_else(|_| {
+            let failure = Failure::Script("the engine failed".into());
+            (Err(failure), Vec::new())
+        });
+        let _ = done.send(ToHost::Done(result, logs));
     });
     if let Err(e) = pool::spawn(WORKER_STACK_BYTES, job) {
         let failure = Failure::Script(format!("could not start the engine: {e}"));
@@ -285,16 +293,19 @@ pub fn run_with_globals(
             logs: Vec::new(),
         });
     }
-    // Host calls until the run drops its end of the bridge, then its result.
-    for call in call_rx.iter() {
-        if reply_tx.send(serve(host, call)).is_err() {
-            break;
+    // Host calls until the run says it is done (the bridge's closures may outlive the run in
+    // a kept runtime until its next collection, so the end is a message, not a hang-up).
+    let (result, logs) = loop {
+        match call_rx.recv() {
+            Ok(ToHost::Call(call)) => {
+                if reply_tx.send(serve(host, call)).is_err() {
+                    break (Err(stopped()), Vec::new());
+                }
+            }
+            Ok(ToHost::Done(result, logs)) => break (result, logs),
+            Err(_) => break (Err(stopped()), Vec::new()),
         }
-    }
-    let (result, logs) = result_rx.recv().unwrap_or_else(|_| {
-        let failure = Failure::Script("the engine stopped unexpectedly".into());
-        (Err(failure), Vec::new())
-    });
+    };
     match result {
         Ok(output) => Ok(Outcome { output, logs }),
         Err(failure) => Err(RunError { failure, logs }),
@@ -362,44 +373,6 @@ fn compile_error(ctx: &Ctx<'_>, error: rquickjs::Error) -> String {
     }
 }
 
-// ---- host bridge -------------------------------------------------------------------------
-
-/// A host call from the JS thread.
-pub(crate) enum HostCall {
-    TagRead { topic: String },
-    TagWrite { topic: String, value: Json },
-    RecordCreate { table: String, record: Json },
-    RecordGet { id: String },
-    RecordList { table: String, query: Json },
-}
-
-/// `None`: JS `null` (or `undefined` for a write).
-pub(crate) type HostReply = Result<Option<Json>, String>;
-
-pub(crate) fn serve(host: &dyn Host, call: HostCall) -> HostReply {
-    match call {
-        HostCall::TagRead { topic } => host.tag_read(&topic),
-        HostCall::TagWrite { topic, value } => host.tag_write(&topic, &value).map(|()| None),
-        HostCall::RecordCreate { table, record } => host.record_create(&table, &record).map(Some),
-        HostCall::RecordGet { id } => host.record_get(&id),
-        HostCall::RecordList { table, query } => host.record_list(&table, &query).map(Some),
-    }
-}
-
-/// The JS thread's end of the host channel.
-struct Bridge {
-    calls: mpsc::Sender<HostCall>,
-    replies: mpsc::Receiver<HostReply>,
-}
-
-impl Bridge {
-    fn call(&self, call: HostCall) -> HostReply {
-        let gone = || "the host is no longer available".to_string();
-        self.calls.send(call).map_err(|_| gone())?;
-        self.replies.recv().map_err(|_| gone())?
-    }
-}
-
 // ---- the run, on an engine thread ---------------------------------------------------------
 
 fn execute(
@@ -426,36 +399,42 @@ fn evaluate(
     logs: &Rc<RefCell<LogBuf>>,
 ) -> Result<Json, Failure> {
     let engine = |e: rquickjs::Error| Failure::Script(format!("could not start the engine: {e}"));
+    let mut warm = match WARM.with(|w| w.borrow_mut().take()) {
+        Some(warm) => warm,
+        None => Warm::new().map_err(engine)?,
+    };
+    warm.prepare(deadline, limits.memory_bytes);
     let guard = Guard {
-        interrupted: Rc::new(Cell::new(false)),
-        refused: Rc::new(Cell::new(false)),
+        interrupted: warm.interrupted.clone(),
+        refused: warm.refused.clone(),
         deadline,
     };
-    let allocator = CappedAllocator {
-        used: 0,
-        limit: limits.memory_bytes,
-        refused: guard.refused.clone(),
-    };
-    let rt = Runtime::new_with_alloc(allocator).map_err(engine)?;
-    let flag = guard.interrupted.clone();
-    rt.set_interrupt_handler(Some(Box::new(move || {
-        let stop = Instant::now() >= deadline;
-        if stop {
-            flag.set(true);
-        }
-        stop
-    })));
-    rt.set_max_stack_size(JS_STACK_BYTES);
     let bundle = Bundle::new(source.modules);
-    rt.set_loader(bundle.clone(), bundle);
-    let context = Context::custom::<Builtins>(&rt).map_err(|e| match guard.refused.get() {
+    warm.rt.set_loader(bundle.clone(), bundle);
+    let result = in_fresh_context(&warm.rt, &guard, source, input, globals, bridge, logs);
+    warm.keep_if_clean(&result);
+    result
+}
+
+/// One run in a new context of `rt`, dropped at the end.
+fn in_fresh_context(
+    rt: &Runtime,
+    guard: &Guard,
+    source: &Source,
+    input: &Json,
+    globals: &[(&str, Json)],
+    bridge: Bridge,
+    logs: &Rc<RefCell<LogBuf>>,
+) -> Result<Json, Failure> {
+    let engine = |e: rquickjs::Error| Failure::Script(format!("could not start the engine: {e}"));
+    let context = Context::custom::<Builtins>(rt).map_err(|e| match guard.refused.get() {
         true => Failure::Memory,
         false => engine(e),
     })?;
     let bridge = Rc::new(bridge);
     context.with(|ctx| {
         let fail = |e: rquickjs::Error| guard.failure(&ctx, e);
-        install_globals(&ctx, &guard, &bridge, logs).map_err(fail)?;
+        install_globals(&ctx, guard, &bridge, logs).map_err(fail)?;
         let input = to_js(&ctx, input).map_err(fail)?;
         ctx.globals().set("input", input.clone()).map_err(fail)?;
         let freeze: rquickjs::Function = ctx
@@ -469,7 +448,7 @@ fn evaluate(
             ctx.globals().set(*name, frozen).map_err(fail)?;
         }
         let result = if source.module {
-            run_module(&ctx, source.code, input, &guard)?
+            run_module(&ctx, source.code, input, guard)?
         } else {
             run_script(&ctx, source.code, input).map_err(fail)?
         };
@@ -702,13 +681,18 @@ fn show_value<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> Option<String> {
     text
 }
 
+mod bridge;
 mod globals;
 mod pool;
 mod sandbox;
+mod warm;
 
+pub(crate) use bridge::{serve, HostCall, HostReply};
+use bridge::{stopped, Bridge, ToHost};
 pub(crate) use globals::LogBuf;
 use globals::{install_globals, to_js};
 use sandbox::{Bundle, CappedAllocator};
+use warm::{Warm, WARM};
 
 #[cfg(test)]
 #[path = "../engine_tests.rs"]

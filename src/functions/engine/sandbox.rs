@@ -10,13 +10,15 @@ use super::*;
 /// QuickJS throws when it cannot even allocate the error).
 pub(super) struct CappedAllocator {
     pub(super) used: usize,
-    pub(super) limit: usize,
+    /// The current run's cap, set by the runtime's owner before each run.
+    pub(super) limit: Rc<Cell<usize>>,
     pub(super) refused: Rc<Cell<bool>>,
 }
 
 impl CappedAllocator {
     fn admit(&mut self, more: usize) -> bool {
-        let fits = self.limit == 0 || self.used.saturating_add(more) <= self.limit;
+        let limit = self.limit.get();
+        let fits = limit == 0 || self.used.saturating_add(more) <= limit;
         if !fits {
             self.refused.set(true);
         }

@@ -198,9 +198,11 @@ def call_main(main, given):
     return main(given) if params else main()
 
 
-def execute(req):
+def execute(req, code):
     try:
-        module, tail = compiled(req["code"])
+        if isinstance(code, BaseException):
+            raise code
+        module, tail = code if code is not None else compiled(req["code"])
     except (SyntaxError, ValueError) as e:
         CTL.send({"syntax": {"message": getattr(e, "msg", str(e)),
                              "line": getattr(e, "lineno", None),
@@ -246,7 +248,32 @@ def fail(message, memory=False):
     CTL.send({"error": {"message": message, "memory": memory}})
 
 
-def child(req, run_dir, filters):
+class CodeCache:
+    """Compiled code by source, kept by the zygote so that each fork inherits it: compiling
+    runs no code, and a run that changes the compiled objects changes only its own copy."""
+
+    SIZE = 64
+
+    def __init__(self):
+        self.entries = {}
+
+    def get(self, source):
+        """(module, tail), or the SyntaxError/ValueError that compiling raised."""
+        hit = self.entries.pop(source, None)
+        if hit is None:
+            try:
+                hit = compiled(source)
+            except (SyntaxError, ValueError) as e:
+                hit = e
+            except (MemoryError, RecursionError):
+                return None  # compiled again, and failed, in the child
+            if len(self.entries) >= self.SIZE:
+                self.entries.pop(next(iter(self.entries)))
+        self.entries[source] = hit
+        return hit
+
+
+def child(req, run_dir, filters, code):
     os.dup2(NULL, 2)
     os.chdir(run_dir)
     limit = req.get("memory_limit") or 0
@@ -258,7 +285,7 @@ def child(req, run_dir, filters):
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
     for program in filters:
         install_filter(program)
-    execute(req)
+    execute(req, code)
 
 
 def clean(scratch):
@@ -266,7 +293,10 @@ def clean(scratch):
     for entry in os.scandir(scratch):
         try:
             if entry.is_dir(follow_symlinks=False):
-                remove_tree(entry.path)
+                try:
+                    os.rmdir(entry.path)  # the common case: the run left nothing
+                except OSError:
+                    remove_tree(entry.path)
             else:
                 os.unlink(entry.path)
         except Exception as e:  # the zygote goes on; svc's log says what stayed
@@ -310,6 +340,7 @@ def main():
     gc.collect()
     gc.freeze()
     runs = 0
+    cache = CodeCache()
     while True:
         message = CTL.read()
         if message is None:
@@ -318,12 +349,13 @@ def main():
         if req is None:
             continue  # a stale answer to a call of a child that was killed
         runs += 1
+        code = cache.get(req["code"])
         run_dir = os.path.join(scratch, "run-%d" % runs)
         os.mkdir(run_dir, 0o700)
         pid = os.fork()
         if pid == 0:
             try:
-                child(req, run_dir, filters)
+                child(req, run_dir, filters, code)
             except BaseException as e:
                 fail("the sandbox could not be set up: %s" % e)
             finally:
