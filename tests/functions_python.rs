@@ -450,3 +450,34 @@ fn one_worker_serves_runs_by_the_hundred_without_leaking() {
         server.stderr()
     );
 }
+
+#[test]
+fn without_an_interpreter_python_is_reported_unavailable_and_javascript_still_runs() {
+    let server = Server::start_with(&["--python", "/nonexistent/python3"]);
+    server.create_domain("acme");
+    let info = server.get_json(ACME, "/svc/");
+    assert_eq!(info["python"]["available"], false, "{info}");
+    assert!(
+        info["python"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("/nonexistent/python3")),
+        "{info}"
+    );
+    let resp = post_process(
+        &server,
+        &json!({"name": "py", "language": "python", "code": "1"}),
+    );
+    assert_error(resp, StatusCode::BAD_REQUEST, &["Python is not available"]);
+    json_ok(
+        post_process(
+            &server,
+            &json!({"name": "js", "code": "function main(i) { return i + 1 }"}),
+        ),
+        StatusCode::CREATED,
+    );
+    assert_eq!(output(&server, "js", json!(1)), json!(2));
+    assert!(
+        server.stderr().contains("Python processes are unavailable"),
+        "the start log says so once"
+    );
+}

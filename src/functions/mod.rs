@@ -346,13 +346,15 @@ impl FunctionDef {
         }
     }
 
-    /// Compiles the code without running it; Err names the syntax error and where it is.
+    /// Compiles the code without running it; Err names the syntax error and where it is (or
+    /// why Python cannot check it here).
     pub fn check_code(&self) -> Result<(), String> {
-        if self.language == PYTHON {
-            python::check(&self.code)
+        let compiled = if self.language == PYTHON {
+            python::check(&self.code)?
         } else {
             engine::check(&self.source())
-        }
+        };
+        compiled.map_err(|e| format!("the code does not compile: {e}"))
     }
 }
 

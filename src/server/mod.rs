@@ -178,7 +178,7 @@ async fn serve(settings: Settings) -> Result<()> {
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;
     let _ = state.broker.set(broker);
-    start_python(&state.settings.data_dir).await;
+    start_python(&state.settings).await;
     state.automation.load_all(&state).await.map_err(|e| {
         anyhow::anyhow!(
             "cannot deploy the stored functions and flows: {}",
@@ -247,11 +247,13 @@ fn bootstrap_admin(store: &Store, settings: &Settings) -> Result<()> {
 }
 
 /// Starts the Python sandbox and says once what it could and could not fence in.
-async fn start_python(data_dir: &std::path::Path) {
-    let data_dir = data_dir.to_path_buf();
-    let report = tokio::task::spawn_blocking(move || crate::functions::python::start(&data_dir))
-        .await
-        .unwrap_or_else(|_| crate::functions::python::report());
+async fn start_python(settings: &Settings) {
+    let (data_dir, interpreter) = (settings.data_dir.clone(), settings.python.clone());
+    let report = tokio::task::spawn_blocking(move || {
+        crate::functions::python::start(&data_dir, interpreter.as_deref())
+    })
+    .await
+    .unwrap_or_else(|_| crate::functions::python::report());
     match (&report.reason, report.missing.is_empty()) {
         (Some(reason), _) => tracing::warn!("Python processes are unavailable: {reason}"),
         (None, true) => tracing::info!(

@@ -83,6 +83,10 @@ pub struct ServeArgs {
     /// MQTT 5 client may ask for, e.g. 2h [default: 2h]
     #[arg(long, env = "SVC_MQTT_SESSION_EXPIRY")]
     pub mqtt_session_expiry: Option<String>,
+    /// Interpreter that runs Python processes [default: /usr/bin/python3, else
+    /// /usr/local/bin/python3, else python3 on PATH]
+    #[arg(long, env = "SVC_PYTHON")]
+    pub python: Option<PathBuf>,
 }
 
 /// Resolved settings, every default applied.
@@ -104,6 +108,8 @@ pub struct Settings {
     pub jwt_secret: Option<String>,
     pub historian_retention: Option<Duration>,
     pub mqtt_limits: crate::broker::Limits,
+    /// The configured Python interpreter (`None`: look for one).
+    pub python: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -210,6 +216,7 @@ impl Settings {
             max_body,
             jwt_secret: pick(args.jwt_secret, file.jwt_secret),
             historian_retention,
+            python: args.python.or(file.python),
         })
     }
 }

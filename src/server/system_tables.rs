@@ -426,8 +426,7 @@ fn check_endpoints(state: &AppState, domain: &str, fields: &Map<String, Value>) 
 /// A function record's definition, checked, code included.
 fn checked_function(fields: &Map<String, Value>) -> Result<FunctionDef, String> {
     let def = FunctionDef::from_fields(fields)?;
-    def.check_code()
-        .map_err(|e| format!("the code does not compile: {e}"))?;
+    def.check_code()?;
     Ok(def)
 }
 

@@ -25,7 +25,7 @@ use std::sync::{Condvar, Mutex, OnceLock};
 
 /// The zygote's source, run as `python3 -I -c <RUNNER>`.
 const RUNNER: &str = include_str!("runner.py");
-/// Where svc looks for the interpreter when `SVC_PYTHON` does not say.
+/// Where svc looks for the interpreter when the `python` setting does not say.
 const DEFAULT_INTERPRETERS: &[&str] = &["/usr/bin/python3", "/usr/local/bin/python3"];
 
 /// What `GET /svc/` says of Python.
@@ -52,9 +52,10 @@ struct Pool {
 
 static PYTHON: OnceLock<Result<Python, Box<Report>>> = OnceLock::new();
 
-/// Finds and tries the interpreter once (at server start); later calls return the first report.
-pub fn start(data_dir: &Path) -> Report {
-    let started = PYTHON.get_or_init(|| Python::start(data_dir));
+/// Finds (unless `interpreter` names it) and tries the interpreter once (at server start);
+/// later calls return the first report.
+pub fn start(data_dir: &Path, interpreter: Option<&Path>) -> Report {
+    let started = PYTHON.get_or_init(|| Python::start(data_dir, interpreter));
     match started {
         Ok(python) => python.report(),
         Err(report) => (**report).clone(),
@@ -112,8 +113,9 @@ pub fn run(
     result
 }
 
-/// Compiles `code` without running it; Err names the syntax error with its line and column.
-pub fn check(code: &str) -> Result<(), String> {
+/// Compiles `code` without running it: the inner Err names the syntax error with its line and
+/// column, the outer one why Python cannot check code here.
+pub fn check(code: &str) -> Result<Result<(), String>, String> {
     let python = service()?;
     let mut slot = python.checker.lock().unwrap_or_else(|e| e.into_inner());
     if slot.as_mut().is_none_or(|z| !z.alive()) {
@@ -122,15 +124,18 @@ pub fn check(code: &str) -> Result<(), String> {
     let Some(zygote) = slot.as_mut() else {
         return Err("the Python checker could not start".into());
     };
-    zygote.check(code)
+    Ok(zygote.check(code))
 }
 
 impl Python {
-    fn start(data_dir: &Path) -> Result<Python, Box<Report>> {
+    fn start(data_dir: &Path, configured: Option<&Path>) -> Result<Python, Box<Report>> {
         let unavailable = |reason: String| Box::new(unavailable(reason));
-        let exe = interpreter_path().ok_or_else(|| {
-            unavailable("no python3 found (set SVC_PYTHON to the interpreter's path)".into())
-        })?;
+        let exe = match configured {
+            Some(path) => path.to_path_buf(),
+            None => find_interpreter().ok_or_else(|| {
+                unavailable("no python3 found (the `python` setting names one)".into())
+            })?,
+        };
         let interpreter = sandbox::probe(&exe).map_err(unavailable)?;
         if let Some(path) = sandbox::exposes(&interpreter.reads, data_dir) {
             return Err(unavailable(format!(
@@ -241,12 +246,8 @@ impl Python {
     }
 }
 
-/// `SVC_PYTHON`, else the first of [`DEFAULT_INTERPRETERS`] that exists, else `python3` on
-/// `PATH`.
-fn interpreter_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("SVC_PYTHON") {
-        return Some(PathBuf::from(path));
-    }
+/// The first of [`DEFAULT_INTERPRETERS`] that exists, else `python3` on `PATH`.
+fn find_interpreter() -> Option<PathBuf> {
     let found = DEFAULT_INTERPRETERS
         .iter()
         .map(PathBuf::from)
