@@ -69,15 +69,7 @@ fn tag_change_function_converts_a_tag_for_subscribers_and_the_historian() {
         })
         .collect();
     assert_eq!(received, [212.0, 32.0, -40.0]);
-    let history = server.poll(Duration::from_secs(10), "3 historized values", || {
-        let resp = server
-            .admin_in(ADMIN, Method::PATCH, "/svc/historian/last")
-            .json(&json!({"topic": "plant/boiler/temp_f", "limit": 10}))
-            .send()
-            .unwrap();
-        let points = json_ok(resp, StatusCode::OK);
-        (points.as_array().map_or(0, Vec::len) == 3).then_some(points)
-    });
+    let history = server.history(ADMIN, "plant/boiler/temp_f", 3);
     let values: Vec<f64> = history
         .as_array()
         .unwrap()

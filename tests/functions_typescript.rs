@@ -13,7 +13,6 @@ use reqwest::blocking::multipart::{Form, Part};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::io::Write;
-use std::time::Duration;
 
 const ADMIN: &str = "domains:svc_admin";
 
@@ -93,15 +92,7 @@ fn a_typescript_tag_change_function_converts_a_tag_for_subscribers_and_the_histo
         .map(|_| sub.expect_publish("plant/boiler/temp_f").text())
         .collect();
     assert_eq!(received, ["212", "32", "-40"]);
-    let history = server.poll(Duration::from_secs(10), "3 historized values", || {
-        let resp = server
-            .admin_in(ADMIN, Method::PATCH, "/svc/historian/last")
-            .json(&json!({"topic": "plant/boiler/temp_f", "limit": 10}))
-            .send()
-            .ok()?;
-        let points = resp.json::<Value>().ok()?;
-        (points.as_array()?.len() == 3).then_some(points)
-    });
+    let history = server.history(ADMIN, "plant/boiler/temp_f", 3);
     let values: Vec<f64> = history
         .as_array()
         .expect("points")

@@ -122,15 +122,7 @@ fn resolves_inputs_and_writes_outputs(language: &str) {
         json!({"alarm": true, "site": "plant1", "orders": 2})
     );
     // The historized alarm tag was recorded by the historian.
-    let history = server.poll(Duration::from_secs(10), "the historized alarm", || {
-        let resp = server
-            .admin_in(ACME, Method::PATCH, "/svc/historian/last")
-            .json(&json!({"topic": "plant/line1/alarm", "limit": 10}))
-            .send()
-            .ok()?;
-        let points = resp.json::<Value>().ok()?;
-        (points.as_array()?.len() == 1).then_some(points)
-    });
+    let history = server.history(ACME, "plant/line1/alarm", 1);
     assert_eq!(history[0]["value"], json!(true), "{history}");
     // The sql outputs became record writes in the process's domain.
     let alarms = server.poll(Duration::from_secs(10), "an alarm record", || {

@@ -640,6 +640,21 @@ impl Server {
             .collect()
     }
 
+    /// The newest historian values of `topic` in `domain` (`PATCH /svc/historian/last`,
+    /// newest first), polled for up to 10 s until there are `count` of them.
+    pub fn history(&self, domain: &str, topic: &str, count: usize) -> Value {
+        let what = format!("{count} historized values of {topic}");
+        self.poll(Duration::from_secs(10), &what, || {
+            let resp = self
+                .admin_in(domain, Method::PATCH, "/svc/historian/last")
+                .json(&json!({"topic": topic, "limit": 100}))
+                .send()
+                .ok()?;
+            let points = resp.json::<Value>().ok()?;
+            (points.as_array()?.len() == count).then_some(points)
+        })
+    }
+
     /// Polls `check` every 50 ms until it returns `Some`, failing with `what` after `within`.
     pub fn poll<T>(&self, within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
         poll_until(within, what, &mut check)
