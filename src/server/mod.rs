@@ -17,6 +17,7 @@ mod historian;
 mod http;
 mod info;
 mod json;
+mod last_values;
 mod log_writer;
 mod middleware;
 mod mqtt;
@@ -28,6 +29,7 @@ pub(crate) mod reports;
 pub mod settings;
 mod system_tables;
 mod tag_registry;
+mod tag_stream;
 mod tags;
 mod upstreams;
 mod users;
@@ -67,7 +69,7 @@ pub struct Shared {
     pub auth_cache: Arc<AuthCache>,
     pub http_addr: SocketAddr,
     pub tags: Arc<tag_registry::TagRegistry>,
-    pub last_values: Arc<tag_registry::LastValues>,
+    pub last_values: Arc<last_values::LastValues>,
     pub historian: HistorianWriter,
     /// Set once the broker is up; the broker's policy needs the state first.
     pub broker: Arc<OnceLock<Broker>>,
@@ -324,6 +326,7 @@ fn router(state: AppState) -> Router {
         .route("/svc/info", get(info::device_info))
         .merge(files::routes())
         .merge(tags::routes())
+        .merge(tag_stream::routes())
         .merge(namespaces::routes())
         .merge(upstreams::routes())
         .merge(historian::routes())

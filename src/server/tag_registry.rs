@@ -11,11 +11,8 @@
 
 use super::namespace_index::{covers, NamespaceIndex};
 use crate::duration::parse_duration;
-use crate::historian::point_from_payload;
 use crate::ids::ADMIN_DOMAIN;
 use crate::store::{Store, StoreResult, TagRow};
-use bytes::Bytes;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -330,30 +327,6 @@ pub async fn sweep_retention(store: &Store, registry: &TagRegistry, global: Opti
             Ok(n) => tracing::info!(domain, topic, deleted = n, "historian retention"),
             Err(e) => tracing::warn!(error = %e, domain, topic, "historian retention failed"),
         }
-    }
-}
-
-/// The latest payload seen on every topic since the server started, kept raw: it is decoded
-/// only when someone reads it, not on every message.
-#[derive(Default)]
-pub struct LastValues(RwLock<HashMap<String, (i64, Bytes)>>);
-
-impl LastValues {
-    pub fn set(&self, topic: &str, received_ms: i64, payload: Bytes) {
-        if let Ok(mut values) = self.0.write() {
-            match values.get_mut(topic) {
-                Some(slot) => *slot = (received_ms, payload),
-                None => {
-                    values.insert(topic.to_string(), (received_ms, payload));
-                }
-            }
-        }
-    }
-
-    /// The latest (timestamp, value) of a topic, by the historian's payload rules.
-    pub fn get(&self, topic: &str) -> Option<(i64, Value)> {
-        let (received_ms, payload) = self.0.read().ok()?.get(topic).cloned()?;
-        Some(point_from_payload(&payload, received_ms))
     }
 }
 

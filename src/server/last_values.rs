@@ -1,0 +1,98 @@
+//! The latest payload of every topic since the server started, and a channel that tells
+//! watchers (the tag stream) each new one as it is set.
+
+use crate::historian::point_from_payload;
+use bytes::Bytes;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use tokio::sync::broadcast;
+
+/// Updates a watcher may fall behind by before it misses some (and starts over from a
+/// snapshot of the latest values, which it never misses).
+const WATCH_BUFFER: usize = 4096;
+
+/// One value as it was set.
+#[derive(Debug)]
+pub struct LiveValue {
+    pub topic: String,
+    pub received_ms: i64,
+    pub payload: Bytes,
+}
+
+impl LiveValue {
+    /// (timestamp, value) by the historian's payload rules.
+    pub fn point(&self) -> (i64, Value) {
+        point_from_payload(&self.payload, self.received_ms)
+    }
+}
+
+/// Kept raw: a payload is decoded only when someone reads it, not on every message.
+pub struct LastValues {
+    values: RwLock<HashMap<String, (i64, Bytes)>>,
+    watchers: broadcast::Sender<Arc<LiveValue>>,
+}
+
+impl Default for LastValues {
+    fn default() -> LastValues {
+        LastValues {
+            values: RwLock::default(),
+            watchers: broadcast::channel(WATCH_BUFFER).0,
+        }
+    }
+}
+
+impl LastValues {
+    pub fn set(&self, topic: &str, received_ms: i64, payload: Bytes) {
+        if self.watchers.receiver_count() > 0 {
+            let _ = self.watchers.send(Arc::new(LiveValue {
+                topic: topic.to_string(),
+                received_ms,
+                payload: payload.clone(),
+            }));
+        }
+        if let Ok(mut values) = self.values.write() {
+            match values.get_mut(topic) {
+                Some(slot) => *slot = (received_ms, payload),
+                None => {
+                    values.insert(topic.to_string(), (received_ms, payload));
+                }
+            }
+        }
+    }
+
+    /// The latest (timestamp, value) of a topic, by the historian's payload rules.
+    pub fn get(&self, topic: &str) -> Option<(i64, Value)> {
+        let (received_ms, payload) = self.values.read().ok()?.get(topic).cloned()?;
+        Some(point_from_payload(&payload, received_ms))
+    }
+
+    /// Every value set from now on (a receiver that falls more than [`WATCH_BUFFER`] behind
+    /// is told it lagged).
+    pub fn watch(&self) -> broadcast::Receiver<Arc<LiveValue>> {
+        self.watchers.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watchers_see_every_value_set_after_they_start() {
+        let values = LastValues::default();
+        values.set("a", 1, Bytes::from_static(b"1"));
+        let mut watch = values.watch();
+        values.set("a", 2, Bytes::from_static(b"2"));
+        values.set("b", 3, Bytes::from_static(b"\"x\""));
+        let first = watch.try_recv().unwrap();
+        assert_eq!(
+            (first.topic.as_str(), first.point().1),
+            ("a", Value::from(2))
+        );
+        let second = watch.try_recv().unwrap();
+        assert_eq!(second.point(), (3, Value::from("x")));
+        assert!(watch.try_recv().is_err());
+        assert_eq!(values.get("a"), Some((2, Value::from(2))));
+    }
+}

@@ -1,0 +1,174 @@
+//! `GET /svc/tag/stream?topic=<filter>`: live tag values as Server-Sent Events, for the web
+//! console and for anyone with `curl -N` or an HTTP-only integration.
+//!
+//! The stream opens with the latest value of every tag of the caller's domain that matches the
+//! filter (`event: value`), then `event: synced` (`{"count": N}`), then each new value as the
+//! broker accepts it. A client that falls too far behind gets a fresh snapshot followed by
+//! `synced` instead of what it missed, so the latest value of every tag always arrives. A
+//! comment line every 15 s keeps proxies from closing a quiet stream. It needs `tags` read
+//! access in the domain, like `GET /svc/tag/values`; it shows only tags of that domain,
+//! whatever the filter. When grants, keys or tag ownership change, the credential is checked
+//! again: a revoked one ends the stream with `event: error` and a sentence.
+
+use super::caller::{authenticate, Access, Caller};
+use super::error::{ApiError, ApiResult};
+use super::last_values::LiveValue;
+use super::tags;
+use super::AppState;
+use crate::historian::format_ms;
+use crate::model::TagValue;
+use crate::topic::{filter_matches, validate_topic_filter};
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::get;
+use axum::Router;
+use futures::Stream;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::Receiver;
+
+/// How often a quiet stream gets a comment line (and its credential a look).
+const HEARTBEAT: Duration = Duration::from_secs(15);
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/svc/tag/stream", get(stream))
+}
+
+#[derive(Deserialize)]
+struct StreamQuery {
+    topic: Option<String>,
+}
+
+async fn stream(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Query(query): Query<StreamQuery>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    caller
+        .require(&state, tags::FEATURE, "*", Access::Read)
+        .await?;
+    let filter = query.topic.unwrap_or_else(|| "#".into());
+    validate_topic_filter(&filter).map_err(|e| ApiError::bad_request(format!("`topic`: {e}")))?;
+    // Watching starts before the snapshot is taken, so nothing set in between is missed.
+    let watch = state.last_values.watch();
+    let mut feed = Feed {
+        generation: generation(&state),
+        state,
+        caller,
+        headers,
+        filter,
+        watch,
+        pending: VecDeque::new(),
+        ended: false,
+    };
+    feed.pending = feed.snapshot();
+    let events = futures::stream::unfold(feed, Feed::next);
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(HEARTBEAT)))
+}
+
+/// What changes who may see what: grants, users, keys, tag ownership.
+fn generation(state: &AppState) -> u64 {
+    state.auth_cache.generation() + state.tags.generation()
+}
+
+/// One client's stream.
+struct Feed {
+    state: AppState,
+    caller: Caller,
+    /// The request's credential, checked again when grants or keys change.
+    headers: HeaderMap,
+    filter: String,
+    watch: Receiver<Arc<LiveValue>>,
+    /// Events ready to send (a snapshot).
+    pending: VecDeque<Event>,
+    generation: u64,
+    ended: bool,
+}
+
+impl Feed {
+    async fn next(mut self) -> Option<(Result<Event, Infallible>, Feed)> {
+        loop {
+            if self.ended {
+                return None;
+            }
+            if let Some(event) = self.pending.pop_front() {
+                return Some((Ok(event), self));
+            }
+            let update = tokio::time::timeout(HEARTBEAT, self.watch.recv()).await;
+            if let Err(refused) = self.still_allowed().await {
+                self.ended = true;
+                return Some((Ok(Event::default().event("error").data(refused)), self));
+            }
+            match update {
+                Err(_quiet) => {}
+                Ok(Ok(value)) => {
+                    if let Some(event) = self.event_of(&value) {
+                        return Some((Ok(event), self));
+                    }
+                }
+                Ok(Err(RecvError::Lagged(_))) => self.pending = self.snapshot(),
+                Ok(Err(RecvError::Closed)) => return None,
+            }
+        }
+    }
+
+    /// A live value, if it belongs to the caller's domain and matches the filter.
+    fn event_of(&self, value: &LiveValue) -> Option<Event> {
+        let wanted = filter_matches(&self.filter, &value.topic)
+            && self.state.tags.is_owner(&value.topic, &self.caller.domain);
+        let (ts_ms, point) = value.point();
+        wanted.then(|| value_event(value.topic.clone(), ts_ms, point))
+    }
+
+    /// The latest value of each matching tag of the domain, then `synced`.
+    fn snapshot(&self) -> VecDeque<Event> {
+        let mut events: VecDeque<Event> = self
+            .state
+            .tags
+            .paths(&self.caller.domain, false)
+            .into_iter()
+            .filter(|topic| filter_matches(&self.filter, topic))
+            .filter_map(|topic| {
+                let (ts_ms, value) = self.state.last_values.get(&topic)?;
+                Some(value_event(topic, ts_ms, value))
+            })
+            .collect();
+        let synced = json!({ "count": events.len() }).to_string();
+        events.push_back(Event::default().event("synced").data(synced));
+        events
+    }
+
+    /// Checks the credential and the grant again once anything they depend on has changed.
+    async fn still_allowed(&mut self) -> Result<(), String> {
+        let now = generation(&self.state);
+        if now == self.generation {
+            return Ok(());
+        }
+        self.generation = now;
+        let user = authenticate(&self.state, &self.headers)
+            .await
+            .map_err(|e| e.message)?;
+        self.caller.user = user;
+        self.caller
+            .require(&self.state, tags::FEATURE, "*", Access::Read)
+            .await
+            .map_err(|e| e.message)
+    }
+}
+
+fn value_event(topic: String, ts_ms: i64, value: Value) -> Event {
+    let tag = TagValue {
+        timestamp: format_ms(ts_ms),
+        topic,
+        value,
+    };
+    let data = serde_json::to_string(&tag).unwrap_or_default();
+    Event::default().event("value").data(data)
+}
