@@ -7,6 +7,7 @@ mod auth;
 pub mod automation;
 mod caller;
 mod code;
+mod console;
 mod credentials;
 mod drain;
 mod error;
@@ -327,6 +328,7 @@ fn router(state: AppState) -> Router {
         .merge(files::routes())
         .merge(tags::routes())
         .merge(tag_stream::routes())
+        .merge(console::routes())
         .merge(namespaces::routes())
         .merge(upstreams::routes())
         .merge(historian::routes())

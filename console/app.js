@@ -1,0 +1,112 @@
+// The console's shell: who is logged in, which domain and view the address names
+// (`#/<domain>/<view>`, so a link carries its domain), the header, and the views.
+
+import { call, onExpired, session } from "./api.js";
+import * as login from "./views/login.js";
+import * as keys from "./views/keys.js";
+import * as tags from "./views/tags.js";
+
+/** Views by address name, in the order of the navigation. */
+const VIEWS = { tags, keys };
+
+const main = document.getElementById("view");
+let cleanup = null;
+let domains = [];
+let reason = "";
+
+function address() {
+  const [, domain, view] = location.hash.split("/");
+  return { domain, view };
+}
+
+/** The domains the user works in: every domain for an administrator, else their groups'. */
+async function loadDomains() {
+  const me = await call("GET", "/auth/me");
+  if (me.admin) return (await call("GET", "/auth/domains")).map((d) => d.name);
+  const names = me.group_ids.map((id) => id.split(".")[0]);
+  return [...new Set(names)].sort();
+}
+
+async function route() {
+  if (cleanup) cleanup();
+  cleanup = null;
+  if (!session.token) {
+    document.getElementById("bar").hidden = true;
+    cleanup = login.render(main, { reason, done: loggedIn });
+    return;
+  }
+  try {
+    if (!domains.length) domains = await loadDomains();
+  } catch (e) {
+    return logout(e.message);
+  }
+  let { domain, view } = address();
+  if (!domains.includes(domain)) domain = domains[0] ?? "";
+  if (!VIEWS[view]) view = "tags";
+  const wanted = `#/${domain}/${view}`;
+  if (location.hash !== wanted) {
+    location.replace(wanted);
+    return;
+  }
+  session.domain = domain;
+  showBar(domain, view);
+  main.replaceChildren();
+  cleanup = VIEWS[view].render(main) ?? null;
+  main.focus();
+}
+
+function showBar(domain, view) {
+  document.getElementById("bar").hidden = false;
+  const nav = document.getElementById("nav");
+  nav.replaceChildren(
+    ...Object.entries(VIEWS).map(([name, module]) => {
+      const link = document.createElement("a");
+      link.href = `#/${domain}/${name}`;
+      link.textContent = module.title;
+      if (name === view) link.setAttribute("aria-current", "page");
+      return link;
+    }),
+  );
+  const select = document.getElementById("domain");
+  select.replaceChildren(
+    ...domains.map((name) => {
+      const option = new Option(name, name, false, name === domain);
+      return option;
+    }),
+  );
+}
+
+function loggedIn(token) {
+  session.token = token;
+  reason = "";
+  domains = [];
+  route();
+}
+
+function logout(why = "") {
+  session.token = null;
+  session.domain = null;
+  domains = [];
+  reason = why;
+  route();
+}
+
+function applyTheme(theme) {
+  document.documentElement.dataset.theme = theme;
+  localStorage.setItem("svc.theme", theme);
+}
+
+document.getElementById("domain").addEventListener("change", (e) => {
+  location.hash = `#/${e.target.value}/${address().view || "tags"}`;
+});
+document.getElementById("logout").addEventListener("click", () => logout());
+document.getElementById("theme").addEventListener("click", () => {
+  applyTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark");
+});
+onExpired((why) => logout(why));
+window.addEventListener("hashchange", route);
+applyTheme(
+  localStorage.getItem("svc.theme") ??
+    (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"),
+);
+route();

@@ -1,0 +1,261 @@
+//! The web console (issue 16), in headless Chromium against the real binary: it is served
+//! embedded at `/console/` under a strict Content-Security-Policy (`/` leads there); a user
+//! logs in; creates a developer key that is shown once, works over HTTP and MQTT, and stops
+//! working once revoked in the console; a value published with `mosquitto_pub` shows in the
+//! live tags within a second; logging out, or a token the server refuses, returns to the login
+//! page. Screenshots of each view land in `target/console-screenshots/`.
+
+mod common;
+mod console_support;
+
+use common::*;
+use console_support::Browser;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+#[test]
+fn the_console_is_served_embedded_compressed_and_under_a_strict_policy() {
+    let server = Server::start();
+    let no_redirects = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let root = no_redirects.get(server.url("/")).send().expect("GET /");
+    assert!(root.status().is_redirection(), "{}", root.status());
+    assert_eq!(header(&root, "location"), "/console/");
+
+    let page = server
+        .req(Method::GET, "/console/")
+        .header("Accept-Encoding", "br")
+        .send()
+        .expect("GET /console/");
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(header(&page, "content-encoding"), "br");
+    let policy = header(&page, "content-security-policy");
+    for rule in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(policy.contains(rule), "{policy}");
+    }
+    assert!(!policy.contains("unsafe-inline"), "{policy}");
+    let etag = header(&page, "etag");
+    let again = server
+        .req(Method::GET, "/console/")
+        .header("If-None-Match", &etag)
+        .send()
+        .expect("conditional GET");
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    // No inline script anywhere in the page (the policy would block it anyway).
+    let html = server
+        .req(Method::GET, "/console/index.html")
+        .send()
+        .expect("index")
+        .text()
+        .expect("html");
+    assert!(
+        html.contains(r#"<script type="module" src="app.js">"#),
+        "{html}"
+    );
+    assert_eq!(html.matches("<script").count(), 1, "{html}");
+    let missing = server
+        .req(Method::GET, "/console/nothing.js")
+        .send()
+        .expect("missing file");
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_created_in_the_console_is_shown_once_works_and_stops_when_revoked() {
+    let server = tokio::task::spawn_blocking(|| {
+        let server = Server::start();
+        server.create_domain("acme");
+        server
+    })
+    .await
+    .expect("server");
+    let browser = Browser::start().await;
+    browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
+    browser.screenshot("tags").await;
+    browser
+        .client
+        .goto(&format!("{}/console/#/acme/keys", server.base))
+        .await
+        .expect("keys view");
+    browser.fill("input[name=name]", "line1-gateway").await;
+    browser.click("#create button[type=submit]").await;
+    let secret = browser
+        .until(
+            "the new key",
+            Duration::from_secs(5),
+            "document.querySelector('#created:not([hidden]) #secret')?.textContent",
+        )
+        .await;
+    let key = secret.as_str().expect("key text").to_string();
+    assert!(key.starts_with("svcx_"), "{key}");
+    let notice = browser.text("#created .notice").await;
+    assert!(notice.contains("will not be shown again"), "{notice}");
+    browser.screenshot("keys").await;
+    // Listed by prefix, never in full.
+    let listed = browser
+        .until(
+            "the key in the list",
+            Duration::from_secs(5),
+            "document.querySelector('#keys tr td:nth-child(2)')?.textContent",
+        )
+        .await;
+    assert!(
+        key.starts_with(listed.as_str().expect("prefix")),
+        "{listed}"
+    );
+    let table = browser.text("#keys").await;
+    assert!(!table.contains(&key), "the full key is not listed: {table}");
+
+    // The key works as any client would use it.
+    let probe = |key: String, base: String| async move {
+        tokio::task::spawn_blocking(move || {
+            reqwest::blocking::Client::new()
+                .get(format!("{base}/svc/tag/list"))
+                .header("X-Svc-Api-Key", key)
+                .header("Domain", "domains:acme")
+                .send()
+                .expect("request with the key")
+                .status()
+        })
+        .await
+        .expect("probe")
+    };
+    assert_eq!(
+        probe(key.clone(), server.base.clone()).await,
+        StatusCode::OK
+    );
+
+    // Revoked in the console (after confirming), refused by the API.
+    browser.click("#keys button[data-key]").await;
+    browser
+        .client
+        .accept_alert()
+        .await
+        .expect("confirm the revocation");
+    browser
+        .until(
+            "the emptied list",
+            Duration::from_secs(5),
+            "document.querySelectorAll('#keys tr').length === 0",
+        )
+        .await;
+    assert_eq!(
+        probe(key, server.base.clone()).await,
+        StatusCode::UNAUTHORIZED
+    );
+
+    // Logging out returns to the login page; the token is gone from the tab.
+    browser.click("#logout").await;
+    browser
+        .until(
+            "the login page",
+            Duration::from_secs(5),
+            "document.querySelector('form.login') && sessionStorage.getItem('svc.token') === null",
+        )
+        .await;
+    browser.close().await;
+    stop(server).await;
+}
+
+/// Stops the server off the async threads (its blocking HTTP client may not be dropped there).
+async fn stop<T: Send + 'static>(server: T) {
+    tokio::task::spawn_blocking(move || drop(server))
+        .await
+        .expect("stop the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_published_value_shows_in_the_live_tags_within_a_second() {
+    let server = tokio::task::spawn_blocking(|| {
+        let server = Server::start();
+        server.create_domain("acme");
+        server.create_tag("domains:acme", "plant/line1/speed", false);
+        server.create_tag("domains:acme", "plant/line1/temp", false);
+        server
+    })
+    .await
+    .expect("server");
+    let browser = Browser::start().await;
+    browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
+    browser
+        .client
+        .goto(&format!("{}/console/#/acme/tags", server.base))
+        .await
+        .expect("tags view");
+    browser
+        .until(
+            "the live stream",
+            Duration::from_secs(5),
+            "document.getElementById('status')?.textContent === 'live'",
+        )
+        .await;
+    let never = browser
+        .text("tr[data-topic='plant/line1/temp'] .value")
+        .await;
+    assert_eq!(never, "never seen");
+
+    let server = std::sync::Arc::new(server);
+    let publisher = server.clone();
+    let started = Instant::now();
+    tokio::task::spawn_blocking(move || {
+        let (ok, out) = publisher.mosquitto_pub(
+            true,
+            &[
+                "-u",
+                "admin",
+                "-P",
+                ADMIN_PASSWORD,
+                "-t",
+                "plant/line1/speed",
+                "-m",
+                "42.5",
+                "-q",
+                "1",
+            ],
+        );
+        assert!(ok, "{out}");
+    })
+    .await
+    .expect("publish");
+    let shown = browser
+        .until(
+            "the published value",
+            Duration::from_secs(1),
+            "document.querySelector(\"tr[data-topic='plant/line1/speed'] .value\")?.textContent === '42.5'",
+        )
+        .await;
+    assert_eq!(shown, json!(true));
+    assert!(started.elapsed() < Duration::from_secs(2));
+    browser.screenshot("live-tags").await;
+
+    // A token the server no longer accepts sends the user back to log in, saying why.
+    browser
+        .client
+        .execute(
+            "sessionStorage.setItem('svc.token', 'not.a.token'); location.hash = '#/acme/keys';",
+            vec![],
+        )
+        .await
+        .expect("spoil the token");
+    let reason = browser
+        .until(
+            "the login page with the reason",
+            Duration::from_secs(5),
+            "document.querySelector('form.login .notice:not([hidden])')?.textContent",
+        )
+        .await;
+    assert!(
+        reason.as_str().is_some_and(|r| r.contains("token")),
+        "{reason}"
+    );
+    browser.screenshot("login").await;
+    browser.close().await;
+    stop(server).await;
+}

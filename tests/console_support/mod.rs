@@ -1,0 +1,175 @@
+//! Headless Chromium for the console tests: Debian's `chromium` driven through `chromedriver`
+//! (both installed by `scripts/test.sh`), each test with its own driver, port and profile.
+//! A missing browser fails the test.
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Map, Value};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// A browser session; the driver is killed when it is dropped.
+pub struct Browser {
+    pub client: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    pub async fn start() -> Browser {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{CHROMEDRIVER} (Debian's chromium-driver): {e}"));
+        let profile = tempfile::tempdir().expect("profile dir");
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1280,900",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .chain([format!("--user-data-dir={}", profile.path().display())])
+        .collect::<Vec<_>>();
+        let mut caps = Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({"binary": CHROMIUM, "args": args}),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let client = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(client) => break client,
+                Err(e) if Instant::now() > deadline => panic!("chromedriver on {url}: {e}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
+        Browser {
+            client,
+            driver,
+            _profile: profile,
+        }
+    }
+
+    /// Waits up to 5 s for the element `css` and returns its text.
+    pub async fn text(&self, css: &str) -> String {
+        let element = self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(5))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no `{css}`: {e}"));
+        element.text().await.expect("element text")
+    }
+
+    /// Types `text` into the input `css`.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let element = self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(5))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no `{css}`: {e}"));
+        element.send_keys(text).await.expect("type");
+    }
+
+    pub async fn click(&self, css: &str) {
+        let element = self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(5))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no `{css}`: {e}"));
+        element.click().await.expect("click");
+    }
+
+    /// Polls `script` (a JS expression) until it is truthy; returns its value.
+    pub async fn until(&self, what: &str, within: Duration, script: &str) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let value = self
+                .client
+                .execute(&format!("return {script};"), vec![])
+                .await
+                .expect("execute script");
+            let truthy = !matches!(&value, Value::Null | Value::Bool(false))
+                && value != json!("")
+                && value != json!(0);
+            if truthy {
+                return value;
+            }
+            if Instant::now() > deadline {
+                let shot = self
+                    .screenshot(&format!("failed-{}", what.replace(' ', "-")))
+                    .await;
+                panic!("{what} within {within:?} (screenshot {})", shot.display());
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Saves a screenshot as `target/console-screenshots/<name>.png`.
+    pub async fn screenshot(&self, name: &str) -> PathBuf {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots");
+        std::fs::create_dir_all(&dir).expect("screenshot dir");
+        let path = dir.join(format!("{name}.png"));
+        let png = self.client.screenshot().await.expect("screenshot");
+        std::fs::write(&path, png).expect("write screenshot");
+        path
+    }
+
+    /// Logs in through the console's login form at `base`.
+    pub async fn log_in(&self, base: &str, username: &str, password: &str) {
+        self.client
+            .goto(&format!("{base}/console/"))
+            .await
+            .expect("open the console");
+        self.fill("input[name=username]", username).await;
+        self.fill("input[name=password]", password).await;
+        self.click("button[type=submit]").await;
+        self.until(
+            "the navigation after login",
+            Duration::from_secs(5),
+            "!document.getElementById('bar').hidden",
+        )
+        .await;
+    }
+
+    pub async fn close(mut self) {
+        let client = self.client.clone();
+        let _ = client.close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+    }
+}
