@@ -4,19 +4,21 @@
 import { call, onExpired, session } from "./api.js";
 import * as login from "./views/login.js";
 import * as keys from "./views/keys.js";
+import * as tag from "./views/tag.js";
 import * as tags from "./views/tags.js";
 
-/** Views by address name, in the order of the navigation. */
-const VIEWS = { tags, keys };
+/** Views by address name, in the order of the navigation (those with a title). */
+const VIEWS = { tags, keys, tag };
 
 const main = document.getElementById("view");
 let cleanup = null;
 let domains = [];
 let reason = "";
 
+/** `#/<domain>/<view>/<rest…>`. */
 function address() {
-  const [, domain, view] = location.hash.split("/");
-  return { domain, view };
+  const [, domain, view, ...rest] = location.hash.split("/");
+  return { domain, view, rest };
 }
 
 /** The domains the user works in: every domain for an administrator, else their groups'. */
@@ -40,10 +42,10 @@ async function route() {
   } catch (e) {
     return logout(e.message);
   }
-  let { domain, view } = address();
+  let { domain, view, rest } = address();
   if (!domains.includes(domain)) domain = domains[0] ?? "";
   if (!VIEWS[view]) view = "tags";
-  const wanted = `#/${domain}/${view}`;
+  const wanted = [`#/${domain}/${view}`, ...rest].join("/");
   if (location.hash !== wanted) {
     location.replace(wanted);
     return;
@@ -51,7 +53,7 @@ async function route() {
   session.domain = domain;
   showBar(domain, view);
   main.replaceChildren();
-  cleanup = VIEWS[view].render(main) ?? null;
+  cleanup = VIEWS[view].render(main, { rest }) ?? null;
   main.focus();
 }
 
@@ -59,7 +61,9 @@ function showBar(domain, view) {
   document.getElementById("bar").hidden = false;
   const nav = document.getElementById("nav");
   nav.replaceChildren(
-    ...Object.entries(VIEWS).map(([name, module]) => {
+    ...Object.entries(VIEWS)
+      .filter(([, module]) => module.title)
+      .map(([name, module]) => {
       const link = document.createElement("a");
       link.href = `#/${domain}/${name}`;
       link.textContent = module.title;

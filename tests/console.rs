@@ -259,3 +259,119 @@ async fn a_published_value_shows_in_the_live_tags_within_a_second() {
     browser.close().await;
     stop(server).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tags_trend_shows_its_historian_points_and_live_ones() {
+    const TOPIC: &str = "plant/line1/temp";
+    let now = chrono::Utc::now();
+    let points: Vec<(String, f64)> = [(10, 20.5), (5, 21.0), (1, 22.25)]
+        .iter()
+        .map(|(minutes, value)| {
+            let at = now - chrono::Duration::minutes(*minutes);
+            (at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(), *value)
+        })
+        .collect();
+    let published = points.clone();
+    let server = tokio::task::spawn_blocking(move || {
+        let server = Server::start();
+        server.create_domain("acme");
+        server.create_record(
+            "domains:acme",
+            "tags",
+            &json!({"path": TOPIC, "historize": true, "unit": "degC"}),
+        );
+        for (timestamp, value) in &published {
+            let payload = json!({"value": value, "timestamp": timestamp}).to_string();
+            let (ok, out) = server.mosquitto_pub(
+                true,
+                &[
+                    "-u",
+                    "admin",
+                    "-P",
+                    ADMIN_PASSWORD,
+                    "-t",
+                    TOPIC,
+                    "-m",
+                    &payload,
+                    "-q",
+                    "1",
+                ],
+            );
+            assert!(ok, "{out}");
+        }
+        server.history("domains:acme", TOPIC, 3);
+        server
+    })
+    .await
+    .expect("server");
+    let browser = Browser::start().await;
+    browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
+    browser
+        .client
+        .goto(&format!(
+            "{}/console/#/acme/tag/{}",
+            server.base,
+            enc(TOPIC)
+        ))
+        .await
+        .expect("tag view");
+    let count = "document.querySelector('#chart .series-0')?.dataset.count";
+    browser
+        .until(
+            "3 points on the trend",
+            Duration::from_secs(5),
+            &format!("{count} === '3'"),
+        )
+        .await;
+    let titles = browser
+        .client
+        .execute(
+            "return [...document.querySelectorAll('#chart circle title')].map(t => t.textContent);",
+            vec![],
+        )
+        .await
+        .expect("point titles");
+    let titles: Vec<String> = serde_json::from_value(titles).expect("titles");
+    let expected: Vec<String> = points
+        .iter()
+        .map(|(timestamp, value)| format!("{timestamp} {value}"))
+        .collect();
+    assert_eq!(titles, expected);
+    let unit = browser.text("#unit").await;
+    assert_eq!(unit, "degC");
+
+    // A live value joins the trend.
+    let publisher = std::sync::Arc::new(server);
+    let server = publisher.clone();
+    tokio::task::spawn_blocking(move || {
+        let (ok, out) = publisher.mosquitto_pub(
+            true,
+            &[
+                "-u",
+                "admin",
+                "-P",
+                ADMIN_PASSWORD,
+                "-t",
+                TOPIC,
+                "-m",
+                "23",
+                "-q",
+                "1",
+            ],
+        );
+        assert!(ok, "{out}");
+    })
+    .await
+    .expect("publish");
+    browser
+        .until(
+            "the live point",
+            Duration::from_secs(2),
+            &format!("{count} === '4'"),
+        )
+        .await;
+    assert_eq!(browser.text("#latest").await, "23");
+    browser.screenshot("trend").await;
+    browser.close().await;
+    stop(server).await;
+}

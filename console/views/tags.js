@@ -32,8 +32,10 @@ export function render(main) {
     if (!row) {
       row = { tr: document.createElement("tr"), at: null };
       row.tr.dataset.topic = topic;
-      row.tr.innerHTML = `<td></td><td class="value never">never seen</td><td class="age"></td>`;
-      row.tr.cells[0].textContent = topic;
+      row.tr.innerHTML = `<td><a></a></td><td class="value never">never seen</td><td class="age"></td>`;
+      const link = row.tr.querySelector("a");
+      link.textContent = topic;
+      link.href = `${location.hash.split("/").slice(0, 2).join("/")}/tag/${encodeURIComponent(topic)}`;
       rows.set(topic, row);
       const after = [...rows.keys()].sort().indexOf(topic);
       body.insertBefore(row.tr, body.children[after] ?? null);
