@@ -2,6 +2,7 @@
 // (`#/<domain>/<view>`, so a link carries its domain), the header, and the views.
 
 import { call, onExpired, session } from "./api.js";
+import * as rights from "./rights.js";
 import * as login from "./views/login.js";
 import * as keys from "./views/keys.js";
 import * as records from "./views/records.js";
@@ -51,7 +52,14 @@ async function route() {
     location.replace(wanted);
     return;
   }
-  session.domain = domain;
+  if (session.domain !== domain) {
+    session.domain = domain;
+    try {
+      await rights.load();
+    } catch (e) {
+      return logout(e.message);
+    }
+  }
   showBar(domain, view);
   main.replaceChildren();
   cleanup = VIEWS[view].render(main, { rest }) ?? null;

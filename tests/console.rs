@@ -450,3 +450,125 @@ async fn records_made_in_the_console_reach_rest_and_rest_records_reach_the_grid(
     browser.close().await;
     stop(server).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_loads_in_under_150_kb() {
+    let server = tokio::task::spawn_blocking(Server::start)
+        .await
+        .expect("server");
+    let browser = Browser::start().await;
+    browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
+    browser
+        .until(
+            "the tags view",
+            Duration::from_secs(5),
+            "document.getElementById('status')",
+        )
+        .await;
+    // What the browser fetched for the page itself and its files (API calls excluded).
+    let transferred = browser
+        .client
+        .execute(
+            "const files = performance.getEntriesByType('resource').filter(e => e.name.includes('/console/'));
+             const page = performance.getEntriesByType('navigation')[0];
+             return {bytes: files.reduce((n, e) => n + e.transferSize, page.transferSize), files: files.length};",
+            vec![],
+        )
+        .await
+        .expect("resource timing");
+    let bytes = transferred["bytes"].as_u64().expect("bytes");
+    eprintln!("console first load: {transferred}");
+    assert!(transferred["files"].as_u64() >= Some(5), "{transferred}");
+    assert!(bytes > 0 && bytes <= 150_000, "{transferred}");
+    browser.close().await;
+    stop(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_write_rights_the_controls_are_disabled_and_a_forced_call_is_refused() {
+    let server = tokio::task::spawn_blocking(|| {
+        let server = Server::start();
+        server.create_domain("acme");
+        server.create_tag("domains:acme", "plant/line1/speed", false);
+        server.create_record("domains:acme", "orders", &json!({"id": "o1", "qty": 1}));
+        server.user_with_grants(
+            "domains:acme",
+            "viewer",
+            &[("tags", "read", "*"), ("collections", "read", "orders")],
+        );
+        server
+    })
+    .await
+    .expect("server");
+    let browser = Browser::start().await;
+    browser
+        .log_in(&server.base, "viewer", "viewer-pw-123")
+        .await;
+    browser
+        .client
+        .goto(&format!(
+            "{}/console/#/acme/tag/{}",
+            server.base,
+            enc("plant/line1/speed")
+        ))
+        .await
+        .expect("tag view");
+    let disabled = browser
+        .until(
+            "the write form",
+            Duration::from_secs(5),
+            "document.querySelector('#write button')",
+        )
+        .await;
+    assert_ne!(disabled, json!(null));
+    let write_disabled = browser
+        .client
+        .execute(
+            "return document.querySelector('#write button').disabled;",
+            vec![],
+        )
+        .await
+        .expect("button state");
+    assert_eq!(write_disabled, json!(true));
+    // Forcing the call from the page (as a user could from the browser's console) is refused.
+    let status = browser
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             fetch('/svc/tag/write', {method: 'POST', headers: {
+                 'Authorization': 'Bearer ' + sessionStorage.getItem('svc.token'),
+                 'Domain': 'domains:acme', 'Content-Type': 'application/json'},
+               body: JSON.stringify({topic: 'plant/line1/speed', value: 1})})
+             .then(r => done(r.status));",
+            vec![],
+        )
+        .await
+        .expect("forced write");
+    assert_eq!(status, json!(401));
+
+    browser
+        .client
+        .goto(&format!("{}/console/#/acme/records/orders", server.base))
+        .await
+        .expect("records view");
+    browser
+        .until(
+            "the grid",
+            Duration::from_secs(5),
+            "document.querySelector(\"#rows tr[data-id='acme.orders:o1']\")",
+        )
+        .await;
+    let controls = browser
+        .client
+        .execute(
+            "return [document.querySelector('#create button').disabled,
+                     document.querySelector('#rows button').disabled];",
+            vec![],
+        )
+        .await
+        .expect("control states");
+    assert_eq!(controls, json!([true, true]));
+    browser.screenshot("read-only").await;
+    browser.close().await;
+    stop(server).await;
+}

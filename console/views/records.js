@@ -2,6 +2,7 @@
 // paged), a JSON editor to create one, delete, and the exact curl command of the view.
 
 import { call } from "../api.js";
+import { may } from "../rights.js";
 
 export const title = "Collections";
 
@@ -45,7 +46,11 @@ export function render(main, { rest }) {
   });
   if (!table) return null;
 
-  const view = { offset: 0, sort: null };
+  const writable = may("collections", table, "write");
+  if (!writable) {
+    for (const control of main.querySelector("#create").elements) control.disabled = true;
+  }
+  const view = { offset: 0, sort: null, writable };
   const grid = main.querySelector("#grid");
   grid.hidden = false;
   const query = () => {
@@ -128,6 +133,7 @@ function drawGrid(main, records, view, reload, fail) {
       const remove = document.createElement("button");
       remove.type = "button";
       remove.textContent = "Delete";
+      remove.disabled = !view.writable;
       remove.addEventListener("click", async () => {
         if (!confirm(`Delete ${record.id}?`)) return;
         try {

@@ -5,6 +5,7 @@
 import { call } from "../api.js";
 import { stream } from "../sse.js";
 import { draw } from "../chart.js";
+import { may } from "../rights.js";
 
 export const title = null; // reached from Live tags, not from the navigation
 
@@ -31,6 +32,11 @@ export function render(main, { rest }) {
       <dt>Unit</dt><dd id="unit">—</dd>
       <dt>Description</dt><dd id="description">—</dd>
     </dl>
+    <form id="write" class="row">
+      <label>Write a value (JSON) <input name="value" required placeholder="21.5"></label>
+      <button class="primary" type="submit">Write</button>
+      <span class="status" id="written"></span>
+    </form>
     <h2>Trend</h2>
     <div class="row presets" id="presets"></div>
     <svg class="chart" id="chart" role="img"></svg>
@@ -92,6 +98,30 @@ export function render(main, { rest }) {
     link.download = `${topic.replaceAll("/", "_")}.csv`;
     link.click();
     setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+  });
+
+  const write = main.querySelector("#write");
+  if (!may("tags", "*", "write")) {
+    for (const control of write.elements) control.disabled = true;
+    write.title = "You may read this domain's tags but not write them.";
+  }
+  write.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const said = main.querySelector("#written");
+    let value;
+    try {
+      value = JSON.parse(write.elements.value.value);
+    } catch {
+      said.textContent = "That is not JSON: quote text, e.g. \"on\".";
+      return;
+    }
+    if (!confirm(`Publish ${JSON.stringify(value)} to ${topic}?`)) return;
+    try {
+      await call("POST", "/svc/tag/write", { topic, value });
+      said.textContent = "written";
+    } catch (e) {
+      said.textContent = e.message;
+    }
   });
 
   const params = new URLSearchParams({ "filter[path][eq]": topic });
