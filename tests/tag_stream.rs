@@ -232,3 +232,65 @@ fn a_revoked_api_key_ends_its_stream() {
         "nothing after the error"
     );
 }
+
+#[test]
+fn a_hundred_streams_at_a_thousand_updates_a_second_all_end_on_the_latest_values() {
+    const STREAMS: usize = 100;
+    const TAGS: usize = 10;
+    const UPDATES: usize = 2000;
+    let server = Server::start();
+    server.create_domain("acme");
+    for t in 0..TAGS {
+        server.create_tag("domains:acme", &format!("fan/t{t}"), false);
+    }
+    let streams: Vec<Stream> = (0..STREAMS)
+        .map(|_| {
+            let stream =
+                Stream::open(server.admin_in("domains:acme", Method::GET, &stream_path("fan/#")));
+            stream.snapshot();
+            stream
+        })
+        .collect();
+
+    let mut device = server.mqtt_admin(Proto::V5, Via::Tcp, "fan-publisher");
+    let started = Instant::now();
+    for i in 0..UPDATES {
+        device.publish(&format!("fan/t{}", i % TAGS), i.to_string(), 0, false);
+        // Paced at 1,000 updates per second.
+        let due = started + Duration::from_micros(1000 * (i as u64 + 1));
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+    }
+    let rate = UPDATES as f64 / started.elapsed().as_secs_f64();
+    assert!(rate > 800.0, "published at {rate:.0}/s");
+
+    let last: Vec<Value> = (0..TAGS).map(|t| json!(UPDATES - TAGS + t)).collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (n, stream) in streams.iter().enumerate() {
+        let mut latest = vec![Value::Null; TAGS];
+        while latest != last {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = stream
+                .events
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("stream {n}: latest {latest:?} ({e})"));
+            if event.event != "value" {
+                continue;
+            }
+            let topic = event.data["topic"].as_str().unwrap_or("");
+            if let Some(t) = topic
+                .strip_prefix("fan/t")
+                .and_then(|t| t.parse::<usize>().ok())
+            {
+                latest[t] = event.data["value"].clone();
+            }
+        }
+    }
+    // The server still answers.
+    assert_eq!(
+        server
+            .get_json("domains:acme", "/svc/tag/values")
+            .as_array()
+            .map(Vec::len),
+        Some(TAGS)
+    );
+}
