@@ -197,7 +197,7 @@ async fn a_published_value_shows_in_the_live_tags_within_a_second() {
         )
         .await;
     let never = browser
-        .text("tr[data-topic='plant/line1/temp'] .value")
+        .text("[data-topic='plant/line1/temp'] .value")
         .await;
     assert_eq!(never, "never seen");
 
@@ -228,7 +228,7 @@ async fn a_published_value_shows_in_the_live_tags_within_a_second() {
         .until(
             "the published value",
             Duration::from_secs(1),
-            "document.querySelector(\"tr[data-topic='plant/line1/speed'] .value\")?.textContent === '42.5'",
+            "document.querySelector(\"[data-topic='plant/line1/speed'] .value\")?.textContent === '42.5'",
         )
         .await;
     assert_eq!(shown, json!(true));

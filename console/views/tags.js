@@ -1,6 +1,6 @@
-// Live tags: every tag of the domain with its latest value and age, updated from the tag
-// stream. Updates are coalesced per animation frame, so a tag changing a thousand times a
-// second costs one repaint per frame.
+// Live tags as a tree (folder by folder of the topic path) with each tag's latest value and
+// age, fed by the tag stream. The tree is virtualized: only the rows in view exist in the
+// page, so 10,000 tags scroll as smoothly as ten; updates are coalesced per animation frame.
 
 import { call } from "../api.js";
 import { stream } from "../sse.js";
@@ -9,6 +9,8 @@ export const title = "Live tags";
 
 /** A value older than this is marked stale. */
 const STALE_MS = 60_000;
+const ROW_PX = 28;
+const OVERSCAN = 10;
 
 export function render(main) {
   main.innerHTML = `
@@ -16,69 +18,150 @@ export function render(main) {
     <div class="row">
       <label>Filter <input id="filter" type="search" placeholder="part of a tag path"></label>
       <span class="status" id="status">connecting…</span>
+      <span class="status" id="count"></span>
     </div>
-    <table>
-      <thead><tr><th>Tag</th><th>Value</th><th>Age</th></tr></thead>
-      <tbody id="tags"></tbody>
-    </table>`;
-  const body = main.querySelector("#tags");
+    <div class="tree" id="tree" role="tree" tabindex="0"><div class="spacer" id="spacer"></div></div>`;
+  const tree = main.querySelector("#tree");
+  const spacer = main.querySelector("#spacer");
   const status = main.querySelector("#status");
-  const rows = new Map();
+  const domainBase = location.hash.split("/").slice(0, 2).join("/");
+
+  /** topic → {value, at}; folders are derived from the topics. */
+  const tags = new Map();
+  const collapsed = new Set();
+  let needle = "";
+  let rows = [];
+  let structureChanged = true;
   const pending = new Map();
   let frame = 0;
 
-  const rowOf = (topic) => {
-    let row = rows.get(topic);
-    if (!row) {
-      row = { tr: document.createElement("tr"), at: null };
-      row.tr.dataset.topic = topic;
-      row.tr.innerHTML = `<td><a></a></td><td class="value never">never seen</td><td class="age"></td>`;
-      const link = row.tr.querySelector("a");
-      link.textContent = topic;
-      link.href = `${location.hash.split("/").slice(0, 2).join("/")}/tag/${encodeURIComponent(topic)}`;
-      rows.set(topic, row);
-      const after = [...rows.keys()].sort().indexOf(topic);
-      body.insertBefore(row.tr, body.children[after] ?? null);
+  const ensure = (topic) => {
+    if (!tags.has(topic)) {
+      tags.set(topic, { value: undefined, at: null });
+      structureChanged = true;
     }
-    return row;
+    return tags.get(topic);
   };
+
+  /** The visible rows: folders (unless filtering) and tags, depth first, sorted. */
+  const flatten = () => {
+    const topics = [...tags.keys()].sort();
+    rows = [];
+    if (needle) {
+      for (const topic of topics) if (topic.toLowerCase().includes(needle)) rows.push({ topic, depth: 0, label: topic });
+    } else {
+      const open = new Set();
+      for (const topic of topics) {
+        const parts = topic.split("/");
+        let hidden = false;
+        for (let i = 1; i < parts.length; i += 1) {
+          const folder = parts.slice(0, i).join("/");
+          if (hidden) break;
+          if (!open.has(folder)) {
+            open.add(folder);
+            rows.push({ folder, depth: i - 1, label: parts[i - 1] });
+          }
+          if (collapsed.has(folder)) hidden = true;
+        }
+        if (!hidden) rows.push({ topic, depth: parts.length - 1, label: parts[parts.length - 1] });
+      }
+    }
+    spacer.style.height = `${rows.length * ROW_PX}px`;
+    main.querySelector("#count").textContent = `${tags.size} tags`;
+    structureChanged = false;
+  };
+
   const paint = () => {
     frame = 0;
-    for (const [topic, value] of pending) {
-      const row = rowOf(topic);
-      row.at = Date.parse(value.timestamp);
-      const cell = row.tr.cells[1];
-      cell.textContent = JSON.stringify(value.value);
-      cell.className = "value";
-    }
+    for (const [topic, update] of pending) Object.assign(ensure(topic), update);
     pending.clear();
-    ages();
-  };
-  const ages = () => {
+    if (structureChanged) flatten();
+    const first = Math.max(0, Math.floor(tree.scrollTop / ROW_PX) - OVERSCAN);
+    const last = Math.min(rows.length, Math.ceil((tree.scrollTop + tree.clientHeight) / ROW_PX) + OVERSCAN);
     const now = Date.now();
-    for (const row of rows.values()) {
-      if (row.at === null) continue;
-      const age = Math.max(0, now - row.at);
-      row.tr.cells[2].textContent = age < 1000 ? "now" : `${Math.round(age / 1000)} s`;
-      row.tr.cells[2].className = age > STALE_MS ? "age stale" : "age";
-    }
+    const shown = [];
+    for (let i = first; i < last; i += 1) shown.push(rowElement(rows[i], i, now));
+    spacer.replaceChildren(...shown);
   };
+  const schedule = () => {
+    frame ||= requestAnimationFrame(paint);
+  };
+
+  const rowElement = (row, index, now) => {
+    const div = document.createElement("div");
+    div.className = row.folder ? "node folder" : "node";
+    div.setAttribute("role", "treeitem");
+    div.style.top = `${index * ROW_PX}px`;
+    div.style.paddingLeft = `${0.5 + row.depth * 1.25}rem`;
+    if (row.folder) {
+      const open = !collapsed.has(row.folder);
+      div.setAttribute("aria-expanded", String(open));
+      div.dataset.folder = row.folder;
+      div.tabIndex = 0;
+      div.textContent = `${open ? "▾" : "▸"} ${row.label}`;
+      return div;
+    }
+    const tag = tags.get(row.topic);
+    div.dataset.topic = row.topic;
+    const link = document.createElement("a");
+    link.href = `${domainBase}/tag/${encodeURIComponent(row.topic)}`;
+    link.textContent = row.label;
+    const value = document.createElement("span");
+    const age = document.createElement("span");
+    age.className = "age";
+    if (tag.at === null) {
+      value.className = "value never";
+      value.textContent = "never seen";
+    } else {
+      value.className = "value";
+      value.textContent = JSON.stringify(tag.value);
+      const ms = Math.max(0, now - tag.at);
+      age.textContent = ms < 1000 ? "now" : `${Math.round(ms / 1000)} s`;
+      if (ms > STALE_MS) age.className = "age stale";
+    }
+    div.append(link, value, age);
+    return div;
+  };
+
+  const toggle = (folder) => {
+    if (collapsed.has(folder)) collapsed.delete(folder);
+    else collapsed.add(folder);
+    structureChanged = true;
+    schedule();
+  };
+  tree.addEventListener("click", (event) => {
+    const folder = event.target.closest("[data-folder]")?.dataset.folder;
+    if (folder) toggle(folder);
+  });
+  tree.addEventListener("keydown", (event) => {
+    const folder = document.activeElement?.closest?.("[data-folder]")?.dataset.folder;
+    if (folder && (event.key === "Enter" || event.key === " ")) {
+      event.preventDefault();
+      toggle(folder);
+    }
+  });
+  tree.addEventListener("scroll", schedule, { passive: true });
   main.querySelector("#filter").addEventListener("input", (event) => {
-    const needle = event.target.value.trim().toLowerCase();
-    for (const [topic, row] of rows) row.tr.hidden = !topic.toLowerCase().includes(needle);
+    needle = event.target.value.trim().toLowerCase();
+    structureChanged = true;
+    tree.scrollTop = 0;
+    schedule();
   });
 
   const abort = new AbortController();
   call("GET", "/svc/tag/list")
-    .then((topics) => topics.forEach(rowOf))
+    .then((topics) => {
+      topics.forEach(ensure);
+      schedule();
+    })
     .catch(() => {});
   stream(
     "/svc/tag/stream?topic=%23",
     (event, data) => {
       if (event === "value") {
         const value = JSON.parse(data);
-        pending.set(value.topic, value);
-        frame ||= requestAnimationFrame(paint);
+        pending.set(value.topic, { value: value.value, at: Date.parse(value.timestamp) });
+        schedule();
       } else if (event === "synced") {
         status.textContent = "live";
       } else if (event === "error") {
@@ -92,7 +175,7 @@ export function render(main) {
       if (!abort.signal.aborted) status.textContent = e.message;
     },
   );
-  const timer = setInterval(ages, 1000);
+  const timer = setInterval(schedule, 1000);
   return () => {
     abort.abort();
     clearInterval(timer);
