@@ -196,9 +196,7 @@ async fn a_published_value_shows_in_the_live_tags_within_a_second() {
             "document.getElementById('status')?.textContent === 'live'",
         )
         .await;
-    let never = browser
-        .text("[data-topic='plant/line1/temp'] .value")
-        .await;
+    let never = browser.text("[data-topic='plant/line1/temp'] .value").await;
     assert_eq!(never, "never seen");
 
     let server = std::sync::Arc::new(server);
@@ -569,6 +567,85 @@ async fn without_write_rights_the_controls_are_disabled_and_a_forced_call_is_ref
         .expect("control states");
     assert_eq!(controls, json!([true, true]));
     browser.screenshot("read-only").await;
+    browser.close().await;
+    stop(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tree_of_ten_thousand_tags_is_live_within_a_second() {
+    const TAGS: usize = 10_000;
+    let server = tokio::task::spawn_blocking(|| {
+        let server = Server::start();
+        server.create_domain("acme");
+        let resp = server
+            .admin_in("domains:acme", Method::POST, "/svc/namespaces")
+            .json(&json!({"name": "site", "path": "site"}))
+            .send()
+            .expect("namespace");
+        assert_eq!(resp.status(), StatusCode::CREATED);
+        // Published topics under the namespace become the domain's tags.
+        let mut device = server.mqtt_admin(Proto::V5, Via::Tcp, "plant");
+        for i in 0..TAGS {
+            let topic = format!("site/area{}/line{}/tag{i}", i % 10, (i / 10) % 10);
+            device.publish(&topic, i.to_string(), 1, false);
+        }
+        server.poll(Duration::from_secs(120), "10,000 registered tags", || {
+            let tags = server.get_json("domains:acme", "/svc/tag/list");
+            (tags.as_array()?.len() == TAGS).then_some(())
+        });
+        server
+    })
+    .await
+    .expect("server");
+    let browser = Browser::start().await;
+    browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
+    browser
+        .client
+        .goto(&format!("{}/console/#/acme/keys", server.base))
+        .await
+        .expect("another view first");
+    browser.text("#keys").await;
+    // From the click on Live tags to a live tree showing rows with values.
+    let interactive = browser
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             const started = performance.now();
+             document.querySelector('nav a[href$=\"/tags\"]').click();
+             const check = () => {
+               const live = document.getElementById('status')?.textContent === 'live';
+               const counted = document.getElementById('count')?.textContent === '10000 tags';
+               const shown = document.querySelectorAll('#tree [data-topic] .value:not(.never)').length;
+               if (live && counted && shown > 5) done({ms: performance.now() - started, rows: document.querySelectorAll('#tree .node').length});
+               else requestAnimationFrame(check);
+             };
+             check();",
+            vec![],
+        )
+        .await
+        .expect("time to interactive");
+    eprintln!("tree of {TAGS} tags: {interactive}");
+    let ms = interactive["ms"].as_f64().expect("ms");
+    let rows = interactive["rows"].as_u64().expect("rows");
+    assert!(rows < 200, "only the rows in view exist: {interactive}");
+    assert!(ms <= 1000.0, "interactive in {ms:.0} ms");
+    // Scrolling to the end shows the last tags.
+    browser
+        .client
+        .execute(
+            "const t = document.getElementById('tree'); t.scrollTop = t.scrollHeight;",
+            vec![],
+        )
+        .await
+        .expect("scroll");
+    browser
+        .until(
+            "the last tag in view",
+            Duration::from_secs(2),
+            "document.querySelector(\"[data-topic='site/area9/line9/tag9999'] .value\")?.textContent === '9999'",
+        )
+        .await;
+    browser.screenshot("tree-10k").await;
     browser.close().await;
     stop(server).await;
 }

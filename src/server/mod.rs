@@ -29,6 +29,7 @@ mod records;
 pub(crate) mod reports;
 pub mod settings;
 mod system_tables;
+mod tag_registration;
 mod tag_registry;
 mod tag_stream;
 mod tags;

@@ -6,30 +6,26 @@ use super::caller::{
     grants_of, user_of_api_key, user_of_password, user_of_token, READ, READ_WRITE,
 };
 use super::credentials::API_KEY_PREFIX;
-use super::system_tables::SystemTable;
+use super::tag_registration::Registrar;
 use super::tags::FEATURE as TAGS_FEATURE;
 use super::AppState;
 use crate::broker::{Message, Policy, Principal};
 use crate::historian::point_from_payload;
-use crate::ids::{TableRef, ADMIN_DOMAIN};
-use crate::store::{HistoryWrite, StoreError, TAGS};
+use crate::store::HistoryWrite;
 use crate::upstream::relay::Outbound;
 use async_trait::async_trait;
-use serde_json::{json, Map};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
 
 pub struct PlatformPolicy {
     state: AppState,
-    /// Topics being auto-registered right now, so a burst registers each once.
-    registering: Arc<Mutex<HashSet<String>>>,
+    /// Declares published topics no domain declared, in batches.
+    registrar: Registrar,
 }
 
 impl PlatformPolicy {
     pub fn new(state: AppState) -> PlatformPolicy {
         PlatformPolicy {
+            registrar: Registrar::start(state.clone()),
             state,
-            registering: Arc::default(),
         }
     }
 
@@ -49,64 +45,6 @@ impl PlatformPolicy {
                     .iter()
                     .any(|a| a == action)
             })
-    }
-
-    /// Declares an undeclared topic as a tag (not historized) of the domain whose namespace
-    /// covers it, else of `svc_admin`, in the background.
-    fn register_topic(&self, topic: &str) {
-        let fresh = self
-            .registering
-            .lock()
-            .is_ok_and(|mut set| set.insert(topic.to_string()));
-        if !fresh {
-            return;
-        }
-        let state = self.state.clone();
-        let registering = self.registering.clone();
-        let topic = topic.to_string();
-        tokio::spawn(async move {
-            register_tag(&state, &topic).await;
-            if let Ok(mut set) = registering.lock() {
-                set.remove(&topic);
-            }
-        });
-    }
-}
-
-/// Declares `topic` in the domain whose namespace covers it (else `svc_admin`) unless a domain
-/// declared it since it was published.
-async fn register_tag(state: &AppState, topic: &str) {
-    let _declaring = state.tags.declaring().await;
-    if state.tags.owner(topic).is_some() {
-        return;
-    }
-    let domain = state
-        .tags
-        .namespace_owner(topic)
-        .map_or_else(|| ADMIN_DOMAIN.to_string(), |d| d.to_string());
-    let path = topic.to_string();
-    let in_domain = domain.clone();
-    let result = state
-        .store
-        .run(move |s| {
-            SystemTable::Tags.ensure_collection(s, &in_domain)?;
-            let table = TableRef::new(&in_domain, TAGS).map_err(StoreError::Invalid)?;
-            let mut fields = Map::new();
-            fields.insert("path".into(), json!(path));
-            fields.insert("historize".into(), json!(false));
-            match s.insert_record(&table, &crate::ids::new_key(), &fields) {
-                Ok(_) | Err(StoreError::Conflict(_)) => Ok(()),
-                Err(e) => Err(e),
-            }
-        })
-        .await;
-    match result {
-        Ok(()) => {
-            if let Err(e) = state.tags.reload(&state.store, &domain).await {
-                tracing::warn!(error = %e, domain, "cannot reload a domain's tags");
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, topic, "cannot register a published topic"),
     }
 }
 
@@ -178,7 +116,7 @@ impl Policy for PlatformPolicy {
                 && !message.topic.starts_with('$')
                 && crate::topic::validate_topic_name(&message.topic).is_ok()
             {
-                self.register_topic(&message.topic);
+                self.registrar.register(&message.topic);
             }
             if let Some(owner) = owner.as_ref().filter(|o| o.historize) {
                 let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
