@@ -69,21 +69,16 @@ fn the_console_is_served_embedded_compressed_and_under_a_strict_policy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_created_in_the_console_is_shown_once_works_and_stops_when_revoked() {
-    let server = tokio::task::spawn_blocking(|| {
+    let server = blocking(|| {
         let server = Server::start();
         server.create_domain("acme");
         server
     })
-    .await
-    .expect("server");
+    .await;
     let browser = Browser::start().await;
     browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
     browser.screenshot("tags").await;
-    browser
-        .client
-        .goto(&format!("{}/console/#/acme/keys", server.base))
-        .await
-        .expect("keys view");
+    browser.open(&server.base, "#/acme/keys").await;
     browser.fill("input[name=name]", "line1-gateway").await;
     browser.click("#create button[type=submit]").await;
     let secret = browser
@@ -115,7 +110,7 @@ async fn a_key_created_in_the_console_is_shown_once_works_and_stops_when_revoked
 
     // The key works as any client would use it.
     let probe = |key: String, base: String| async move {
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             reqwest::blocking::Client::new()
                 .get(format!("{base}/svc/tag/list"))
                 .header("X-Svc-Api-Key", key)
@@ -125,7 +120,6 @@ async fn a_key_created_in_the_console_is_shown_once_works_and_stops_when_revoked
                 .status()
         })
         .await
-        .expect("probe")
     };
     assert_eq!(
         probe(key.clone(), server.base.clone()).await,
@@ -166,29 +160,30 @@ async fn a_key_created_in_the_console_is_shown_once_works_and_stops_when_revoked
 
 /// Stops the server off the async threads (its blocking HTTP client may not be dropped there).
 async fn stop<T: Send + 'static>(server: T) {
-    tokio::task::spawn_blocking(move || drop(server))
+    blocking(move || drop(server)).await;
+}
+
+/// Runs blocking test work (the server, its blocking HTTP client, mosquitto_pub) off the async
+/// threads.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(work)
         .await
-        .expect("stop the server");
+        .expect("blocking test work")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_published_value_shows_in_the_live_tags_within_a_second() {
-    let server = tokio::task::spawn_blocking(|| {
+    let server = blocking(|| {
         let server = Server::start();
         server.create_domain("acme");
         server.create_tag("domains:acme", "plant/line1/speed", false);
         server.create_tag("domains:acme", "plant/line1/temp", false);
         server
     })
-    .await
-    .expect("server");
+    .await;
     let browser = Browser::start().await;
     browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
-    browser
-        .client
-        .goto(&format!("{}/console/#/acme/tags", server.base))
-        .await
-        .expect("tags view");
+    browser.open(&server.base, "#/acme/tags").await;
     browser
         .until(
             "the live stream",
@@ -202,26 +197,10 @@ async fn a_published_value_shows_in_the_live_tags_within_a_second() {
     let server = std::sync::Arc::new(server);
     let publisher = server.clone();
     let started = Instant::now();
-    tokio::task::spawn_blocking(move || {
-        let (ok, out) = publisher.mosquitto_pub(
-            true,
-            &[
-                "-u",
-                "admin",
-                "-P",
-                ADMIN_PASSWORD,
-                "-t",
-                "plant/line1/speed",
-                "-m",
-                "42.5",
-                "-q",
-                "1",
-            ],
-        );
-        assert!(ok, "{out}");
+    blocking(move || {
+        publisher.publish_as_admin("plant/line1/speed", "42.5");
     })
-    .await
-    .expect("publish");
+    .await;
     let shown = browser
         .until(
             "the published value",
@@ -270,7 +249,7 @@ async fn a_tags_trend_shows_its_historian_points_and_live_ones() {
         })
         .collect();
     let published = points.clone();
-    let server = tokio::task::spawn_blocking(move || {
+    let server = blocking(move || {
         let server = Server::start();
         server.create_domain("acme");
         server.create_record(
@@ -280,39 +259,17 @@ async fn a_tags_trend_shows_its_historian_points_and_live_ones() {
         );
         for (timestamp, value) in &published {
             let payload = json!({"value": value, "timestamp": timestamp}).to_string();
-            let (ok, out) = server.mosquitto_pub(
-                true,
-                &[
-                    "-u",
-                    "admin",
-                    "-P",
-                    ADMIN_PASSWORD,
-                    "-t",
-                    TOPIC,
-                    "-m",
-                    &payload,
-                    "-q",
-                    "1",
-                ],
-            );
-            assert!(ok, "{out}");
+            server.publish_as_admin(TOPIC, &payload);
         }
         server.history("domains:acme", TOPIC, 3);
         server
     })
-    .await
-    .expect("server");
+    .await;
     let browser = Browser::start().await;
     browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
     browser
-        .client
-        .goto(&format!(
-            "{}/console/#/acme/tag/{}",
-            server.base,
-            enc(TOPIC)
-        ))
-        .await
-        .expect("tag view");
+        .open(&server.base, &format!("#/acme/tag/{}", enc(TOPIC)))
+        .await;
     let count = "document.querySelector('#chart .series-0')?.dataset.count";
     browser
         .until(
@@ -341,26 +298,10 @@ async fn a_tags_trend_shows_its_historian_points_and_live_ones() {
     // A live value joins the trend.
     let publisher = std::sync::Arc::new(server);
     let server = publisher.clone();
-    tokio::task::spawn_blocking(move || {
-        let (ok, out) = publisher.mosquitto_pub(
-            true,
-            &[
-                "-u",
-                "admin",
-                "-P",
-                ADMIN_PASSWORD,
-                "-t",
-                TOPIC,
-                "-m",
-                "23",
-                "-q",
-                "1",
-            ],
-        );
-        assert!(ok, "{out}");
+    blocking(move || {
+        publisher.publish_as_admin(TOPIC, "23");
     })
-    .await
-    .expect("publish");
+    .await;
     browser
         .until(
             "the live point",
@@ -376,7 +317,7 @@ async fn a_tags_trend_shows_its_historian_points_and_live_ones() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_made_in_the_console_reach_rest_and_rest_records_reach_the_grid() {
-    let server = tokio::task::spawn_blocking(|| {
+    let server = blocking(|| {
         let server = Server::start();
         server.create_domain("acme");
         server.create_record(
@@ -387,15 +328,10 @@ async fn records_made_in_the_console_reach_rest_and_rest_records_reach_the_grid(
         server.create_record("domains:acme", "orders", &json!({"id": "rest1", "qty": 7}));
         server
     })
-    .await
-    .expect("server");
+    .await;
     let browser = Browser::start().await;
     browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
-    browser
-        .client
-        .goto(&format!("{}/console/#/acme/records/orders", server.base))
-        .await
-        .expect("records view");
+    browser.open(&server.base, "#/acme/records/orders").await;
     browser
         .until(
             "the REST record in the grid",
@@ -428,11 +364,10 @@ async fn records_made_in_the_console_reach_rest_and_rest_records_reach_the_grid(
     browser.screenshot("collections").await;
     let server = std::sync::Arc::new(server);
     let reader = server.clone();
-    let made = tokio::task::spawn_blocking(move || {
+    let made = blocking(move || {
         reader.get_json("domains:acme", &format!("/svc/{}", enc("acme.orders:web1")))
     })
-    .await
-    .expect("GET the record");
+    .await;
     assert_eq!(made["qty"], 3, "{made}");
 
     // Sorting by a column asks the API to sort.
@@ -451,9 +386,7 @@ async fn records_made_in_the_console_reach_rest_and_rest_records_reach_the_grid(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_loads_in_under_150_kb() {
-    let server = tokio::task::spawn_blocking(Server::start)
-        .await
-        .expect("server");
+    let server = blocking(Server::start).await;
     let browser = Browser::start().await;
     browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
     browser
@@ -484,7 +417,7 @@ async fn the_console_loads_in_under_150_kb() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_write_rights_the_controls_are_disabled_and_a_forced_call_is_refused() {
-    let server = tokio::task::spawn_blocking(|| {
+    let server = blocking(|| {
         let server = Server::start();
         server.create_domain("acme");
         server.create_tag("domains:acme", "plant/line1/speed", false);
@@ -496,21 +429,17 @@ async fn without_write_rights_the_controls_are_disabled_and_a_forced_call_is_ref
         );
         server
     })
-    .await
-    .expect("server");
+    .await;
     let browser = Browser::start().await;
     browser
         .log_in(&server.base, "viewer", "viewer-pw-123")
         .await;
     browser
-        .client
-        .goto(&format!(
-            "{}/console/#/acme/tag/{}",
-            server.base,
-            enc("plant/line1/speed")
-        ))
-        .await
-        .expect("tag view");
+        .open(
+            &server.base,
+            &format!("#/acme/tag/{}", enc("plant/line1/speed")),
+        )
+        .await;
     let disabled = browser
         .until(
             "the write form",
@@ -544,11 +473,7 @@ async fn without_write_rights_the_controls_are_disabled_and_a_forced_call_is_ref
         .expect("forced write");
     assert_eq!(status, json!(401));
 
-    browser
-        .client
-        .goto(&format!("{}/console/#/acme/records/orders", server.base))
-        .await
-        .expect("records view");
+    browser.open(&server.base, "#/acme/records/orders").await;
     browser
         .until(
             "the grid",
@@ -574,7 +499,7 @@ async fn without_write_rights_the_controls_are_disabled_and_a_forced_call_is_ref
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tree_of_ten_thousand_tags_is_live_within_a_second() {
     const TAGS: usize = 10_000;
-    let server = tokio::task::spawn_blocking(|| {
+    let server = blocking(|| {
         let server = Server::start();
         server.create_domain("acme");
         let resp = server
@@ -595,15 +520,10 @@ async fn the_tree_of_ten_thousand_tags_is_live_within_a_second() {
         });
         server
     })
-    .await
-    .expect("server");
+    .await;
     let browser = Browser::start().await;
     browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
-    browser
-        .client
-        .goto(&format!("{}/console/#/acme/keys", server.base))
-        .await
-        .expect("another view first");
+    browser.open(&server.base, "#/acme/keys").await;
     browser.text("#keys").await;
     // From the click on Live tags to a live tree showing rows with values.
     let interactive = browser

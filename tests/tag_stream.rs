@@ -76,22 +76,7 @@ fn stream_path(filter: &str) -> String {
 }
 
 fn publish(server: &Server, topic: &str, value: &str) {
-    let (ok, out) = server.mosquitto_pub(
-        true,
-        &[
-            "-u",
-            "admin",
-            "-P",
-            ADMIN_PASSWORD,
-            "-t",
-            topic,
-            "-m",
-            value,
-            "-q",
-            "1",
-        ],
-    );
-    assert!(ok, "mosquitto_pub: {out}");
+    server.publish_as_admin(topic, value);
 }
 
 fn setup() -> Server {

@@ -55,6 +55,25 @@ impl Server {
     pub fn mosquitto_pub(&self, v5: bool, args: &[&str]) -> (bool, String) {
         mosquitto_pub_on(self.listener_port("mqtt"), v5, args)
     }
+
+    /// Publishes `payload` to `topic` at QoS 1 with `mosquitto_pub -V 5` as admin; panics
+    /// unless it succeeds.
+    pub fn publish_as_admin(&self, topic: &str, payload: &str) {
+        let args = [
+            "-u",
+            "admin",
+            "-P",
+            ADMIN_PASSWORD,
+            "-t",
+            topic,
+            "-m",
+            payload,
+            "-q",
+            "1",
+        ];
+        let (ok, out) = self.mosquitto_pub(true, &args);
+        assert!(ok, "mosquitto_pub to {topic}: {out}");
+    }
 }
 
 fn version_flag(v5: bool) -> &'static str {

@@ -73,39 +73,28 @@ impl Browser {
         }
     }
 
-    /// Waits up to 5 s for the element `css` and returns its text.
-    pub async fn text(&self, css: &str) -> String {
-        let element = self
-            .client
+    /// The element `css`, waited for up to 5 s.
+    pub async fn element(&self, css: &str) -> fantoccini::elements::Element {
+        self.client
             .wait()
             .at_most(Duration::from_secs(5))
             .for_element(Locator::Css(css))
             .await
-            .unwrap_or_else(|e| panic!("no `{css}`: {e}"));
-        element.text().await.expect("element text")
+            .unwrap_or_else(|e| panic!("no `{css}`: {e}"))
+    }
+
+    /// The text of the element `css`.
+    pub async fn text(&self, css: &str) -> String {
+        self.element(css).await.text().await.expect("element text")
     }
 
     /// Types `text` into the input `css`.
     pub async fn fill(&self, css: &str, text: &str) {
-        let element = self
-            .client
-            .wait()
-            .at_most(Duration::from_secs(5))
-            .for_element(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no `{css}`: {e}"));
-        element.send_keys(text).await.expect("type");
+        self.element(css).await.send_keys(text).await.expect("type");
     }
 
     pub async fn click(&self, css: &str) {
-        let element = self
-            .client
-            .wait()
-            .at_most(Duration::from_secs(5))
-            .for_element(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no `{css}`: {e}"));
-        element.click().await.expect("click");
+        self.element(css).await.click().await.expect("click");
     }
 
     /// Polls `script` (a JS expression) until it is truthy; returns its value.
@@ -143,12 +132,18 @@ impl Browser {
         path
     }
 
+    /// Opens the console of the server at `base` at `hash` (`#/<domain>/<view>`).
+    pub async fn open(&self, base: &str, hash: &str) {
+        let url = format!("{base}/console/{hash}");
+        self.client
+            .goto(&url)
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
+
     /// Logs in through the console's login form at `base`.
     pub async fn log_in(&self, base: &str, username: &str, password: &str) {
-        self.client
-            .goto(&format!("{base}/console/"))
-            .await
-            .expect("open the console");
+        self.open(base, "").await;
         self.fill("input[name=username]", username).await;
         self.fill("input[name=password]", password).await;
         self.click("button[type=submit]").await;
