@@ -4,13 +4,14 @@
 import { call, onExpired, session } from "./api.js";
 import * as rights from "./rights.js";
 import * as login from "./views/login.js";
+import * as functions from "./views/functions.js";
 import * as keys from "./views/keys.js";
 import * as records from "./views/records.js";
 import * as tag from "./views/tag.js";
 import * as tags from "./views/tags.js";
 
 /** Views by address name, in the order of the navigation (those with a title). */
-const VIEWS = { tags, records, keys, tag };
+const VIEWS = { tags, records, functions, keys, tag };
 
 const main = document.getElementById("view");
 let cleanup = null;

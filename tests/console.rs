@@ -569,3 +569,70 @@ async fn the_tree_of_ten_thousand_tags_is_live_within_a_second() {
     browser.close().await;
     stop(server).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_runs_from_the_console_with_its_output_logs_and_history() {
+    let server = blocking(|| {
+        let server = Server::start();
+        server.create_domain("acme");
+        for code in [
+            "function main(i) { return i.x + 1; }",
+            "function main(i) { console.log('doubling', i.x); return {y: i.x * 2}; }",
+        ] {
+            let resp = server
+                .admin_in("domains:acme", Method::POST, "/svc/code/double")
+                .multipart(
+                    reqwest::blocking::multipart::Form::new().part(
+                        "file",
+                        reqwest::blocking::multipart::Part::bytes(code.as_bytes().to_vec())
+                            .file_name("double.js"),
+                    ),
+                )
+                .send()
+                .expect("upload");
+            assert!(resp.status().is_success(), "{}", resp.status());
+        }
+        server
+    })
+    .await;
+    let browser = Browser::start().await;
+    browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
+    browser.open(&server.base, "#/acme/functions/double").await;
+    browser
+        .until(
+            "the code and its two versions",
+            Duration::from_secs(5),
+            "document.querySelector('#code')?.textContent.includes('doubling') && document.querySelectorAll('#versions tr').length === 2",
+        )
+        .await;
+    browser
+        .client
+        .execute(
+            "document.querySelector('#run textarea').value = '{\"x\": 21}';",
+            vec![],
+        )
+        .await
+        .expect("fill the input");
+    browser.click("#run button[type=submit]").await;
+    let output = browser
+        .until(
+            "the output",
+            Duration::from_secs(5),
+            "document.querySelector('#result:not([hidden]) #output')?.textContent",
+        )
+        .await;
+    let output: serde_json::Value =
+        serde_json::from_str(output.as_str().expect("text")).expect("JSON output");
+    assert_eq!(output, json!({"y": 42}));
+    assert_eq!(browser.text("#logs").await, "doubling 21");
+    browser
+        .until(
+            "the run in the history",
+            Duration::from_secs(5),
+            "document.querySelectorAll('#runs tr').length === 1",
+        )
+        .await;
+    browser.screenshot("functions").await;
+    browser.close().await;
+    stop(server).await;
+}

@@ -186,6 +186,10 @@ fn effective_permissions_and_grants_added_to_a_group() {
         ("users", "read-write"),
         ("reports", "export"),
         ("collections", "read"),
+        ("processes", "read-write"),
+        ("flows", "read-write"),
+        ("namespace", "read-write"),
+        ("upstreams", "read-write"),
     ] {
         assert!(
             all.contains(&json!({"name": name, "action": action, "scope": "*"})),

@@ -71,12 +71,18 @@ impl Store {
     /// What an administrator holds in a domain: `read` and `read-write` on the platform's own
     /// features and every feature with custom actions, plus those actions, at scope `*`.
     pub fn admin_permissions(&self, domain: &str) -> StoreResult<Vec<NamedGrant>> {
-        const BUILT_IN: [&str; 6] = [
+        // Every feature a route checks (the system tables' included), so that an
+        // administrator's effective permissions say what the routes allow.
+        const BUILT_IN: [&str; 10] = [
             "api_keys",
             "collections",
+            "flows",
             "groups",
             "historian",
+            "namespace",
+            "processes",
             "tags",
+            "upstreams",
             "users",
         ];
         let conn = self.conn()?;
