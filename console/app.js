@@ -7,11 +7,12 @@ import * as login from "./views/login.js";
 import * as functions from "./views/functions.js";
 import * as keys from "./views/keys.js";
 import * as records from "./views/records.js";
+import * as system from "./views/system.js";
 import * as tag from "./views/tag.js";
 import * as tags from "./views/tags.js";
 
 /** Views by address name, in the order of the navigation (those with a title). */
-const VIEWS = { tags, records, functions, keys, tag };
+const VIEWS = { tags, records, functions, keys, system, tag };
 
 const main = document.getElementById("view");
 let cleanup = null;
