@@ -41,6 +41,9 @@ struct Python {
     freed: Condvar,
     /// The zygote kept for save-time syntax checks, so that a check never waits for runs.
     checker: Mutex<Option<Zygote>>,
+    /// What the first worker found when it tried its fences (every worker runs in the same
+    /// fences).
+    ready: protocol::Ready,
 }
 
 #[derive(Default)]
@@ -152,7 +155,7 @@ impl Python {
         let scratch_base = data_dir.join("python");
         let _ = std::fs::remove_dir_all(&scratch_base);
         let max_workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let python = Python {
+        let mut python = Python {
             interpreter,
             run_filters,
             scratch_base,
@@ -160,6 +163,7 @@ impl Python {
             pool: Mutex::new(Pool::default()),
             freed: Condvar::new(),
             checker: Mutex::new(None),
+            ready: protocol::Ready::default(),
         };
         // The first worker both proves the fences and serves the first run.
         let first = python.spawn(0).map_err(unavailable)?;
@@ -175,6 +179,7 @@ impl Python {
                 ))
             }));
         }
+        python.ready = first.ready.clone();
         {
             let mut pool = python.pool.lock().unwrap_or_else(|e| e.into_inner());
             pool.started = 1;
@@ -185,10 +190,7 @@ impl Python {
     }
 
     fn report(&self) -> Report {
-        let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-        let ready = pool.idle.first().map(|z| z.ready.clone());
-        drop(pool);
-        let ready = ready.unwrap_or_default();
+        let ready = &self.ready;
         Report {
             available: true,
             interpreter: Some(self.interpreter.exe.display().to_string()),
