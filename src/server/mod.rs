@@ -86,6 +86,12 @@ pub type RunLog =
     crate::group_commit::GroupCommit<(String, crate::store::RunOwner, crate::functions::RunRecord)>;
 
 impl AppState {
+    /// Changes whenever who may see or write what could have changed: grants, users, keys,
+    /// tag ownership. Caches of authorization decisions start over when it does.
+    pub fn authz_generation(&self) -> u64 {
+        self.auth_cache.generation() + self.tags.generation()
+    }
+
     pub fn broker(&self) -> error::ApiResult<&Broker> {
         self.broker.get().ok_or_else(|| {
             error::ApiError::new(

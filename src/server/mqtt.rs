@@ -168,6 +168,6 @@ impl Policy for PlatformPolicy {
     }
 
     fn authz_generation(&self) -> u64 {
-        self.state.auth_cache.generation() + self.state.tags.generation()
+        self.state.authz_generation()
     }
 }

@@ -59,7 +59,7 @@ async fn stream(
     // Watching starts before the snapshot is taken, so nothing set in between is missed.
     let watch = state.last_values.watch();
     let mut feed = Feed {
-        generation: generation(&state),
+        generation: state.authz_generation(),
         state,
         caller,
         headers,
@@ -71,11 +71,6 @@ async fn stream(
     feed.pending = feed.snapshot();
     let events = futures::stream::unfold(feed, Feed::next);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(HEARTBEAT)))
-}
-
-/// What changes who may see what: grants, users, keys, tag ownership.
-fn generation(state: &AppState) -> u64 {
-    state.auth_cache.generation() + state.tags.generation()
 }
 
 /// One client's stream.
@@ -147,7 +142,7 @@ impl Feed {
 
     /// Checks the credential and the grant again once anything they depend on has changed.
     async fn still_allowed(&mut self) -> Result<(), String> {
-        let now = generation(&self.state);
+        let now = self.state.authz_generation();
         if now == self.generation {
             return Ok(());
         }
