@@ -3,6 +3,7 @@
 
 import { call } from "../api.js";
 import { may } from "../rights.js";
+import { confirmCell, errorNotice, pickInAddress, textRow } from "../dom.js";
 
 export const title = "Functions";
 
@@ -29,44 +30,32 @@ export function render(main, { rest }) {
       <table><thead><tr><th>Started</th><th>Trigger</th><th>Took</th><th>Result</th></tr></thead><tbody id="runs"></tbody></table>
     </div>`;
   const error = main.querySelector(".error");
-  const fail = (e) => {
-    error.textContent = e.message;
-    error.hidden = false;
-  };
+  const fail = errorNotice(main);
+
   const select = main.querySelector("#function");
   call("GET", "/svc/processes/domain")
     .then((processes) => {
       for (const p of processes) select.append(new Option(p.name, p.name, false, p.name === name));
     })
     .catch(fail);
-  select.addEventListener("change", () => {
-    const base = location.hash.split("/").slice(0, 3).join("/");
-    location.hash = select.value ? `${base}/${encodeURIComponent(select.value)}` : base;
-  });
+  pickInAddress(select);
   if (!name) return null;
   main.querySelector("#detail").hidden = false;
   const path = encodeURIComponent(name);
   const writable = may("processes", "*", "write");
   if (!writable) for (const control of main.querySelector("#run").elements) control.disabled = true;
 
-  const cell = (text) => {
-    const td = document.createElement("td");
-    td.textContent = text;
-    return td;
-  };
   const loadRuns = async () => {
     const runs = await call("GET", `/svc/processes/runs/${path}?limit=20`);
     main.querySelector("#runs").replaceChildren(
-      ...runs.map((run) => {
-        const tr = document.createElement("tr");
-        tr.append(
-          cell(run.started_dt),
-          cell(run.trigger),
-          cell(`${run.duration_ms} ms`),
-          cell(run.success ? "ok" : run.error ?? "failed"),
-        );
-        return tr;
-      }),
+      ...runs.map((run) =>
+        textRow([
+          run.started_dt,
+          run.trigger,
+          `${run.duration_ms} ms`,
+          run.success ? "ok" : run.error ?? "failed",
+        ]),
+      ),
     );
   };
   const loadVersions = async () => {
@@ -76,24 +65,15 @@ export function render(main, { rest }) {
     main.querySelector("#about").textContent = newest.language ? `${newest.language}, version ${newest.version}` : "";
     main.querySelector("#versions").replaceChildren(
       ...versions.map((v) => {
-        const tr = document.createElement("tr");
-        tr.append(cell(String(v.version)), cell(v.language), cell(v.created_dt));
-        const restore = document.createElement("button");
-        restore.type = "button";
-        restore.textContent = v === newest ? "current" : "Restore";
-        restore.disabled = v === newest || !writable;
-        restore.addEventListener("click", async () => {
-          if (!confirm(`Make version ${v.version} of ${name} the running code?`)) return;
-          try {
-            await call("POST", `/svc/code/${path}/restore/${v.version}`);
-            await loadVersions();
-          } catch (e) {
-            fail(e);
-          }
-        });
-        const td = document.createElement("td");
-        td.append(restore);
-        tr.append(td);
+        const tr = textRow([String(v.version), v.language, v.created_dt]);
+        const restore = async () => {
+          await call("POST", `/svc/code/${path}/restore/${v.version}`);
+          await loadVersions();
+        };
+        const question = `Make version ${v.version} of ${name} the running code?`;
+        const label = v === newest ? "current" : "Restore";
+        const disabled = v === newest || !writable;
+        tr.append(confirmCell(label, question, restore, fail, { disabled }));
         return tr;
       }),
     );

@@ -1,6 +1,7 @@
 // Account → Developer Keys: create a key (its secret shown once), list, revoke.
 
 import { call } from "../api.js";
+import { confirmCell, errorNotice, textRow } from "../dom.js";
 
 export const title = "Developer keys";
 
@@ -23,10 +24,8 @@ export function render(main) {
       <tbody id="keys"></tbody>
     </table>`;
   const error = main.querySelector(".error");
-  const fail = (e) => {
-    error.textContent = e.message;
-    error.hidden = false;
-  };
+  const fail = errorNotice(main);
+
   const list = async () => {
     const keys = await call("GET", "/auth/keys");
     main.querySelector("#keys").replaceChildren(...keys.map((key) => row(key, list, fail)));
@@ -54,27 +53,12 @@ export function render(main) {
 }
 
 function row(key, refresh, fail) {
-  const tr = document.createElement("tr");
-  for (const text of [key.name, key.prefix, key.created_dt, key.last_used_dt ?? "never"]) {
-    const td = document.createElement("td");
-    td.textContent = text;
-    tr.append(td);
-  }
-  const revoke = document.createElement("button");
-  revoke.type = "button";
-  revoke.textContent = "Revoke";
-  revoke.dataset.key = key.id;
-  revoke.addEventListener("click", async () => {
-    if (!confirm(`Revoke the key “${key.name}”? Devices using it lose access at once.`)) return;
-    try {
-      await call("DELETE", `/auth/keys/${encodeURIComponent(key.id)}`);
-      await refresh();
-    } catch (e) {
-      fail(e);
-    }
-  });
-  const td = document.createElement("td");
-  td.append(revoke);
-  tr.append(td);
+  const tr = textRow([key.name, key.prefix, key.created_dt, key.last_used_dt ?? "never"]);
+  const revoke = async () => {
+    await call("DELETE", `/auth/keys/${encodeURIComponent(key.id)}`);
+    await refresh();
+  };
+  const question = `Revoke the key “${key.name}”? Devices using it lose access at once.`;
+  tr.append(confirmCell("Revoke", question, revoke, fail, { data: { key: key.id } }));
   return tr;
 }

@@ -3,6 +3,7 @@
 
 import { call } from "../api.js";
 import { may } from "../rights.js";
+import { confirmCell, errorNotice, pickInAddress } from "../dom.js";
 
 export const title = "Collections";
 
@@ -29,10 +30,8 @@ export function render(main, { rest }) {
     </div>
     <p class="notice error" role="alert" hidden></p>`;
   const error = main.querySelector(".error");
-  const fail = (e) => {
-    error.textContent = e.message;
-    error.hidden = false;
-  };
+  const fail = errorNotice(main);
+
   const select = main.querySelector("#table");
   call("GET", "/svc/collections/all")
     .then((collections) => {
@@ -40,10 +39,7 @@ export function render(main, { rest }) {
       if (table && !collections.some((c) => c.name === table)) select.append(new Option(table, table, false, true));
     })
     .catch(fail);
-  select.addEventListener("change", () => {
-    const base = location.hash.split("/").slice(0, 3).join("/");
-    location.hash = select.value ? `${base}/${encodeURIComponent(select.value)}` : base;
-  });
+  pickInAddress(select);
   if (!table) return null;
 
   const writable = may("collections", table, "write");
@@ -130,22 +126,11 @@ function drawGrid(main, records, view, reload, fail) {
         td.textContent = value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value);
         tr.append(td);
       }
-      const remove = document.createElement("button");
-      remove.type = "button";
-      remove.textContent = "Delete";
-      remove.disabled = !view.writable;
-      remove.addEventListener("click", async () => {
-        if (!confirm(`Delete ${record.id}?`)) return;
-        try {
-          await call("DELETE", `/svc/${encodeURIComponent(record.id)}`);
-          await reload();
-        } catch (e) {
-          fail(e);
-        }
-      });
-      const td = document.createElement("td");
-      td.append(remove);
-      tr.append(td);
+      const remove = async () => {
+        await call("DELETE", `/svc/${encodeURIComponent(record.id)}`);
+        await reload();
+      };
+      tr.append(confirmCell("Delete", `Delete ${record.id}?`, remove, fail, { disabled: !view.writable }));
       return tr;
     }),
   );

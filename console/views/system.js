@@ -2,6 +2,7 @@
 // whether Python processes run here and inside which fences.
 
 import { call } from "../api.js";
+import { errorNotice, textRow } from "../dom.js";
 
 export const title = "System";
 
@@ -34,15 +35,9 @@ export function render(main) {
         ["Size", `${(info.storage.size_bytes / 1048576).toFixed(1)} MiB`],
       ]);
       main.querySelector("#listeners").replaceChildren(
-        ...Object.entries(info.uns.bind).map(([name, bind]) => {
-          const tr = document.createElement("tr");
-          for (const text of [name, `${bind.host}:${bind.port}`, bind.enabled ? "listening" : "off"]) {
-            const td = document.createElement("td");
-            td.textContent = text;
-            tr.append(td);
-          }
-          return tr;
-        }),
+        ...Object.entries(info.uns.bind).map(([name, bind]) =>
+          textRow([name, `${bind.host}:${bind.port}`, bind.enabled ? "listening" : "off"]),
+        ),
       );
       const python = info.python ?? { available: false, reason: "not reported" };
       facts("#python", [
@@ -52,10 +47,6 @@ export function render(main) {
         ["Missing", (python.missing ?? []).join(", ") || "none"],
       ]);
     })
-    .catch((e) => {
-      const error = main.querySelector(".error");
-      error.textContent = e.message;
-      error.hidden = false;
-    });
+    .catch(errorNotice(main));
   return null;
 }
