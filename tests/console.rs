@@ -9,7 +9,7 @@ mod common;
 mod console_support;
 
 use common::*;
-use console_support::Browser;
+use console_support::{blocking, stop, Browser};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -156,19 +156,6 @@ async fn a_key_created_in_the_console_is_shown_once_works_and_stops_when_revoked
         .await;
     browser.close().await;
     stop(server).await;
-}
-
-/// Stops the server off the async threads (its blocking HTTP client may not be dropped there).
-async fn stop<T: Send + 'static>(server: T) {
-    blocking(move || drop(server)).await;
-}
-
-/// Runs blocking test work (the server, its blocking HTTP client, mosquitto_pub) off the async
-/// threads.
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(work)
-        .await
-        .expect("blocking test work")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

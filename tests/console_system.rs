@@ -5,19 +5,17 @@ mod common;
 mod console_support;
 
 use common::*;
-use console_support::Browser;
+use console_support::{blocking, stop, Browser};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_system_page_shows_the_device_listeners_and_python() {
-    let server = tokio::task::spawn_blocking(|| {
+    let (server, info) = blocking(|| {
         let server = Server::start();
         let info = server.get_json("domains:svc_admin", "/svc/");
         (server, info)
     })
-    .await
-    .expect("server");
-    let (server, info) = server;
+    .await;
     let browser = Browser::start().await;
     browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
     browser.open(&server.base, "#/svc_admin/system").await;
@@ -48,7 +46,5 @@ async fn the_system_page_shows_the_device_listeners_and_python() {
     );
     browser.screenshot("system").await;
     browser.close().await;
-    tokio::task::spawn_blocking(move || drop(server))
-        .await
-        .expect("stop");
+    stop(server).await;
 }

@@ -168,3 +168,16 @@ impl Drop for Browser {
         let _ = self.driver.kill();
     }
 }
+
+/// Stops the server off the async threads (its blocking HTTP client may not be dropped there).
+pub async fn stop<T: Send + 'static>(server: T) {
+    blocking(move || drop(server)).await;
+}
+
+/// Runs blocking test work (the server, its blocking HTTP client, mosquitto_pub) off the async
+/// threads.
+pub async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(work)
+        .await
+        .expect("blocking test work")
+}
