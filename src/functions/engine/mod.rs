@@ -398,10 +398,9 @@ fn evaluate(
     bridge: Bridge,
     logs: &Rc<RefCell<LogBuf>>,
 ) -> Result<Json, Failure> {
-    let engine = |e: rquickjs::Error| Failure::Script(format!("could not start the engine: {e}"));
     let mut warm = match WARM.with(|w| w.borrow_mut().take()) {
         Some(warm) => warm,
-        None => Warm::new().map_err(engine)?,
+        None => Warm::new().map_err(engine_failed)?,
     };
     warm.prepare(deadline, limits.memory_bytes);
     let guard = Guard {
@@ -416,6 +415,10 @@ fn evaluate(
     result
 }
 
+fn engine_failed(e: rquickjs::Error) -> Failure {
+    Failure::Script(format!("could not start the engine: {e}"))
+}
+
 /// One run in a new context of `rt`, dropped at the end.
 fn in_fresh_context(
     rt: &Runtime,
@@ -426,10 +429,9 @@ fn in_fresh_context(
     bridge: Bridge,
     logs: &Rc<RefCell<LogBuf>>,
 ) -> Result<Json, Failure> {
-    let engine = |e: rquickjs::Error| Failure::Script(format!("could not start the engine: {e}"));
     let context = Context::custom::<Builtins>(rt).map_err(|e| match guard.refused.get() {
         true => Failure::Memory,
-        false => engine(e),
+        false => engine_failed(e),
     })?;
     let bridge = Rc::new(bridge);
     context.with(|ctx| {
