@@ -17,6 +17,9 @@ install_deb() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@" >/dev/null
 }
 
+# Where cargo puts its builds.
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+
 # build_tools EXAMPLE… : builds the examples (release) and svc itself unless BENCH_SVC names an
 # already built binary; sets SVC.
 build_tools() {
@@ -30,7 +33,7 @@ build_tools() {
     else
         log "building (release): svc, $*"
         cargo build --release --quiet --bin svc "${examples[@]}"
-        SVC="$ROOT/target/release/svc"
+        SVC="$TARGET/release/svc"
     fi
 }
 

@@ -17,9 +17,17 @@
 #   (e) fulltext     GET /svc/items/all?filter[note][@@][string]=pump <random>           on svc
 # ((c), (d) and (e) each match BENCH_RECORDS/1000 records; (d) scans every record, (e) reads the
 # FTS5 index of the searchable `note`; their p99 is reported beside the indexed (c)) and prints
-# requests/s, p50, p90, p99 for each, the ratios (b)/(a) and (c)/(a) in requests/s,
+# Each round also measures the create rate (group commit of REST writes):
+#   (f) create8  BENCH_CREATES records POSTed by bench_load with BENCH_LOAD_THREADS (8) clients
+#   (g) create1  BENCH_CREATES_SINGLE records POSTed by one client
+# each into a fresh collection laid out like `items`, beside the ceiling: a raw rusqlite insert
+# loop (examples/bench_sqlite.rs) of BENCH_CREATES rows into a copy of the `items` table's
+# schema, one transaction per insert (`raw each`) and BENCH_RAW_BATCH per transaction
+# (`raw batched`).
+# It prints requests/s, p50, p90, p99 for each, the ratios (b)/(a) and (c)/(a) in requests/s,
 # the server's CPU time per request (from /proc/<pid>/stat; steadier than requests/s on a busy
-# machine), and whether the goals hold: (b) >= 50% of (a); (c) p99 < 10 ms. The same report is
+# machine), and whether the goals hold: (b) >= 50% of (a); (c) p99 < 10 ms; (f) >= 20,000
+# creates/s. The same report is
 # written to bench/results.md (overwritten) with the machine, its load and the date. Both servers
 # are stopped on exit.
 #
@@ -31,8 +39,10 @@
 # BENCH_THREADS (wrk -t, 2), BENCH_CONNECTIONS (wrk -c, 32; (d) and (e) use
 # BENCH_SLOW_CONNECTIONS, default BENCH_THREADS), BENCH_LOAD_THREADS (8),
 # SVC_LOG (svc's log filter, default info as in production; its log is kept only on failure),
-# BENCH_ROUNDS (1), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to measure
-# an already built svc binary instead of building target/release/svc.
+# BENCH_CREATES (20000), BENCH_CREATES_SINGLE (5000), BENCH_RAW_BATCH (256, the group commit's
+# largest group), BENCH_ROUNDS (1), BENCH_STRICT=1 to exit 1 when a goal is missed,
+# BENCH_SVC=<path> to measure an already built svc binary instead of building
+# target/release/svc. CARGO_TARGET_DIR is honoured.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -45,6 +55,9 @@ CONNS=${BENCH_CONNECTIONS:-32}
 LOAD_THREADS=${BENCH_LOAD_THREADS:-8}
 SLOW_CONNS=${BENCH_SLOW_CONNECTIONS:-$THREADS}
 ROUNDS=${BENCH_ROUNDS:-1}
+CREATES=${BENCH_CREATES:-20000}
+CREATES_SINGLE=${BENCH_CREATES_SINGLE:-5000}
+RAW_BATCH=${BENCH_RAW_BATCH:-256}
 LINES=1000
 PASSWORD="bench-$(date +%s)-$$"
 RESULTS="$ROOT/bench/results.md"
@@ -56,9 +69,10 @@ source "$ROOT/bench/lib.sh"
 command -v wrk >/dev/null 2>&1 || install_deb wrk
 command -v curl >/dev/null 2>&1 || install_deb curl
 
-build_tools hello bench_load
-HELLO="$ROOT/target/release/examples/hello"
-LOADER="$ROOT/target/release/examples/bench_load"
+build_tools hello bench_load bench_sqlite
+HELLO="$TARGET/release/examples/hello"
+LOADER="$TARGET/release/examples/bench_load"
+RAW="$TARGET/release/examples/bench_sqlite"
 
 # --- servers ------------------------------------------------------------------------------
 bench_workdir bench
@@ -72,7 +86,11 @@ log "logging in, creating domain bench and collection items"
 login_admin
 call POST /auth/domains '{"name":"bench"}' >/dev/null
 CALL_HEADERS=('Domain: domains:bench')
-call POST /svc/collections '{"name":"items","fields":[{"name":"sku","type":"string"},{"name":"line","type":"string"},{"name":"value","type":"number"},{"name":"note","type":"string","searchable":true}],"indexDetails":[{"fields":["line"],"isUnique":false},{"fields":["sku"],"isUnique":true}]}' >/dev/null
+# collection NAME : a collection laid out like every benchmarked table.
+collection() {
+    call POST /svc/collections '{"name":"'"$1"'","fields":[{"name":"sku","type":"string"},{"name":"line","type":"string"},{"name":"value","type":"number"},{"name":"note","type":"string","searchable":true}],"indexDetails":[{"fields":["line"],"isUnique":false},{"fields":["sku"],"isUnique":true}]}' >/dev/null
+}
+collection items
 
 log "loading $RECORDS records with $LOAD_THREADS threads"
 LOAD_LINE=$("$LOADER" "$SVC_URL" "$TOKEN" bench items "$RECORDS" "$LOAD_THREADS")
@@ -109,6 +127,28 @@ measure() {
     grep '^RESULT ' "$WORK/wrk-$mode.txt" | tr -d '\n' || die "wrk printed no result for $mode"
     echo " $(( (after - before) * 1000000 / TICKS_PER_SEC ))"
 }
+# load_rate THREADS COUNT TABLE : POSTs COUNT records into a fresh collection TABLE; prints
+# records/s and the server's CPU time per record in µs.
+load_rate() {
+    local threads=$1 count=$2 table=$3 before after line
+    collection "$table"
+    before=$(cpu_ticks "$SVC_PID")
+    line=$("$LOADER" "$SVC_URL" "$TOKEN" bench "$table" "$count" "$threads")
+    after=$(cpu_ticks "$SVC_PID")
+    log "$table: $line"
+    echo "$(sed -n 's/.*(\([0-9]*\) records\/s.*/\1/p' <<<"$line") $(( (after - before) * 1000000 / TICKS_PER_SEC / count ))"
+}
+# measure_creates ROUND : CREATE lines (kind, records/s, server CPU µs per record or 0).
+measure_creates() {
+    local round=$1
+    log "measuring creates: $CREATES records with $LOAD_THREADS clients, $CREATES_SINGLE with 1, raw loop"
+    echo "CREATE create8 $(load_rate "$LOAD_THREADS" "$CREATES" "c${round}_many")"
+    echo "CREATE create1 $(load_rate 1 "$CREATES_SINGLE" "c${round}_one")"
+    "$RAW" "$DB" bench.items "$WORK" "$CREATES" "$RAW_BATCH" | while read -r _ mode rate; do
+        echo "CREATE raw_$mode $rate 0"
+    done
+    rm -f "$WORK"/raw-*.db*
+}
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq 1 "$ROUNDS"); do
     [ "$ROUNDS" -gt 1 ] && log "round $round of $ROUNDS"
@@ -118,12 +158,40 @@ for round in $(seq 1 "$ROUNDS"); do
     # Full scans: as many connections as cores, so p99 is a query's time, not a queue's.
     measure containsany "$SVC_URL" "$SVC_PID" "$SLOW_CONNS"
     measure fulltext "$SVC_URL" "$SVC_PID" "$SLOW_CONNS"
+    measure_creates "$round" >>"$WORK/creates"
 done >"$WORK/results"
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- report -------------------------------------------------------------------------------
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 [ -n "$CPU" ] || CPU=$(uname -m)
+CREATE_REPORT=$(awk -v load_threads="$LOAD_THREADS" -v batch="$RAW_BATCH" '
+    # Per kind, the round with the median records/s.
+    { k = $2; c[k]++; r[k, c[k]] = $3; u[k, c[k]] = $4 }
+    function pick(m,    i, j, t, idx) {
+        for (i = 1; i <= c[m]; i++) idx[i] = i
+        for (i = 1; i <= c[m]; i++) for (j = i + 1; j <= c[m]; j++)
+            if (r[m, idx[j]] < r[m, idx[i]]) { t = idx[i]; idx[i] = idx[j]; idx[j] = t }
+        rate[m] = r[m, idx[int((c[m] + 1) / 2)]]; cpu[m] = u[m, idx[int((c[m] + 1) / 2)]]
+    }
+    END {
+        pick("create8"); pick("create1"); pick("raw_each"); pick("raw_batched")
+        name["create8"] = sprintf("(f) `POST /svc/<table>`, %d clients", load_threads)
+        name["create1"] = "(g) `POST /svc/<table>`, 1 client"
+        name["raw_each"] = "raw rusqlite loop, one transaction per insert"
+        name["raw_batched"] = sprintf("raw rusqlite loop, %d inserts per transaction", batch)
+        print "| creates | records/s | vs (g) | vs raw each | vs raw batched | server CPU/record |"
+        print "|---|---:|---:|---:|---:|---:|"
+        split("create8 create1 raw_each raw_batched", order, " ")
+        for (i = 1; i <= 4; i++) {
+            m = order[i]
+            printf "| %s | %.0f | %.2fx | %.2fx | %.2fx | %s |\n", name[m], rate[m], rate[m] / rate["create1"], rate[m] / rate["raw_each"], rate[m] / rate["raw_batched"], (cpu[m] > 0 ? sprintf("%d µs", cpu[m]) : "-")
+        }
+        print ""
+        ok = rate["create8"] >= 20000
+        printf "- creates with %d clients >= 20,000/s: %.0f/s → %s\n", load_threads, rate["create8"], ok ? "**met**" : "**NOT met**"
+        exit ok ? 0 : 3
+    }' "$WORK/creates") || GOALS=3
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]; then COMMIT="$COMMIT (src modified)"; fi
 REPORT=$(awk '
@@ -179,10 +247,14 @@ REPORT=$(awk '
     echo "- load: $LOAD_LINE"
     echo
     echo "$REPORT"
+    echo
+    echo "$CREATE_REPORT"
 } >"$RESULTS"
 
 echo
 echo "$REPORT"
+echo
+echo "$CREATE_REPORT"
 echo
 log "written to bench/results.md"
 if [ "$GOALS" -ne 0 ] && [ "${BENCH_STRICT:-0}" = 1 ]; then exit 1; fi

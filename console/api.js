@@ -55,3 +55,26 @@ export async function call(method, path, body) {
   const text = await resp.text();
   return text ? JSON.parse(text) : null;
 }
+
+/** `method path` with a multipart body (a record's JSON in `record` plus file parts). */
+export async function callForm(method, path, form) {
+  const resp = await fetch(path, { method, headers: headers(), body: form });
+  if (!resp.ok) throw await failure(resp);
+  return resp.json();
+}
+
+/** Saves `blob` as the file `name` through the browser's download. */
+export function saveAs(blob, name) {
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(blob);
+  link.download = name;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+}
+
+/** Downloads `path` (which needs the credential, so a plain link would not do) as `name`. */
+export async function download(path, name) {
+  const resp = await fetch(path, { headers: headers() });
+  if (!resp.ok) throw await failure(resp);
+  saveAs(await resp.blob(), name);
+}

@@ -4,6 +4,8 @@
 import { call, onExpired, session } from "./api.js";
 import * as rights from "./rights.js";
 import * as login from "./views/login.js";
+import * as admin from "./views/admin.js";
+import * as flows from "./views/flows.js";
 import * as functions from "./views/functions.js";
 import * as keys from "./views/keys.js";
 import * as records from "./views/records.js";
@@ -12,7 +14,7 @@ import * as tag from "./views/tag.js";
 import * as tags from "./views/tags.js";
 
 /** Views by address name, in the order of the navigation (those with a title). */
-const VIEWS = { tags, records, functions, keys, system, tag };
+const VIEWS = { tags, records, functions, flows, keys, admin, system, tag };
 
 const main = document.getElementById("view");
 let cleanup = null;
@@ -39,6 +41,7 @@ async function route() {
   if (!session.token) {
     document.getElementById("bar").hidden = true;
     cleanup = login.render(main, { reason, done: loggedIn });
+    main.dataset.route = location.hash;
     return;
   }
   try {
@@ -65,6 +68,9 @@ async function route() {
   showBar(domain, view);
   main.replaceChildren();
   cleanup = VIEWS[view].render(main, { rest }) ?? null;
+  // Which address the shown view belongs to: until it matches the address bar, the
+  // page still shows the previous view (a domain change loads its rights first).
+  main.dataset.route = location.hash;
   main.focus();
 }
 

@@ -6,6 +6,8 @@
 #   chromium, chromium-driver  the web console's browser tests (headless, through WebDriver)
 #   python3            Debian's interpreter, which runs Python processes (svc looks for
 #                      /usr/bin/python3 first: a pyenv or venv shim is not an interpreter)
+#   python3-venv, python3-pip  a venv under target/ holding schemathesis (pinned), which
+#                      tests/schemathesis.rs runs against the served OpenAPI document
 # Needs only the Rust toolchain; system packages come from apt (as root, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +16,7 @@ need=()
 command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/bin/python3 ] || need+=(python3)
+/usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv python3-pip)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || need+=(mosquitto)
@@ -23,6 +26,14 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "${need[@]}"
+fi
+
+# schemathesis from PyPI, pinned, in its own venv (tests/schemathesis.rs looks for it there).
+SCHEMATHESIS_VERSION=4.32.5
+venv="${CARGO_TARGET_DIR:-target}/schemathesis-venv"
+if [ "$("$venv/bin/schemathesis" --version 2>/dev/null | grep -o '[0-9][0-9.]*$')" != "$SCHEMATHESIS_VERSION" ]; then
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
 exec cargo test --locked "$@"

@@ -132,3 +132,43 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    const UNITS: [(&str, &str, u64); 6] = [
+        ("ms", "millisecond", 1),
+        ("s", "second", 1_000),
+        ("m", "minute", 60_000),
+        ("h", "hour", 3_600_000),
+        ("d", "day", 86_400_000),
+        ("w", "week", 604_800_000),
+    ];
+
+    proptest! {
+        /// `<int><unit>…` is the sum of its parts.
+        #[test]
+        fn compound_durations_are_the_sum_of_their_parts(
+            parts in prop::collection::vec((0u64..100_000, 0usize..6), 1..5)
+        ) {
+            let text: String = parts.iter().map(|(n, u)| format!("{n}{}", UNITS[*u].0)).collect();
+            let ms: u64 = parts.iter().map(|(n, u)| n * UNITS[*u].2).sum();
+            prop_assert_eq!(parse_duration(&text), Ok(Duration::from_millis(ms)));
+        }
+
+        /// `<int>_<word>`, singular or plural, is the same as `<int><unit>`.
+        #[test]
+        fn word_units_equal_symbol_units(n in 0u64..1_000_000, u in 0usize..6, plural: bool) {
+            let (symbol, word, _) = UNITS[u];
+            let words = format!("{n}_{word}{}", if plural { "s" } else { "" });
+            prop_assert_eq!(parse_duration(&words), parse_duration(&format!("{n}{symbol}")));
+        }
+
+        #[test]
+        fn any_text_never_panics(text in ".{0,40}") {
+            let _ = parse_duration(&text);
+        }
+    }
+}

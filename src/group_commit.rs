@@ -2,18 +2,21 @@
 //! that moment with one call (one transaction), so under load many writers share a commit
 //! instead of each taking SQLite's write lock in turn (a writer that finds it taken sleeps in
 //! SQLite's busy handler for a millisecond or more). A request may wait for its commit, or be
-//! sent and forgotten.
+//! sent and forgotten. A group either shares one result ([`GroupCommit::start`]) or answers each
+//! request with its own ([`GroupCommit::start_each`]: one request's refusal is not its
+//! neighbours').
 
 use std::sync::mpsc;
 use tokio::sync::oneshot;
 
-type Reply = oneshot::Sender<Result<(), String>>;
+type Reply<R> = oneshot::Sender<Result<R, String>>;
 
-pub struct GroupCommit<T> {
-    requests: mpsc::Sender<(T, Option<Reply>)>,
+/// Requests `T`, each answered with an `R` once its group is written.
+pub struct GroupCommit<T, R = ()> {
+    requests: mpsc::Sender<(T, Option<Reply<R>>)>,
 }
 
-impl<T> Clone for GroupCommit<T> {
+impl<T, R> Clone for GroupCommit<T, R> {
     fn clone(&self) -> Self {
         GroupCommit {
             requests: self.requests.clone(),
@@ -22,32 +25,53 @@ impl<T> Clone for GroupCommit<T> {
 }
 
 impl<T: Send + 'static> GroupCommit<T> {
-    /// Starts the writer thread `name`: `write` gets up to `max_group` requests at once. The
-    /// thread ends when the last `GroupCommit` is dropped.
+    /// Starts the writer thread `name`: `write` gets up to `max_group` requests at once, and its
+    /// result is every request's. The thread ends when the last `GroupCommit` is dropped.
     pub fn start(
         name: &str,
         max_group: usize,
         write: impl Fn(&[T]) -> Result<(), String> + Send + 'static,
     ) -> std::io::Result<GroupCommit<T>> {
-        let (requests, incoming) = mpsc::channel::<(T, Option<Reply>)>();
+        GroupCommit::start_each(name, max_group, move |items: Vec<T>| {
+            let result = write(&items);
+            vec![result; items.len()]
+        })
+    }
+}
+
+impl<T: Send + 'static, R: Send + 'static> GroupCommit<T, R> {
+    /// Starts the writer thread `name`: `write` gets up to `max_group` requests at once and
+    /// returns one result per request, in their order (a missing one is reported as a failure).
+    /// The thread ends when the last `GroupCommit` is dropped.
+    pub fn start_each(
+        name: &str,
+        max_group: usize,
+        write: impl Fn(Vec<T>) -> Vec<Result<R, String>> + Send + 'static,
+    ) -> std::io::Result<GroupCommit<T, R>> {
+        let (requests, incoming) = mpsc::channel::<(T, Option<Reply<R>>)>();
         std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
                 while let Ok(first) = incoming.recv() {
-                    let (items, replies): (Vec<T>, Vec<Option<Reply>>) = std::iter::once(first)
+                    let (items, replies): (Vec<T>, Vec<Option<Reply<R>>>) = std::iter::once(first)
                         .chain(incoming.try_iter().take(max_group.saturating_sub(1)))
                         .unzip();
-                    let result = write(&items);
-                    for reply in replies.into_iter().flatten() {
-                        let _ = reply.send(result.clone());
+                    let mut results = write(items).into_iter();
+                    for reply in replies {
+                        let result = results
+                            .next()
+                            .unwrap_or_else(|| Err("the store writer lost a result".to_string()));
+                        if let Some(reply) = reply {
+                            let _ = reply.send(result);
+                        }
                     }
                 }
             })?;
         Ok(GroupCommit { requests })
     }
 
-    /// Writes `item` with the next group; `Ok` once that group is committed.
-    pub async fn write(&self, item: T) -> Result<(), String> {
+    /// Writes `item` with the next group; its result once that group is committed.
+    pub async fn write(&self, item: T) -> Result<R, String> {
         let (reply, committed) = oneshot::channel();
         self.requests
             .send((item, Some(reply)))
@@ -90,5 +114,34 @@ mod tests {
         let all: Vec<u32> = groups.iter().flatten().copied().collect();
         assert_eq!(all, [0, 1, 2, 3, 4, 5, 6, 7, 13], "in order, none lost");
         assert!(groups.iter().all(|g| g.len() <= 3), "{groups:?}");
+    }
+
+    #[tokio::test]
+    async fn each_request_of_a_group_gets_its_own_result() {
+        let writer = GroupCommit::start_each("test-each", 8, |items: Vec<u32>| {
+            items
+                .into_iter()
+                .map(|n| {
+                    if n % 2 == 0 {
+                        Ok(n * 10)
+                    } else {
+                        Err(format!("{n} is odd"))
+                    }
+                })
+                .collect()
+        })
+        .expect("start");
+        let results = futures::future::join_all((0..6).map(|n| writer.write(n))).await;
+        assert_eq!(
+            results,
+            [
+                Ok(0),
+                Err("1 is odd".into()),
+                Ok(20),
+                Err("3 is odd".into()),
+                Ok(40),
+                Err("5 is odd".into())
+            ]
+        );
     }
 }

@@ -192,3 +192,35 @@ mod tests {
         assert!(k.chars().all(|c| !c.is_ascii_uppercase()));
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A RecordID made of valid parts parses to those parts and prints as it was written.
+        #[test]
+        fn valid_record_ids_parse_and_print_back(
+            domain in "[a-z][a-z0-9_]{0,20}",
+            table in "[A-Za-z_][A-Za-z0-9_]{0,20}",
+            key in "[A-Za-z0-9_-]{1,40}",
+        ) {
+            let text = format!("{domain}.{table}:{key}");
+            let id = RecordId::parse(&text).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(&id.table.domain, &domain);
+            prop_assert_eq!(&id.table.table, &table);
+            prop_assert_eq!(&id.key, &key);
+            prop_assert_eq!(id.to_string(), text);
+        }
+
+        /// Whatever is accepted prints back to the same text; nothing panics.
+        #[test]
+        fn any_text_either_fails_or_prints_back(text in ".{0,60}") {
+            if let Ok(id) = RecordId::parse(&text) {
+                prop_assert_eq!(id.to_string(), text.clone());
+            }
+            let _ = parse_domain_header(&text);
+        }
+    }
+}

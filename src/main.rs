@@ -18,17 +18,17 @@ mod schedule;
 mod schema;
 mod server;
 mod store;
+mod telemetry;
 mod time;
 mod topic;
 mod tui;
 mod upstream;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     memory::disable_transparent_huge_pages();
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match cli.command {
         cli::Command::Serve(args) => match server::run(*args) {
             Ok(()) => ExitCode::SUCCESS,

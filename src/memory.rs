@@ -34,6 +34,51 @@ pub fn disable_transparent_huge_pages() {
     }
 }
 
+/// Gives back what this thread freed, when it goes idle and did not do so in the last
+/// [`ALLOCATOR_UPKEEP_EVERY`] (tokio's `on_thread_park`: a worker parks whenever it has nothing
+/// to run, thousands of times a second under load, so the pass is rate-limited per thread).
+///
+/// Memory a worker frees (the tasks and socket registrations of connections that parked, the
+/// buffers of a burst) waits in that worker's own heap until the worker allocates again; the
+/// periodic pass of [`spawn_allocator_upkeep`] runs on one thread and does not reach it.
+pub fn collect_when_idle() {
+    use std::cell::Cell;
+    use std::time::Instant;
+    thread_local! {
+        static LAST: Cell<Option<Instant>> = const { Cell::new(None) };
+    }
+    let now = Instant::now();
+    let due = LAST.with(|last| {
+        let due = last
+            .get()
+            .is_none_or(|at| now.duration_since(at) >= ALLOCATOR_UPKEEP_EVERY);
+        if due {
+            last.set(Some(now));
+        }
+        due
+    });
+    if due {
+        collect(false);
+    }
+}
+
+/// Gives back, now, what the calling thread freed: after an argon2 hash, whose 19 MB the
+/// allocator otherwise keeps (its return is delayed until the thread allocates again, and a
+/// blocking thread that hashed a password may not): a fresh server held 45 MB resident
+/// instead of 28.
+pub fn give_back_freed() {
+    // Forced: the delayed returns happen now.
+    collect(true);
+}
+
+/// One pass of the allocator's collection for the calling thread (and its arenas' pending
+/// returns; `force` runs the delayed ones now).
+fn collect(force: bool) {
+    // SAFETY: mi_collect only walks the allocator's own structures; it may be called from any
+    // thread at any time.
+    unsafe { libmimalloc_sys::mi_collect(force) };
+}
+
 /// Gives freed memory back to the system every few seconds.
 ///
 /// mimalloc returns freed memory after a short delay, but only when some thread allocates
@@ -46,9 +91,7 @@ pub fn spawn_allocator_upkeep() {
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
-            // SAFETY: mi_collect only walks the allocator's own structures; it may be called
-            // from any thread at any time.
-            unsafe { libmimalloc_sys::mi_collect(false) };
+            collect(false);
         }
     });
 }

@@ -3,19 +3,19 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LoginRequest {
     pub username: String,
     pub password: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LoginResponse {
     pub success: bool,
     pub tkn: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Success {
     pub success: bool,
 }
@@ -26,22 +26,23 @@ impl Success {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PermissionResponse {
     pub actions: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CountResponse {
     pub count: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewApiKeyRequest {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewApiKey {
     pub success: bool,
     pub id: String,
@@ -52,7 +53,7 @@ pub struct NewApiKey {
     pub created_dt: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ApiKeyInfo {
     pub id: String,
     pub name: String,
@@ -64,21 +65,22 @@ pub struct ApiKeyInfo {
     pub user_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Domain {
     pub id: String,
     pub name: String,
     pub created_dt: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewDomainRequest {
+    #[schema(pattern = "^[a-z][a-z0-9_]{0,62}$")]
     pub name: String,
 }
 
 /// A user as the API shows it (never its password). `created_dt` is the interface's name,
 /// `createdDt` the SDK's; both carry the same time.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct User {
     pub id: String,
     pub username: String,
@@ -94,7 +96,7 @@ pub struct User {
 }
 
 /// The SDK's user profile fields; all optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct UserProfile {
     #[serde(rename = "firstName", default, skip_serializing_if = "Option::is_none")]
     pub first_name: Option<String>,
@@ -108,9 +110,11 @@ pub struct UserProfile {
     pub user_image: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewUserRequest {
+    #[schema(min_length = 1, max_length = 128)]
     pub username: String,
+    #[schema(min_length = 8)]
     pub password: String,
     #[serde(default)]
     pub admin: bool,
@@ -121,7 +125,7 @@ pub struct NewUserRequest {
     pub group_ids: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Grant {
     pub feature: String,
     pub action: String,
@@ -130,7 +134,7 @@ pub struct Grant {
 
 /// A group: `grants` is the interface's form, `features` the SDK's (the same grants, each with
 /// its domain), `user_ids` its members.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Group {
     pub id: String,
     pub name: String,
@@ -143,7 +147,7 @@ pub struct Group {
 }
 
 /// A grant in the SDK's shape.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GroupFeature {
     pub name: String,
     pub action: String,
@@ -153,7 +157,7 @@ pub struct GroupFeature {
 }
 
 /// A grant as the SDK sends and lists it: `{"name","action","scope"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NamedGrant {
     pub name: String,
     pub action: String,
@@ -170,8 +174,9 @@ impl NamedGrant {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewGroupRequest {
+    #[schema(min_length = 1, max_length = 128)]
     pub name: String,
     #[serde(default)]
     pub grants: Vec<Grant>,
@@ -181,33 +186,33 @@ pub struct NewGroupRequest {
 }
 
 /// `POST /auth/permission` in the SDK's form: grants added to a group.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GroupGrants {
     pub group_id: String,
     pub permissions: Vec<NamedGrant>,
 }
 
 /// `GET /auth/permission`: the caller's effective grants in the active domain.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PermissionList {
     pub permissions: Vec<NamedGrant>,
 }
 
 /// `GET /auth/permission/check/…`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PermissionCheck {
     pub success: bool,
     pub permission: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FeatureActions {
     pub name: String,
     #[serde(default)]
     pub actions: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PermissionImport {
     #[serde(default)]
     pub features: Vec<FeatureActions>,
@@ -215,17 +220,17 @@ pub struct PermissionImport {
     pub scopes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ValidateTokenRequest {
     pub token: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ValidateTokenResponse {
     pub valid: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileRequest {
     #[serde(rename = "fileName")]
     pub file_name: String,
@@ -234,10 +239,13 @@ pub struct FileRequest {
     #[serde(rename = "fieldName")]
     pub field_name: String,
     #[serde(rename = "recordID")]
+    #[schema(
+        pattern = "^[a-z][a-z0-9_]{0,62}\\.[A-Za-z_][A-Za-z0-9_]{0,62}:[A-Za-z0-9_-]{1,128}$"
+    )]
     pub record_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DeviceInfo {
     pub device_name: String,
     pub uns: Uns,
@@ -246,10 +254,26 @@ pub struct DeviceInfo {
     /// Whether Python processes run here, and inside which fences (absent from older servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<PythonInfo>,
+    /// The newest snapshot of the store this server made (absent when none was made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_backup: Option<BackupInfo>,
+}
+
+/// A snapshot of the store: when it was taken, where it went and how big it is.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct BackupInfo {
+    /// RFC 3339 UTC with milliseconds.
+    pub time: String,
+    /// The file under the data dir for a scheduled snapshot; `null` for one sent to a client
+    /// (`svc backup`), whose file is on the client's side.
+    pub file: Option<String>,
+    pub size_bytes: u64,
+    /// `scheduled` or `download`.
+    pub kind: String,
 }
 
 /// What `GET /svc/` says of Python processes.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct PythonInfo {
     pub available: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,14 +293,14 @@ pub struct PythonInfo {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Uns {
     #[serde(rename = "basePath")]
     pub base_path: String,
     pub bind: Binds,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Binds {
     pub mqtt: Bind,
     pub mqtts: Bind,
@@ -284,14 +308,14 @@ pub struct Binds {
     pub wss: Bind,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Bind {
     pub host: String,
     pub port: u16,
     pub enabled: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StorageInfo {
     pub engine: String,
     pub path: String,
@@ -299,7 +323,7 @@ pub struct StorageInfo {
 }
 
 /// The latest value of a tag (`GET /svc/tag/values`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TagValue {
     pub topic: String,
     pub value: serde_json::Value,
@@ -307,12 +331,14 @@ pub struct TagValue {
 }
 
 /// A folder of `GET /svc/namespaces/tree`: the tags and folders one level below `path`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TreeFolder {
     /// The folder's last level ("" for the root of the whole namespace).
     pub name: String,
     pub path: String,
+    /// A folder holds folders: utoipa must not follow the type into itself.
     #[serde(default)]
+    #[schema(no_recursion)]
     pub folders: Vec<TreeFolder>,
     #[serde(default)]
     pub tags: Vec<TreeTag>,
@@ -322,7 +348,7 @@ pub struct TreeFolder {
 }
 
 /// A tag in a [`TreeFolder`], with its last value when it has had one since the start.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TreeTag {
     pub name: String,
     pub path: String,
@@ -333,7 +359,7 @@ pub struct TreeTag {
 }
 
 /// Body of `POST /svc/tag/write`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TagWriteRequest {
     pub topic: String,
     pub value: serde_json::Value,
@@ -342,7 +368,7 @@ pub struct TagWriteRequest {
 }
 
 /// A tag record's fields for `POST /svc/tags`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewTag {
     pub path: String,
     pub historize: bool,
@@ -355,7 +381,7 @@ pub struct NewTag {
 }
 
 /// Body of `PATCH /svc/historian` as a client sends it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HistorianQuery {
     pub topic: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -373,15 +399,16 @@ pub struct HistorianQuery {
 }
 
 /// Body of `PATCH /svc/historian/last`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HistorianLastRequest {
     pub topic: String,
     pub limit: u64,
 }
 
 /// Body of `POST /svc/historian/export` as a client sends it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HistorianExportRequest {
+    #[schema(min_items = 1)]
     pub topics: Vec<String>,
     #[serde(rename = "startDate")]
     pub start_date: String,
@@ -398,14 +425,14 @@ pub struct HistorianExportRequest {
 }
 
 /// One historian value (`PATCH /svc/historian`, `/last`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HistorianPoint {
     pub timestamp: String,
     pub value: serde_json::Value,
 }
 
 /// What an upstream's connection is doing (`state` of `GET /svc/upstreams/status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum UpstreamState {
     Disabled,
@@ -419,7 +446,7 @@ pub enum UpstreamState {
 
 /// The part of an upstream's status the monitor shows (the server sends more: times, error,
 /// traffic).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 pub struct UpstreamBrief {
     pub name: String,
     pub state: UpstreamState,

@@ -111,3 +111,51 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One cron field: `*`, a value, a range, a step or a list, within `lo..=hi`.
+    fn field(lo: u32, hi: u32) -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("*".to_string()),
+            (lo..=hi).prop_map(|v| v.to_string()),
+            (lo..=hi, lo..=hi).prop_map(|(a, b)| format!("{}-{}", a.min(b), a.max(b))),
+            (1..=hi.max(1)).prop_map(|s| format!("*/{s}")),
+            prop::collection::vec(lo..=hi, 1..4).prop_map(|v| v
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")),
+        ]
+    }
+
+    proptest! {
+        /// A valid pattern fires strictly after the instant asked about, and again after that.
+        #[test]
+        fn valid_patterns_fire_strictly_later(
+            minute in field(0, 59), hour in field(0, 23), dom in field(1, 28),
+            month in field(1, 12), dow in field(0, 6), secs in 0i64..4_000_000_000,
+        ) {
+            let pattern = format!("{minute} {hour} {dom} {month} {dow}");
+            let schedule = Schedule::cron(&pattern).map_err(TestCaseError::fail)?;
+            let Some(after) = DateTime::from_timestamp(secs, 0) else { return Ok(()) };
+            if let Some(next) = schedule.next_after(after) {
+                prop_assert!(next > after, "{}: {} then {}", pattern, after, next);
+                if let Some(again) = schedule.next_after(next) {
+                    prop_assert!(again > next);
+                }
+            }
+        }
+
+        #[test]
+        fn any_text_never_panics(text in ".{0,40}", fields in prop::collection::vec("[0-9*/,-]{1,5}", 1..8)) {
+            let _ = Schedule::cron(&text);
+            if let Ok(s) = Schedule::cron(&fields.join(" ")) {
+                let _ = s.next_after(Utc::now());
+            }
+        }
+    }
+}

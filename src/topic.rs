@@ -110,3 +110,56 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Topic names of 1 to 5 non-empty levels, optionally a `$` topic (not a tag path).
+    fn topic() -> impl Strategy<Value = String> {
+        (
+            any::<bool>(),
+            prop::collection::vec("[a-z0-9 _.-]{1,6}", 1..6),
+        )
+            .prop_map(|(dollar, levels)| {
+                let topic = levels.join("/");
+                match dollar {
+                    true => format!("${topic}"),
+                    false if topic.is_empty() => "t".to_string(),
+                    false => topic,
+                }
+            })
+    }
+
+    proptest! {
+        /// A valid name is a valid filter that matches itself; `+` in place of any level and
+        /// a trailing `#` still match; `#` alone matches every topic except `$` ones.
+        #[test]
+        fn wildcards_match_what_they_stand_for(topic in topic(), at in 0usize..5) {
+            prop_assert_eq!(validate_topic_name(&topic).is_ok(), !topic.starts_with('$'), "{}", topic);
+            prop_assert!(validate_topic_filter(&topic).is_ok());
+            prop_assert!(filter_matches(&topic, &topic));
+            let mut levels: Vec<&str> = topic.split('/').collect();
+            let at = at % levels.len();
+            let dollar_first = at == 0 && topic.starts_with('$');
+            levels[at] = "+";
+            let plus = levels.join("/");
+            prop_assert!(validate_topic_filter(&plus).is_ok());
+            prop_assert_eq!(filter_matches(&plus, &topic), !dollar_first, "{} vs {}", plus, topic);
+            prop_assert_eq!(filter_matches("#", &topic), !topic.starts_with('$'));
+            let below = format!("{topic}/#");
+            prop_assert!(filter_matches(&below, &topic));
+        }
+
+        /// Nothing panics; a name with a wildcard is never valid.
+        #[test]
+        fn any_text_never_panics(filter in ".{0,30}", topic in ".{0,30}") {
+            let name_ok = validate_topic_name(&topic).is_ok();
+            prop_assert!(!(name_ok && (topic.contains('+') || topic.contains('#'))));
+            if validate_topic_filter(&filter).is_ok() && name_ok {
+                let _ = filter_matches(&filter, &topic);
+            }
+        }
+    }
+}

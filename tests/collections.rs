@@ -271,3 +271,77 @@ fn deleting_a_collection_keeps_data() {
         .unwrap();
     json_ok(resp, StatusCode::CREATED);
 }
+
+/// `PUT` replaces a definition in one step: new fields validate at once, indexes are rebuilt,
+/// records stay, and a new unique index that existing records break changes nothing.
+#[test]
+fn a_collection_is_replaced_in_place() {
+    let server = with_gauges();
+    server.create_record(
+        DEMO,
+        "gauges",
+        &json!({"id": "a", "label": "g1", "reading": 1}),
+    );
+    server.create_record(
+        DEMO,
+        "gauges",
+        &json!({"id": "b", "label": "g2", "reading": 1}),
+    );
+    let path = rec_path("demo.collections:gauges");
+    let put = |body: Value| {
+        server
+            .admin_in(DEMO, Method::PUT, &path)
+            .json(&body)
+            .send()
+            .unwrap()
+    };
+    let replaced = json_ok(
+        put(json!({
+            "fields": [
+                {"name": "label", "type": "string", "required": false},
+                {"name": "site", "type": "string", "required": true}
+            ],
+            "indexDetails": [{"fields": ["site"], "isUnique": false}]
+        })),
+        StatusCode::OK,
+    );
+    assert_eq!(replaced["name"], json!("gauges"));
+    assert_eq!(replaced["fields"][1]["name"], json!("site"));
+    // The new required field is enforced; the old unique label is not any more.
+    assert_error(
+        post(&server, DEMO, "gauges", &json!({"label": "g1"})),
+        StatusCode::BAD_REQUEST,
+        &["site"],
+    );
+    json_ok(
+        post(
+            &server,
+            DEMO,
+            "gauges",
+            &json!({"label": "g1", "site": "north"}),
+        ),
+        StatusCode::CREATED,
+    );
+    assert_eq!(server.count(DEMO, "gauges"), 3);
+    // A unique index that the stored records break is refused, and the definition stays.
+    assert_error(
+        put(json!({"fields": [], "indexDetails": [{"fields": ["reading"], "isUnique": true}]})),
+        StatusCode::CONFLICT,
+        &[],
+    );
+    let stored = server.get_json(DEMO, &path);
+    assert_eq!(stored["fields"][1]["name"], json!("site"));
+    // Renaming, bad definitions and unknown collections.
+    assert_error(put(json!({"name": "other"})), StatusCode::BAD_REQUEST, &[]);
+    assert_error(
+        put(json!({"fields": [{"name": "x", "type": "colour"}]})),
+        StatusCode::BAD_REQUEST,
+        &[],
+    );
+    let resp = server
+        .admin_in(DEMO, Method::PUT, &rec_path("demo.collections:nothing"))
+        .json(&json!({"fields": []}))
+        .send()
+        .unwrap();
+    assert_error(resp, StatusCode::NOT_FOUND, &[]);
+}

@@ -132,7 +132,11 @@ fn resolves_inputs_and_writes_outputs(language: &str) {
     assert_eq!(alarms[0]["site"], "plant1", "{alarms}");
     assert_eq!(alarms[0]["orders"], 2, "{alarms}");
     assert_eq!(alarms[0]["source"], "monitor", "{alarms}");
-    let order = server.get_json(ACME, &format!("/svc/{}", enc("acme.orders:o1")));
+    // The outputs run in order, each committed on its own: the update follows the insert.
+    let order = server.poll(Duration::from_secs(10), "the order's update", || {
+        let order = server.get_json(ACME, &format!("/svc/{}", enc("acme.orders:o1")));
+        (order["qty"] != json!(1)).then_some(order)
+    });
     assert_eq!(order["qty"], 2, "{order}");
 
     // The SDK reads the process back in its own shape.

@@ -279,3 +279,88 @@ fn a_hundred_streams_at_a_thousand_updates_a_second_all_end_on_the_latest_values
         Some(TAGS)
     );
 }
+
+/// `payload=raw` adds the published bytes: text as `payload`, anything else as
+/// `payload_base64`; without it the events hold only the value.
+#[test]
+fn the_raw_payload_comes_with_each_value_when_asked() {
+    let server = setup();
+    publish(
+        &server,
+        "plant/line1/speed",
+        r#"{"rpm": 1450,   "unit": "1/min"}"#,
+    );
+    let binary = [0x00u8, 0xff, 0x10, 0x80, b'A'];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("frame.bin");
+    std::fs::write(&file, binary).expect("write the frame");
+    let file = file.display().to_string();
+    let (ok, err) = server.mosquitto_pub(
+        false,
+        &[
+            "-u",
+            "admin",
+            "-P",
+            ADMIN_PASSWORD,
+            "-t",
+            "plant/line1/temp",
+            "-f",
+            &file,
+            "-q",
+            "1",
+        ],
+    );
+    assert!(ok, "{err}");
+    server.poll(Duration::from_secs(5), "the last values", || {
+        let values = server.get_json("domains:acme", "/svc/tag/values");
+        (values.as_array()?.len() == 2).then_some(())
+    });
+    let path = format!("{}&payload=raw", stream_path("plant/line1/+"));
+    let stream = Stream::open(server.admin_in("domains:acme", Method::GET, &path));
+    let mut events: Vec<Value> = stream
+        .snapshot()
+        .into_iter()
+        .filter(|e| e.event == "value")
+        .map(|e| e.data)
+        .collect();
+    events.sort_by_key(|e| e["topic"].as_str().unwrap_or("").to_string());
+    assert_eq!(
+        events[0]["payload"],
+        json!(r#"{"rpm": 1450,   "unit": "1/min"}"#)
+    );
+    assert_eq!(events[0]["value"], json!({"rpm": 1450, "unit": "1/min"}));
+    assert_eq!(
+        events[1]["payload_base64"],
+        json!("AP8QgEE="),
+        "{:?}",
+        events[1]
+    );
+    assert!(events[1].get("payload").is_none());
+
+    // Live values carry it too; a stream that did not ask gets none.
+    let plain =
+        Stream::open(server.admin_in("domains:acme", Method::GET, &stream_path("plant/line1/+")));
+    let first = plain.snapshot();
+    assert!(
+        first.iter().all(|e| e.data.get("payload").is_none()),
+        "{first:?}"
+    );
+    publish(&server, "plant/line1/speed", "13.0");
+    let live = stream.next(Duration::from_secs(2));
+    assert_eq!(live.data["payload"], json!("13.0"));
+    assert!(plain
+        .next(Duration::from_secs(2))
+        .data
+        .get("payload")
+        .is_none());
+
+    let resp = server
+        .admin_in(
+            "domains:acme",
+            Method::GET,
+            &format!("{}&payload=bytes", stream_path("#")),
+        )
+        .send()
+        .expect("bad payload mode");
+    assert_error(resp, StatusCode::BAD_REQUEST, &["payload"]);
+}

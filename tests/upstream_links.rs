@@ -134,6 +134,7 @@ fn enabled_upstreams_connect_when_the_server_starts() {
     let peer = PeerBroker::start("edge", "edge-pw-123");
     let id = corp_upstream(&server, &peer);
     wait_state(&server, &id, "connected");
+    assert!(server.terminate().success());
     server.restart();
     wait_state(&server, &id, "connected");
 }

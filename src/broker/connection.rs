@@ -1,14 +1,21 @@
-//! One client connection: the CONNECT handshake, then a reader that decodes everything a read
-//! brought and handles it, publishes as one batch (one policy call, one durable commit, then
-//! the acknowledgements), while the connection's writer sends whatever the session queues.
+//! One client connection: the CONNECT handshake, then one task that decodes everything a read
+//! brought and handles it (publishes as one batch: one policy call, one durable commit, then
+//! the acknowledgements) and writes whatever the session queued, whichever comes first. A
+//! client costs that one task and nothing else: no timer (the hub sweeps for silent clients),
+//! no second task, no buffers; a quiet plain-TCP client not even the task (it parks, see
+//! [`super::parking`]).
 
+use super::clients::LinkInfo;
 use super::hub::{Hub, Will};
 use super::inbound::Inbound;
+use super::outbox::Waited;
 use super::packet::{Codec, Handshake, Packet, Version};
+use super::parking::{self, Resume, Ticket};
 use super::publication::{forwarded, Publication};
 use super::session::{session_key, Kick, Link, Session};
-use super::transport::{Connection, Reader};
-use super::writer::{self, Outbound, Outbox};
+use super::transport::{self, Connection, Reader, Writer};
+use super::writer::{Flushed, Outbound, Sender};
+use super::{stats, AuthRefusal};
 use bytes::{Bytes, BytesMut};
 use bytestring::ByteString;
 use rmqtt_codec::error::DecodeError;
@@ -16,10 +23,11 @@ use rmqtt_codec::v5::{self, ConnectAckReason, DisconnectReasonCode};
 use std::num::NonZeroU16;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
 
 /// How long a client may take to send its CONNECT.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest wait before refusing a CONNECT whose user name or address is locked.
+const THROTTLED_REFUSAL_DELAY: Duration = Duration::from_secs(3);
 
 /// Serves one accepted connection until it ends: the CONNECT handshake in this task, then the
 /// attached client in a task of its own, so that what the handshake needs (the connection as
@@ -27,29 +35,32 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
 /// client keeps.
 pub async fn serve(hub: Arc<Hub>, connection: Connection) {
     if let Some(attached) = accept_client(hub, connection).await {
-        tokio::spawn(Box::new(attached).run());
+        tokio::spawn(attached.run());
     }
 }
 
-/// A client whose CONNECT was accepted: everything its connection keeps until it ends.
+/// A client whose CONNECT was accepted, with its transport: what its task holds.
 struct Attached {
-    hub: Arc<Hub>,
     reader: Reader,
+    writer: Writer,
+    client: Box<Client>,
+}
+
+/// Everything a client's connection keeps besides its socket, parked or not.
+struct Client {
+    hub: Arc<Hub>,
     buf: BytesMut,
     codec: Codec,
     inbound: Inbound,
-    keep_alive: u16,
-    kick: oneshot::Receiver<Kick>,
+    sender: Sender,
     will: Option<Box<Will>>,
     session: Arc<Session>,
     link_id: u64,
-    outbox: Outbox,
-    writer_task: tokio::task::JoinHandle<()>,
 }
 
 /// The CONNECT handshake up to an attached session; None when the client was refused (and
 /// answered) or went away.
-async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached> {
+async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Box<Attached>> {
     let Connection {
         mut reader,
         writer,
@@ -67,11 +78,11 @@ async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached
         Ok(found) => found,
         Err(Refusal::IdentifierRejected(codec)) => {
             // MQTT 3.1.1: an empty client id needs a clean session (return code 2).
-            let (outbox, writer_task) = writer::spawn(writer, codec, 0);
+            let (sender, _) = Sender::new(codec, 0);
             let ack = v5::ConnectAck::default();
             refuse(
-                outbox,
-                writer_task,
+                sender,
+                writer,
                 ack,
                 ConnectAckReason::ClientIdentifierNotValid,
                 "a persistent session needs a client identifier",
@@ -101,7 +112,7 @@ async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached
     } else {
         0
     };
-    let (outbox, writer_task) = writer::spawn(writer, out_codec, alias_max);
+    let (sender, outbox) = Sender::new(out_codec, alias_max);
 
     let limits = hub.limits;
     let mut ack = v5::ConnectAck {
@@ -125,18 +136,39 @@ async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached
     }
     let username = connect.username.as_deref();
     let password = connect.password.as_deref();
-    let Some(principal) = hub.policy.authenticate(username, password).await else {
-        tracing::info!(%peer, %listener, client_id = %client_id, "MQTT CONNECT refused: bad credentials");
-        refuse(
-            outbox,
-            writer_task,
-            ack,
-            ConnectAckReason::BadUserNameOrPassword,
-            "bad user name or password",
-        )
-        .await;
-        return None;
+    let principal = match hub.policy.authenticate(peer, username, password).await {
+        Ok(principal) => Arc::new(principal),
+        Err(refusal) => {
+            stats::connect(false);
+            let (reason, why) = match refusal {
+                AuthRefusal::BadCredentials => {
+                    tracing::info!(%peer, %listener, client_id = %client_id, "MQTT CONNECT refused: bad credentials");
+                    (
+                        ConnectAckReason::BadUserNameOrPassword,
+                        "bad user name or password".to_string(),
+                    )
+                }
+                AuthRefusal::Throttled { retry_after } => {
+                    tracing::info!(%peer, %listener, client_id = %client_id, "MQTT CONNECT refused: too many failed logins");
+                    // The refusal waits, so a client retrying in a loop slows down with it.
+                    tokio::time::sleep(retry_after.min(THROTTLED_REFUSAL_DELAY)).await;
+                    let reason = match version {
+                        Version::V5 => ConnectAckReason::QuotaExceeded,
+                        Version::V3 => ConnectAckReason::NotAuthorized,
+                    };
+                    let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+                    let why = format!(
+                        "too many failed logins for this user or from this address; try again in {} seconds",
+                        secs.max(1)
+                    );
+                    (reason, why)
+                }
+            };
+            refuse(sender, writer, ack, reason, &why).await;
+            return None;
+        }
     };
+    stats::connect(true);
 
     let mut keep_alive = connect.keep_alive;
     if keep_alive > limits.max_keepalive {
@@ -165,15 +197,21 @@ async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached
                 since_ms: crate::time::now_ms(),
             })
         });
-    let (kick_tx, kick_rx) = oneshot::channel();
     let link_id = hub.next_link_id();
     let link = Link {
         id: link_id,
         outbox: outbox.clone(),
         receive_max: connect.receive_max.map_or(u16::MAX, |r| r.get()),
         max_packet: client_max_packet,
-        kick: Some(kick_tx),
         bridge,
+        info: LinkInfo {
+            peer,
+            since_ms: crate::time::now_ms(),
+            keep_alive,
+            version,
+            listener,
+            clean_start: connect.clean_start,
+        },
     };
     let key = session_key(&principal.user_key, &client_id);
     let will = connect.last_will.take().map(|w| Box::new(will_of(w, &key)));
@@ -186,105 +224,198 @@ async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Attached
     session.resume(&limits, &mut writes);
     hub.persist.send(writes);
 
-    let inbound = Inbound::new(
-        hub.clone(),
-        session.clone(),
-        outbox.clone(),
-        version,
-        principal,
-    );
-    Some(Attached {
-        hub,
+    let inbound = Inbound::new(hub.clone(), session.clone(), outbox, version, principal);
+    Some(Box::new(Attached {
         reader,
-        buf,
-        codec,
-        inbound,
-        keep_alive,
-        kick: kick_rx,
-        will,
-        session,
-        link_id,
-        outbox,
-        writer_task,
-    })
+        writer,
+        client: Box::new(Client {
+            hub,
+            buf,
+            codec,
+            inbound,
+            sender,
+            will,
+            session,
+            link_id,
+        }),
+    }))
 }
 
 impl Attached {
-    /// Reads and handles the client's packets until the connection ends, then detaches the
-    /// session (sending the will unless the client said goodbye) and lets the writer finish.
+    /// Serves the client until the connection ends or parks; when it ends, detaches the
+    /// session (sending the will unless the client said goodbye) and writes the last bytes.
     ///
     /// Boxed: an async fn's by-value arguments are kept twice in its future, a box is 8 bytes.
     async fn run(mut self: Box<Self>) {
-        let end = self.read_loop().await;
-        let will = match end {
-            End::Normal => None,
-            _ => self.will.take().map(|will| *will),
+        let end = loop {
+            match self.serve().await {
+                Served::Ended(end) => break end,
+                Served::Park(ticket) => match Attached::park(*self, ticket) {
+                    Some(not_parked) => self = not_parked,
+                    None => return,
+                },
+            }
         };
-        match end {
-            End::Server(reason) => self.outbox.send(Outbound::Close(Some(reason))),
-            _ => self.outbox.send(Outbound::Close(None)),
-        };
-        self.hub.detach(&self.session, self.link_id, will);
-        let Attached {
-            outbox,
-            writer_task,
-            inbound,
-            ..
-        } = *self;
-        drop((outbox, inbound));
-        let _ = writer_task.await;
+        let reason = self.client.detach(end);
+        let Attached { writer, client, .. } = *self;
+        let Client {
+            sender, inbound, ..
+        } = *client;
+        drop(inbound);
+        // Boxed: the last write's state is needed once, not kept in every client's future.
+        Box::pin(sender.close(writer, reason)).await;
     }
 
-    async fn read_loop(&mut self) -> End {
-        // A client silent for one and a half keep-alive periods is gone (MQTT §3.1.2.10).
-        let silence =
-            (self.keep_alive > 0).then(|| Duration::from_millis(u64::from(self.keep_alive) * 1500));
+    /// Reads and handles the client's packets and writes what is queued for it, whichever is
+    /// ready, until the connection ends or may park.
+    async fn serve(&mut self) -> Served {
+        let Attached {
+            reader,
+            writer,
+            client,
+        } = self;
         loop {
-            let read = async {
-                match silence {
-                    Some(limit) => tokio::time::timeout(limit, self.reader.read(&mut self.buf))
-                        .await
-                        .ok(),
-                    None => Some(self.reader.read(&mut self.buf).await),
-                }
-            };
+            // Not biased: a subscriber whose queue never empties still has its reads (pings,
+            // acknowledgements) taken, and a fast publisher its acknowledgements written.
             tokio::select! {
-                biased;
-                why = &mut self.kick => {
-                    return match why {
-                        Ok(Kick::TakenOver) => End::Server(DisconnectReasonCode::SessionTakenOver),
-                        Ok(Kick::NotAuthorized) => End::Server(DisconnectReasonCode::NotAuthorized),
-                        Ok(Kick::ShuttingDown) => End::Server(DisconnectReasonCode::ServerShuttingDown),
-                        Err(_) => End::Abrupt,
-                    };
-                }
-                read = read => match read {
-                    None => return End::Server(DisconnectReasonCode::KeepAliveTimeout),
-                    Some(Ok(0)) | Some(Err(_)) => {
-                        Box::pin(self.inbound.flush()).await;
-                        return End::Abrupt;
+                waited = client.sender.wait() => match waited {
+                    Waited::Kicked(why) => return kicked(why),
+                    Waited::ParkAsked => {
+                        if let Some(ticket) = client.may_park(reader) {
+                            return Served::Park(ticket);
+                        }
+                        continue;
                     }
-                    Some(Ok(_)) => {}
+                    // Boxed: a write waits on the client, and that state would otherwise be
+                    // part of what every quiet client keeps.
+                    Waited::Queued => match Box::pin(client.sender.flush(writer)).await {
+                        Flushed::Done => continue,
+                        Flushed::Closed => return Served::Ended(End::Abrupt),
+                        Flushed::Kicked(why) => return kicked(why),
+                    },
+                },
+                read = reader.read(&mut client.buf) => match read {
+                    Ok(0) | Err(_) => {
+                        Box::pin(client.inbound.flush()).await;
+                        return Served::Ended(End::Abrupt);
+                    }
+                    Ok(n) => {
+                        stats::bytes_in(n);
+                        client.sender.heard(crate::time::now_ms());
+                    }
                 },
             }
             // Boxed: handling publishes awaits the platform's policy and the store, and that
             // state would otherwise be part of what every quiet client keeps.
             if let Some(end) = Box::pin(handle_read(
-                &mut self.buf,
-                &mut self.codec,
-                &mut self.inbound,
+                &mut client.buf,
+                &mut client.codec,
+                &mut client.inbound,
             ))
             .await
             {
-                return end;
+                return Served::Ended(end);
             }
-            if self.buf.is_empty() && self.buf.capacity() > 0 {
+            if client.buf.is_empty() && client.buf.capacity() > 0 {
                 // Everything read was handled: give the buffer back while the client is quiet
                 // (the next read reserves one when bytes arrive).
-                self.buf = BytesMut::new();
+                client.buf = BytesMut::new();
             }
         }
     }
+
+    /// Parks the connection: its socket leaves tokio, its client state waits in the parking
+    /// lot, its task ends. Given back when the transport cannot be parked.
+    fn park(self, ticket: Ticket) -> Option<Box<Self>> {
+        let Attached {
+            reader,
+            writer,
+            mut client,
+        } = self;
+        match transport::into_std(reader, writer) {
+            Ok(Ok(stream)) => {
+                client.session.lock().compact();
+                // Before parking: see [`Ticket::waker`].
+                client.sender.inbox().wake_instead(&ticket.waker());
+                let outbox = client.sender.inbox().outbox();
+                ticket.park(stream, client, move || outbox.pending());
+                None
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "an MQTT connection was lost while parking");
+                client.detach(End::Abrupt);
+                None
+            }
+            Err((reader, writer)) => Some(Box::new(Attached {
+                reader,
+                writer,
+                client,
+            })),
+        }
+    }
+}
+
+impl Client {
+    /// A ticket to park with when the connection may park now: plain TCP, nothing half-read,
+    /// and quiet both ways since the hub asked.
+    fn may_park(&self, reader: &Reader) -> Option<Ticket> {
+        let quiet = crate::time::now_ms() - self.sender.inbox().active_ms() >= parking::QUIET_MS;
+        (quiet && self.buf.is_empty() && reader.is_tcp())
+            .then(Ticket::new)
+            .flatten()
+    }
+
+    /// Detaches the session from the ended connection (sending the will unless the client
+    /// said goodbye); the server's reason to tell the client, if any.
+    fn detach(&mut self, end: End) -> Option<DisconnectReasonCode> {
+        let (will, reason) = match end {
+            End::Normal => (None, None),
+            End::Abrupt => (self.will.take(), None),
+            End::Server(reason) => (self.will.take(), Some(reason)),
+        };
+        self.hub
+            .detach(&self.session, self.link_id, will.map(|will| *will));
+        reason
+    }
+}
+
+impl Resume for Client {
+    fn resume(self: Box<Self>, stream: std::net::TcpStream, runtime: &tokio::runtime::Handle) {
+        runtime.spawn(async move {
+            match transport::from_std(stream) {
+                Ok((reader, writer)) => {
+                    let attached = Box::new(Attached {
+                        reader,
+                        writer,
+                        client: self,
+                    });
+                    attached.run().await;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "a parked MQTT connection could not be served again");
+                    let mut client = self;
+                    client.detach(End::Abrupt);
+                }
+            }
+        });
+    }
+}
+
+/// What serving a connection came to.
+enum Served {
+    Ended(End),
+    /// Quiet: park it with this ticket.
+    Park(Ticket),
+}
+
+/// How a connection the server was told to end ends.
+fn kicked(why: Kick) -> Served {
+    Served::Ended(End::Server(match why {
+        Kick::TakenOver => DisconnectReasonCode::SessionTakenOver,
+        Kick::NotAuthorized => DisconnectReasonCode::NotAuthorized,
+        Kick::ShuttingDown => DisconnectReasonCode::ServerShuttingDown,
+        Kick::KeepAliveTimeout => DisconnectReasonCode::KeepAliveTimeout,
+    }))
 }
 
 /// Decodes and handles every whole packet in `buf`, then dispatches the publishes among them;
@@ -367,8 +498,8 @@ async fn read_connect(
 }
 
 async fn refuse(
-    outbox: Outbox,
-    writer_task: tokio::task::JoinHandle<()>,
+    sender: Sender,
+    writer: Writer,
     mut ack: v5::ConnectAck,
     reason: ConnectAckReason,
     why: &str,
@@ -376,10 +507,9 @@ async fn refuse(
     ack.reason_code = reason;
     ack.reason_string = Some(why.into());
     ack.session_present = false;
-    outbox.send(Outbound::packet(Packet::ConnectAck(Box::new(ack))));
-    outbox.send(Outbound::Close(None));
-    drop(outbox);
-    let _ = writer_task.await;
+    sender
+        .refuse(writer, Packet::ConnectAck(Box::new(ack)))
+        .await;
 }
 
 /// The will, in allocations of its own (the decoded CONNECT shares the read buffer's).

@@ -2,9 +2,11 @@
 //! subscription index, the retained messages, and what connecting, disconnecting and
 //! publishing do to them. Connections and in-process publishers both come through here.
 
+use super::parking;
 use super::persist::Persister;
 use super::publication::{qos_of, Delivery, Publication};
 use super::session::{from_stored, stored, Kick, Limits, Link, Session, SessionState, SubOptions};
+use super::transport::Listener;
 use super::trie::SubscriptionIndex;
 use super::{Policy, Principal};
 use crate::store::Store;
@@ -92,7 +94,7 @@ impl Hub {
             };
             // The store's `client_id` column holds the session key (user and client id).
             let key: Arc<str> = stored_session.client_id.as_str().into();
-            let session = Arc::new(Session::new(key.clone(), principal));
+            let session = Arc::new(Session::new(key.clone(), Arc::new(principal)));
             {
                 let mut state = session.lock();
                 state.expiry_secs = stored_session.expiry_secs;
@@ -105,7 +107,7 @@ impl Hub {
                     index.subscribe(&sub.filter, SessionKey(session.clone()), options);
                     state.subscriptions.insert(sub.filter, options);
                 }
-                state.inbound_qos2 = stored_session.inbound_qos2.into_iter().collect();
+                state.restore_qos2(stored_session.inbound_qos2);
             }
             session.restore(
                 stored_session
@@ -129,8 +131,8 @@ impl Hub {
     /// true when an earlier session continues.
     pub fn attach(
         &self,
-        key: &str,
-        principal: Principal,
+        key: &Arc<str>,
+        principal: Arc<Principal>,
         clean_start: bool,
         expiry_secs: u32,
         link: Link,
@@ -141,10 +143,8 @@ impl Hub {
             Some(existing) => {
                 let existing = existing.clone();
                 let mut state = existing.lock();
-                if let Some(mut old) = state.link.take() {
-                    if let Some(kick) = old.kick.take() {
-                        let _ = kick.send(Kick::TakenOver);
-                    }
+                if let Some(old) = state.link.take() {
+                    old.outbox.kick(Kick::TakenOver);
                 }
                 let present = !clean_start && Session::persistent(&state);
                 if !present {
@@ -159,7 +159,7 @@ impl Hub {
                 (existing, present)
             }
             None => {
-                let session = Arc::new(Session::new(key.into(), principal.clone()));
+                let session = Arc::new(Session::new(key.clone(), principal.clone()));
                 sessions.insert(session.key.clone(), session.clone());
                 (session, false)
             }
@@ -209,6 +209,7 @@ impl Hub {
             } else {
                 let now = crate::time::now_ms();
                 state.disconnected_at_ms = Some(now);
+                state.compact();
                 let write = put_session(&session.key, &state.principal, expiry, Some(now));
                 drop(state);
                 self.persist.send(vec![write]);
@@ -500,16 +501,41 @@ impl Hub {
     pub fn kick_where(&self, select: impl Fn(&Principal) -> bool, why: Kick) -> usize {
         let mut kicked = 0;
         for session in self.online() {
-            let mut state = session.lock();
+            let state = session.lock();
             if !select(&state.principal) {
                 continue;
             }
-            if let Some(kick) = state.link.as_mut().and_then(|l| l.kick.take()) {
-                let _ = kick.send(why);
+            if state
+                .link
+                .as_ref()
+                .is_some_and(|link| link.outbox.kick(why))
+            {
                 kicked += 1;
             }
         }
         kicked
+    }
+
+    /// Ends the connections whose clients have been silent for one and a half keep-alive
+    /// periods (MQTT §3.1.2.10), and asks plain-TCP connections quiet both ways for
+    /// [`parking::QUIET_MS`] to park. One sweep for every client, so that a quiet connection
+    /// keeps no timer of its own and a busy one does not re-arm one per read.
+    pub fn sweep_quiet(&self, now_ms: i64) {
+        let sessions = lock(&self.sessions);
+        for session in sessions.values().filter(|s| s.is_online()) {
+            let state = session.lock();
+            let Some(link) = state.link.as_ref() else {
+                continue;
+            };
+            let keep_alive = i64::from(link.info.keep_alive);
+            if keep_alive > 0 && now_ms - link.outbox.heard_ms() > keep_alive * 1500 {
+                link.outbox.kick(Kick::KeepAliveTimeout);
+            } else if link.info.listener == Listener::Tcp
+                && now_ms - link.outbox.active_ms() >= parking::QUIET_MS
+            {
+                link.outbox.ask_park();
+            }
+        }
     }
 
     /// Sessions (all, connected) and subscriptions, for the periodic log line.

@@ -30,14 +30,28 @@ pub struct Inbound {
     session: Arc<Session>,
     outbox: Outbox,
     version: Version,
-    principal: Principal,
-    /// Topic aliases the client set (MQTT 5).
+    principal: Arc<Principal>,
+    /// Made at the client's first PUBLISH: a client that only subscribes, or is quiet,
+    /// keeps a pointer instead of two maps.
+    topics: Option<Box<PublishedTopics>>,
+    /// Accepted publishes not yet dispatched, with how to acknowledge each; made by a read's
+    /// first publish and taken by [`Inbound::flush`], so a quiet client keeps a pointer.
+    batch: Option<Box<Batch>>,
+}
+
+#[derive(Default)]
+struct Batch {
+    publications: Vec<Arc<Publication>>,
+    acks: Vec<(QoS, Option<NonZeroU16>)>,
+}
+
+/// What a publishing client's topics need: the aliases it set (MQTT 5) and the publish
+/// decisions of the platform's policy, cached until its grants change.
+#[derive(Default)]
+struct PublishedTopics {
     aliases: HashMap<u16, ByteString>,
     may_publish: HashMap<ByteString, bool>,
     authz_generation: u64,
-    /// Accepted publishes not yet dispatched, with how to acknowledge each.
-    batch: Vec<Arc<Publication>>,
-    acks: Vec<(QoS, Option<NonZeroU16>)>,
 }
 
 impl Inbound {
@@ -46,7 +60,7 @@ impl Inbound {
         session: Arc<Session>,
         outbox: Outbox,
         version: Version,
-        principal: Principal,
+        principal: Arc<Principal>,
     ) -> Inbound {
         Inbound {
             hub,
@@ -54,11 +68,8 @@ impl Inbound {
             outbox,
             version,
             principal,
-            aliases: HashMap::new(),
-            may_publish: HashMap::new(),
-            authz_generation: 0,
-            batch: Vec::new(),
-            acks: Vec::new(),
+            topics: None,
+            batch: None,
         }
     }
 
@@ -92,7 +103,7 @@ impl Inbound {
                 self.flush().await;
                 let persistent = {
                     let mut state = self.session.lock();
-                    state.inbound_qos2.remove(&release.packet_id.get());
+                    state.note_qos2_released(release.packet_id.get());
                     Session::persistent(&state)
                 };
                 // Stored before PUBCOMP: a release lost in a crash would make the restarted
@@ -164,7 +175,7 @@ impl Inbound {
             };
             let unacknowledged = {
                 let state = self.session.lock();
-                if publish.qos == QoS::ExactlyOnce && state.inbound_qos2.contains(&id.get()) {
+                if publish.qos == QoS::ExactlyOnce && state.qos2_received(id.get()) {
                     // A resend of a QoS 2 publish not yet released: acknowledge, do not route.
                     drop(state);
                     self.send(Packet::PublishReceived(PublishAck {
@@ -173,7 +184,7 @@ impl Inbound {
                     }));
                     return None;
                 }
-                state.inbound_qos2.len() + self.acks.len()
+                state.qos2_unreleased() + self.batch.as_ref().map_or(0, |b| b.acks.len())
             };
             if unacknowledged >= usize::from(self.hub.limits.max_inflight) {
                 // MQTT 5 clients were told the Receive Maximum; MQTT 3.1.1 clients were not,
@@ -195,7 +206,8 @@ impl Inbound {
             props.topic_alias = None;
             props.subscription_ids.clear();
         }
-        self.batch.push(Arc::new(Publication {
+        let batch = self.batch.get_or_insert_default();
+        batch.publications.push(Arc::new(Publication {
             topic: publish.topic,
             payload: publish.payload,
             qos: publish.qos,
@@ -204,7 +216,7 @@ impl Inbound {
             received_ms: crate::time::now_ms(),
             sender: Some(self.session.key.clone()),
         }));
-        self.acks.push((publish.qos, packet_id));
+        batch.acks.push((publish.qos, packet_id));
         None
     }
 
@@ -217,34 +229,37 @@ impl Inbound {
         if alias.get() > self.hub.limits.topic_alias_max {
             return Err(DisconnectReasonCode::TopicAliasInvalid);
         }
+        let aliases = &mut self.topics.get_or_insert_default().aliases;
         if publish.topic.is_empty() {
-            match self.aliases.get(&alias.get()) {
+            match aliases.get(&alias.get()) {
                 Some(topic) => publish.topic = topic.clone(),
                 None => return Err(DisconnectReasonCode::ProtocolError),
             }
         } else {
-            self.aliases.insert(alias.get(), publish.topic.clone());
+            aliases.insert(alias.get(), publish.topic.clone());
         }
         Ok(())
     }
 
     async fn may_publish(&mut self, topic: &ByteString) -> bool {
         let generation = self.hub.policy.authz_generation();
-        if generation != self.authz_generation || self.may_publish.len() >= AUTHZ_CACHE {
-            self.may_publish.clear();
-            self.authz_generation = generation;
+        let topics = self.topics.get_or_insert_default();
+        if generation != topics.authz_generation || topics.may_publish.len() >= AUTHZ_CACHE {
+            topics.may_publish.clear();
+            topics.authz_generation = generation;
         }
-        if let Some(allowed) = self.may_publish.get(topic) {
+        if let Some(allowed) = topics.may_publish.get(topic) {
             return *allowed;
         }
         let allowed = self.hub.policy.may_publish(&self.principal, topic).await;
-        self.may_publish.insert(topic.clone(), allowed);
+        topics.may_publish.insert(topic.clone(), allowed);
         allowed
     }
 
     /// A publish outside the client's grants: MQTT 5 says so in the acknowledgement; MQTT
     /// 3.1.1 has no negative acknowledgement, so the message is acknowledged and dropped.
     fn refuse_publish(&self, publish: &Publish) {
+        super::stats::dropped(super::stats::DropCause::NotAuthorized);
         let Some(packet_id) = publish.packet_id else {
             return;
         };
@@ -271,11 +286,16 @@ impl Inbound {
     /// Dispatches the batch, then acknowledges it. A batch that could not be stored is
     /// neither delivered nor acknowledged: the client is disconnected and publishes again.
     pub async fn flush(&mut self) -> Option<End> {
-        if self.batch.is_empty() {
-            return None;
+        let Batch {
+            publications: batch,
+            acks,
+        } = *self.batch.take()?;
+        self.outbox.count_received(batch.len());
+        let mut by_qos = [0u64; 3];
+        for publication in &batch {
+            by_qos[super::stats::qos_index(publication.qos)] += 1;
         }
-        let batch = std::mem::take(&mut self.batch);
-        let acks = std::mem::take(&mut self.acks);
+        super::stats::received(by_qos);
         // QoS 2 ids a persistent session received must survive a restart, so a resend after
         // it is still recognised as a duplicate.
         let qos2_ids: Vec<MqttWrite> = if acks.iter().any(|(q, _)| *q == QoS::ExactlyOnce)
@@ -310,8 +330,7 @@ impl Inbound {
             if qos == QoS::ExactlyOnce {
                 state
                     .get_or_insert_with(|| self.session.lock())
-                    .inbound_qos2
-                    .insert(packet_id.get());
+                    .note_qos2_received(packet_id.get());
                 self.outbox
                     .send(Outbound::packet(Packet::PublishReceived(ack)));
             } else {

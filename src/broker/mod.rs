@@ -4,20 +4,24 @@
 //! disconnects clients on demand. Inside: `transport` (listeners), `connection`/`inbound`/
 //! `writer` (one client), `hub` (sessions, subscriptions, retained messages, routing),
 //! `session`, `trie` (the subscription index), `persist` (durable state), `packet` (both
-//! protocol versions behind one shape).
+//! protocol versions behind one shape), `clients` (the connected clients, listed).
 
+mod clients;
 mod connection;
 mod hub;
 mod inbound;
 mod outbox;
 mod packet;
+pub mod parking;
 mod persist;
 mod publication;
 mod session;
+pub mod stats;
 mod transport;
 mod trie;
 mod writer;
 
+pub use clients::{ConnectedClient, Transport};
 pub use publication::HOPS_PROPERTY;
 pub use session::Limits;
 
@@ -80,14 +84,25 @@ pub struct Message {
     pub origin: Option<std::sync::Arc<str>>,
 }
 
+/// Why the policy refused a CONNECT's credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthRefusal {
+    /// Wrong, unknown or missing credential ("bad user name or password").
+    BadCredentials,
+    /// Too many failed attempts for the user name or from the address: refused unchecked,
+    /// after a delay (MQTT 5 "quota exceeded", 3.1.1 "not authorized").
+    Throttled { retry_after: Duration },
+}
+
 /// The platform's decisions about MQTT clients.
 #[async_trait]
 pub trait Policy: Send + Sync + 'static {
     async fn authenticate(
         &self,
+        peer: SocketAddr,
         username: Option<&str>,
         password: Option<&[u8]>,
-    ) -> Option<Principal>;
+    ) -> Result<Principal, AuthRefusal>;
     async fn may_publish(&self, who: &Principal, topic: &str) -> bool;
     async fn may_receive(&self, who: &Principal, topic: &str) -> bool;
     /// Sees every publish that passed authorization, client or internal, before it is
@@ -137,6 +152,14 @@ pub struct BrokerAddrs {
     pub ws: SocketAddr,
     pub mqtts: Option<SocketAddr>,
     pub wss: Option<SocketAddr>,
+}
+
+/// What [`Broker::census`] counts.
+#[derive(Debug, Clone, Copy)]
+pub struct Census {
+    pub sessions: usize,
+    pub online: usize,
+    pub subscriptions: usize,
 }
 
 pub struct Broker {
@@ -201,11 +224,17 @@ impl Broker {
         }
         let sweeper = hub.clone();
         tasks.push(tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            for second in 0u64.. {
+            // Silent clients are looked for four times a second (a keep alive of 2 s ends
+            // within 3 to 3.25 s); the rest once a second.
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            for quarter in 0u64.. {
                 tick.tick().await;
+                sweeper.sweep_quiet(crate::time::now_ms());
+                if quarter % 4 != 3 {
+                    continue;
+                }
                 sweeper.expire_sessions();
-                if second % 60 == 59 {
+                if quarter % 240 == 239 {
                     let (sessions, online, subscriptions) = sweeper.census();
                     tracing::debug!(sessions, online, subscriptions, "MQTT broker");
                 }
@@ -217,6 +246,21 @@ impl Broker {
             tasks,
             addrs,
         })
+    }
+
+    /// Sessions, connected clients and subscriptions, counted now.
+    pub fn census(&self) -> Census {
+        let (sessions, online, subscriptions) = self.hub.census();
+        Census {
+            sessions,
+            online,
+            subscriptions,
+        }
+    }
+
+    /// Every listener is still accepting (false once shut down or if one failed).
+    pub fn is_listening(&self) -> bool {
+        self.tasks.iter().all(|task| !task.is_finished())
     }
 
     /// MQTT over WebSocket at `/mqtt` on the HTTP port: the upgraded connection is served
@@ -297,6 +341,11 @@ impl Broker {
             .collect();
         bridges.sort_by(|a, b| a.client_id.cmp(&b.client_id));
         bridges
+    }
+
+    /// Every connected client (id, principal, transport, peer, counters…), by client id.
+    pub fn clients(&self) -> Vec<ConnectedClient> {
+        self.hub.clients()
     }
 
     /// Closes the connections of every client the predicate selects (MQTT 5 clients are told

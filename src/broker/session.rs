@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::num::NonZeroU16;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::oneshot;
 
 /// The broker's limits (settings `mqtt_max_inflight`, `mqtt_max_queue`, …).
 #[derive(Debug, Clone, Copy)]
@@ -66,6 +65,8 @@ pub enum Kick {
     TakenOver,
     NotAuthorized,
     ShuttingDown,
+    /// Silent for one and a half keep-alive periods (MQTT §3.1.2.10).
+    KeepAliveTimeout,
 }
 
 /// The connection a session is attached to.
@@ -76,9 +77,10 @@ pub struct Link {
     pub receive_max: u16,
     /// The client's Maximum Packet Size (0: no limit).
     pub max_packet: u32,
-    pub kick: Option<oneshot::Sender<Kick>>,
     /// What a bridge (another svc) announced in its CONNECT; `None` for every other client.
     pub bridge: Option<Box<super::Bridge>>,
+    /// Peer, transport, version and the like, for the list of connected clients.
+    pub info: super::clients::LinkInfo,
 }
 
 struct Waiting {
@@ -94,7 +96,8 @@ struct InFlight {
 }
 
 pub struct SessionState {
-    pub principal: Principal,
+    /// Shared with the connection's reader: one allocation per client, not two.
+    pub principal: Arc<Principal>,
     pub link: Option<Link>,
     pub subscriptions: HashMap<String, SubOptions>,
     /// 0 for a session that ends with its connection.
@@ -102,15 +105,32 @@ pub struct SessionState {
     pub disconnected_at_ms: Option<i64>,
     /// Counts attachments, so a delayed will knows whether its client came back.
     pub epoch: u64,
+    /// Made at first use, given back when empty while the client is quiet: most sessions of
+    /// a plant have nothing in motion most of the time.
+    traffic: Option<Box<Traffic>>,
+    next_seq: i64,
+    /// Receive decisions, made at the first delivery.
+    authz: Option<Box<AuthzCache>>,
+}
+
+/// What a session has in motion.
+#[derive(Default)]
+struct Traffic {
     /// Packet ids of QoS 2 publishes received and not yet released.
-    pub inbound_qos2: HashSet<u16>,
+    inbound_qos2: HashSet<u16>,
     inflight: BTreeMap<u16, InFlight>,
     queue: VecDeque<Waiting>,
+    /// 0 until the first delivery (ids start at 1).
     next_packet_id: u16,
-    next_seq: i64,
-    authz: HashMap<ByteString, bool>,
-    authz_generation: u64,
+    /// Deliveries dropped since the traffic began (logged at each power of two).
     dropped: u64,
+}
+
+/// The platform's receive decisions per topic, valid for one authorization generation.
+#[derive(Default)]
+struct AuthzCache {
+    decisions: HashMap<ByteString, bool>,
+    generation: u64,
 }
 
 pub struct Session {
@@ -126,7 +146,7 @@ pub struct Session {
 const AUTHZ_CACHE: usize = 10_000;
 
 impl Session {
-    pub fn new(key: Arc<str>, principal: Principal) -> Session {
+    pub fn new(key: Arc<str>, principal: Arc<Principal>) -> Session {
         Session {
             key,
             online: AtomicBool::new(false),
@@ -137,14 +157,9 @@ impl Session {
                 expiry_secs: 0,
                 disconnected_at_ms: None,
                 epoch: 0,
-                inbound_qos2: HashSet::new(),
-                inflight: BTreeMap::new(),
-                queue: VecDeque::new(),
-                next_packet_id: 1,
+                traffic: None,
                 next_seq: 1,
-                authz: HashMap::new(),
-                authz_generation: 0,
-                dropped: 0,
+                authz: None,
             }),
         }
     }
@@ -170,19 +185,21 @@ impl Session {
     /// A cached authorization decision for receiving on `topic`.
     pub fn cached_receive(&self, topic: &ByteString, generation: u64) -> Option<bool> {
         let state = self.lock();
-        if state.authz_generation != generation {
+        let cache = state.authz.as_deref()?;
+        if cache.generation != generation {
             return None;
         }
-        state.authz.get(topic).copied()
+        cache.decisions.get(topic).copied()
     }
 
     pub fn remember_receive(&self, topic: &ByteString, generation: u64, allowed: bool) {
         let mut state = self.lock();
-        if state.authz_generation != generation || state.authz.len() >= AUTHZ_CACHE {
-            state.authz.clear();
-            state.authz_generation = generation;
+        let cache = state.authz.get_or_insert_default();
+        if cache.generation != generation || cache.decisions.len() >= AUTHZ_CACHE {
+            cache.decisions.clear();
+            cache.generation = generation;
         }
-        state.authz.insert(topic.clone(), allowed);
+        cache.decisions.insert(topic.clone(), allowed);
     }
 
     /// Hands a delivery to the session: straight to the client when it is online and its
@@ -193,6 +210,7 @@ impl Session {
             if link.max_packet != 0
                 && delivery.publication.encoded_size_estimate() > link.max_packet as usize
             {
+                super::stats::dropped(super::stats::DropCause::TooLarge);
                 return;
             }
         }
@@ -205,12 +223,14 @@ impl Session {
                         dup: false,
                     });
                 } else {
+                    super::stats::dropped(super::stats::DropCause::SlowConsumer);
                     state.note_drop(&self.key, "its connection is too far behind");
                 }
             }
             return;
         }
-        if state.queue.len() >= limits.max_queue {
+        if state.traffic().queue.len() >= limits.max_queue {
+            super::stats::dropped(super::stats::DropCause::QueueFull);
             state.note_drop(&self.key, "its queue is full");
             return;
         }
@@ -223,14 +243,18 @@ impl Session {
                 message: stored(&delivery),
             });
         }
-        state.queue.push_back(Waiting { delivery, seq });
+        state.traffic().queue.push_back(Waiting { delivery, seq });
         state.pump(limits, &self.key, writes);
     }
 
     /// PUBACK (QoS 1) or PUBCOMP (QoS 2) from the client.
     pub fn completed(&self, packet_id: u16, limits: &Limits, writes: &mut Vec<MqttWrite>) {
         let mut state = self.lock();
-        if let Some(done) = state.inflight.remove(&packet_id) {
+        let done = state
+            .traffic
+            .as_mut()
+            .and_then(|traffic| traffic.inflight.remove(&packet_id));
+        if let Some(done) = done {
             if Session::persistent(&state) {
                 writes.push(MqttWrite::Dequeue {
                     client_id: self.key.to_string(),
@@ -246,14 +270,19 @@ impl Session {
     pub fn received(&self, packet_id: NonZeroU16, writes: &mut Vec<MqttWrite>) -> bool {
         let mut state = self.lock();
         let persistent = Session::persistent(&state);
-        let Some(flight) = state.inflight.get_mut(&packet_id.get()) else {
+        let Some(flight) = state
+            .traffic
+            .as_mut()
+            .and_then(|traffic| traffic.inflight.get_mut(&packet_id.get()))
+        else {
             return false;
         };
         flight.released = true;
+        let seq = flight.seq;
         if persistent {
             writes.push(MqttWrite::SetDelivery {
                 client_id: self.key.to_string(),
-                seq: flight.seq,
+                seq,
                 packet_id: Some(packet_id.get()),
                 state: 2,
             });
@@ -268,8 +297,8 @@ impl Session {
     /// then fill the window from the queue.
     pub fn resume(&self, limits: &Limits, writes: &mut Vec<MqttWrite>) {
         let mut state = self.lock();
-        if let Some(link) = &state.link {
-            for (&id, flight) in &state.inflight {
+        if let (Some(link), Some(traffic)) = (&state.link, &state.traffic) {
+            for (&id, flight) in &traffic.inflight {
                 let Some(packet_id) = NonZeroU16::new(id) else {
                     continue;
                 };
@@ -301,9 +330,9 @@ impl Session {
                         seq,
                         released: true,
                     };
-                    state.inflight.insert(packet_id, flight);
+                    state.traffic().inflight.insert(packet_id, flight);
                 }
-                None => state.queue.push_back(Waiting { delivery, seq }),
+                None => state.traffic().queue.push_back(Waiting { delivery, seq }),
             }
         }
     }
@@ -311,31 +340,73 @@ impl Session {
     /// Forgets deliveries and subscriptions (a clean start over an old session).
     pub fn reset(state: &mut SessionState) {
         state.subscriptions.clear();
-        state.inflight.clear();
-        state.queue.clear();
-        state.inbound_qos2.clear();
-        state.next_packet_id = 1;
+        state.traffic = None;
     }
 }
 
 impl SessionState {
+    fn traffic(&mut self) -> &mut Traffic {
+        self.traffic.get_or_insert_default()
+    }
+
+    /// Gives back the delivery state when nothing is in motion (the client went quiet).
+    pub fn compact(&mut self) {
+        if self.traffic.as_deref().is_some_and(Traffic::is_idle) {
+            self.traffic = None;
+        }
+    }
+
+    /// A QoS 2 publish with this packet id was received and not yet released.
+    pub fn qos2_received(&self, packet_id: u16) -> bool {
+        self.traffic
+            .as_deref()
+            .is_some_and(|traffic| traffic.inbound_qos2.contains(&packet_id))
+    }
+
+    /// QoS 2 publishes received and not yet released.
+    pub fn qos2_unreleased(&self) -> usize {
+        self.traffic
+            .as_deref()
+            .map_or(0, |traffic| traffic.inbound_qos2.len())
+    }
+
+    pub fn note_qos2_received(&mut self, packet_id: u16) {
+        self.traffic().inbound_qos2.insert(packet_id);
+    }
+
+    pub fn note_qos2_released(&mut self, packet_id: u16) {
+        if let Some(traffic) = self.traffic.as_mut() {
+            traffic.inbound_qos2.remove(&packet_id);
+        }
+    }
+
+    /// What a restart found stored: QoS 2 publishes received and not yet released.
+    pub fn restore_qos2(&mut self, packet_ids: Vec<u16>) {
+        if !packet_ids.is_empty() {
+            self.traffic().inbound_qos2 = packet_ids.into_iter().collect();
+        }
+    }
+
     /// Moves waiting deliveries into the window while it has room and a client is attached.
     fn pump(&mut self, limits: &Limits, client_id: &str, writes: &mut Vec<MqttWrite>) {
         let Some(link) = &self.link else {
             return;
         };
         let window = usize::from(limits.max_inflight.min(link.receive_max).max(1));
-        if self.inflight.len() >= window || self.queue.is_empty() {
+        let persistent = Session::persistent(self);
+        let Some(traffic) = self.traffic.as_deref_mut() else {
+            return;
+        };
+        if traffic.inflight.len() >= window || traffic.queue.is_empty() {
             return;
         }
-        let outbox = link.outbox.clone();
         let now_ms = crate::time::now_ms();
-        while self.inflight.len() < window {
-            let Some(waiting) = self.queue.pop_front() else {
+        while traffic.inflight.len() < window {
+            let Some(waiting) = traffic.queue.pop_front() else {
                 break;
             };
             if waiting.delivery.publication.expired(now_ms) {
-                if self.expiry_secs > 0 {
+                if persistent {
                     writes.push(MqttWrite::Dequeue {
                         client_id: client_id.to_string(),
                         seq: waiting.seq,
@@ -343,16 +414,16 @@ impl SessionState {
                 }
                 continue;
             }
-            let Some(packet_id) = self.free_packet_id() else {
-                self.queue.push_front(waiting);
+            let Some(packet_id) = traffic.free_packet_id() else {
+                traffic.queue.push_front(waiting);
                 break;
             };
-            outbox.send(Outbound::Deliver {
+            link.outbox.send(Outbound::Deliver {
                 delivery: waiting.delivery.clone(),
                 packet_id: Some(packet_id),
                 dup: false,
             });
-            self.inflight.insert(
+            traffic.inflight.insert(
                 packet_id.get(),
                 InFlight {
                     delivery: waiting.delivery,
@@ -363,26 +434,33 @@ impl SessionState {
         }
     }
 
+    fn note_drop(&mut self, client_id: &str, why: &str) {
+        let traffic = self.traffic();
+        traffic.dropped += 1;
+        if traffic.dropped == 1 || traffic.dropped.is_power_of_two() {
+            tracing::warn!(
+                client_id,
+                dropped = traffic.dropped,
+                "a message for an MQTT session was dropped: {why}"
+            );
+        }
+    }
+}
+
+impl Traffic {
+    fn is_idle(&self) -> bool {
+        self.inbound_qos2.is_empty() && self.inflight.is_empty() && self.queue.is_empty()
+    }
+
     fn free_packet_id(&mut self) -> Option<NonZeroU16> {
         for _ in 0..u16::MAX {
-            let id = self.next_packet_id;
-            self.next_packet_id = self.next_packet_id.checked_add(1).unwrap_or(1);
+            let id = self.next_packet_id.max(1);
+            self.next_packet_id = id.checked_add(1).unwrap_or(1);
             if !self.inflight.contains_key(&id) {
                 return NonZeroU16::new(id);
             }
         }
         None
-    }
-
-    fn note_drop(&mut self, client_id: &str, why: &str) {
-        self.dropped += 1;
-        if self.dropped == 1 || self.dropped.is_power_of_two() {
-            tracing::warn!(
-                client_id,
-                dropped = self.dropped,
-                "a message for an MQTT session was dropped: {why}"
-            );
-        }
     }
 }
 

@@ -88,6 +88,11 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 impl Reader {
+    /// Plain TCP (the only transport a quiet connection parks with).
+    pub fn is_tcp(&self) -> bool {
+        matches!(self, Reader::Tcp(_))
+    }
+
     /// Appends what arrived to `buf`; Ok(0) when the peer closed. For WebSocket: binary frames
     /// only (their bytes are a plain byte stream: one MQTT packet may span frames, one frame may
     /// hold several packets); a text frame is an error; Close → Ok(0); ping/pong are handled by
@@ -96,7 +101,9 @@ impl Reader {
         match self {
             Reader::Tcp(tcp) => loop {
                 // Reserve only once bytes are there: an idle connection holds no read buffer.
-                tcp.readable().await?;
+                // Polled, not `readable()`: that future carries a waiter node, and every quiet
+                // client's future would keep it; one reading task needs only the socket's slot.
+                std::future::poll_fn(|cx| tcp.as_ref().poll_read_ready(cx)).await?;
                 buf.reserve(READ_RESERVE);
                 match tcp.try_read_buf(buf) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -115,7 +122,9 @@ impl Reader {
                 buf.reserve(READ_RESERVE);
                 tls.read_buf(buf).await
             }
-            Reader::Ws(ws) => websocket::read(ws, buf).await,
+            // Boxed: its state (a frame being taken apart) is larger than a TCP read's, and
+            // every quiet client's future would be sized for it.
+            Reader::Ws(ws) => Box::pin(websocket::read(ws, buf)).await,
         }
     }
 }
@@ -163,6 +172,27 @@ impl Writer {
             tracing::debug!("a client did not take its last bytes before the connection closed");
         }
     }
+}
+
+/// A plain TCP connection's two halves as the socket they came from, out of tokio's reactor
+/// (to be parked); the halves back when they are not plain TCP.
+pub fn into_std(
+    reader: Reader,
+    writer: Writer,
+) -> Result<io::Result<std::net::TcpStream>, (Reader, Writer)> {
+    match (reader, writer) {
+        (Reader::Tcp(reader), Writer::Tcp(writer)) => Ok(reader
+            .reunite(writer)
+            .map_err(|_| io::Error::other("the halves of two different connections"))
+            .and_then(TcpStream::into_std)),
+        other => Err(other),
+    }
+}
+
+/// A parked plain TCP connection's socket as a reader and writer again (in tokio's reactor).
+pub fn from_std(stream: std::net::TcpStream) -> io::Result<(Reader, Writer)> {
+    let (reader, writer) = TcpStream::from_std(stream)?.into_split();
+    Ok((Reader::Tcp(reader), Writer::Tcp(writer)))
 }
 
 /// Accepts TCP clients (TCP_NODELAY on; TLS handshake in its own task with a 15 s timeout when

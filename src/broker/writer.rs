@@ -1,26 +1,33 @@
-//! A connection's writer: it drains every packet queued for the client into one buffer and
-//! writes it with one call, so a busy subscriber costs one syscall per batch, not per message.
-//! It also owns what is per hop on the way out: outbound topic aliases and the client's
-//! Maximum Packet Size.
+//! A connection's sending side: it drains every packet queued for the client into one buffer
+//! and writes it with one call, so a busy subscriber costs one syscall per batch, not per
+//! message. It also owns what is per hop on the way out: outbound topic aliases and the
+//! client's Maximum Packet Size. It runs in the connection's own task (no task of its own: a
+//! quiet client costs one task, not two), and it is handed the transport's [`Writer`] for each
+//! write rather than owning it, so that a parked connection keeps its sender without a socket.
 
 pub use super::outbox::Outbox;
-use super::outbox::{self, Inbox};
+use super::outbox::{self, Inbox, Waited};
 use super::packet::{Codec, Packet};
 use super::publication::Delivery;
+use super::session::Kick;
+use super::stats;
 use super::transport::Writer;
 use bytes::BytesMut;
 use bytestring::ByteString;
 use rmqtt_codec::v5::{Disconnect, DisconnectReasonCode};
 use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU16;
+use std::time::Duration;
 
-/// Above this many buffered bytes the writer writes before taking more from the queue.
+/// Above this many buffered bytes the sender writes before encoding more of the batch.
 const BATCH_BYTES: usize = 64 * 1024;
+/// How long the last bytes (and a server DISCONNECT) may take when a connection ends.
+const LAST_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What a connection's writer is asked to send.
+/// What a connection is asked to send.
 #[derive(Debug)]
 pub enum Outbound {
-    /// Boxed: the channel allocates slots of the largest variant, and every connection has one.
+    /// Boxed: the queue keeps slots of the largest variant.
     Packet(Box<Packet>),
     Deliver {
         delivery: Delivery,
@@ -48,62 +55,151 @@ impl Outbound {
     }
 }
 
-/// Starts the writer task of a connection.
-pub fn spawn(
-    writer: Writer,
-    codec: Codec,
-    client_alias_max: u16,
-) -> (Outbox, tokio::task::JoinHandle<()>) {
-    let (outbox, inbox) = outbox::outbox();
-    let task = WriterTask {
-        writer,
-        codec,
-        aliases: Aliases::new(client_alias_max),
-    };
-    let handle = tokio::spawn(Box::new(task).run(inbox));
-    (outbox, handle)
+/// How a write of what was queued ended.
+pub enum Flushed {
+    /// All written; the connection goes on.
+    Done,
+    /// The queue asked to close (a [`Outbound::Close`]), or the client is gone.
+    Closed,
+    /// Told to end while the client was not taking its bytes.
+    Kicked(Kick),
 }
 
-struct WriterTask {
-    writer: Writer,
+/// The sending side of one connection.
+pub struct Sender {
     codec: Codec,
-    aliases: Aliases,
+    /// Only for clients that take aliases (MQTT 5 Topic Alias Maximum above 0).
+    aliases: Option<Box<Aliases>>,
+    inbox: Inbox,
 }
 
-impl WriterTask {
-    /// Boxed: an async fn's by-value arguments are kept twice in its future, and every
-    /// connection keeps this one for its life.
-    async fn run(mut self: Box<Self>, inbox: Inbox) {
-        let mut batch = VecDeque::new();
-        'batches: while inbox.take(&mut batch).await {
-            let now_ms = crate::time::now_ms();
-            let mut buf = BytesMut::new();
-            while let Some(item) = batch.pop_front() {
-                let close = self.encode(item, &inbox, &mut buf, now_ms);
-                if close || buf.len() >= BATCH_BYTES {
-                    // The written bytes share the buffer's allocation: each write gets a new
-                    // one, so a quiet connection holds none.
-                    if self.writer.write(buf.split().freeze()).await.is_err() {
-                        break 'batches;
-                    }
-                    if close {
-                        break 'batches;
-                    }
-                }
-            }
-            if !buf.is_empty() && self.writer.write(buf.freeze()).await.is_err() {
-                break;
-            }
-            // A burst's queue is not kept for the quiet time after it.
-            batch = VecDeque::new();
-        }
-        // Boxed: the close path waits on a timer, which would otherwise sit in every idle
-        // connection's writer.
-        Box::pin(self.writer.close()).await;
+impl Sender {
+    /// The sending side, and the queue that feeds it.
+    pub fn new(codec: Codec, client_alias_max: u16) -> (Sender, Outbox) {
+        let (outbox, inbox) = outbox::outbox();
+        let sender = Sender {
+            codec,
+            aliases: (client_alias_max > 0).then(|| Box::new(Aliases::new(client_alias_max))),
+            inbox,
+        };
+        (sender, outbox)
     }
 
-    /// Encodes one item; true when the connection is to close after this batch.
-    fn encode(&mut self, item: Outbound, inbox: &Inbox, buf: &mut BytesMut, now_ms: i64) -> bool {
+    /// Waits until something is queued or the connection is told to end. Cancel-safe.
+    /// (`&mut`: the codec is not `Sync`, and the connection's future must stay `Send`.)
+    pub async fn wait(&mut self) -> Waited {
+        self.inbox.wait().await
+    }
+
+    /// The client's bytes arrived just now (for the keep-alive sweep).
+    pub fn heard(&self, now_ms: i64) {
+        self.inbox.heard(now_ms);
+    }
+
+    /// The queue's receiving side (to hand its wake-ups to a parked connection).
+    pub fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+
+    /// Encodes and writes everything queued now, in writes of up to [`BATCH_BYTES`]; a kick
+    /// interrupts a write the client does not take.
+    pub async fn flush(&mut self, writer: &mut Writer) -> Flushed {
+        let mut batch = VecDeque::new();
+        self.inbox.take(&mut batch);
+        let now_ms = crate::time::now_ms();
+        self.inbox.active(now_ms);
+        let mut buf = BytesMut::new();
+        // Added to the connection's counter once per batch (the list of connected clients
+        // shows it), not once per message.
+        let mut deliveries = 0;
+        let mut by_qos = [0u64; 3];
+        let mut closed = false;
+        while let Some(item) = batch.pop_front() {
+            if let Outbound::Deliver { delivery, .. } = &item {
+                deliveries += 1;
+                by_qos[stats::qos_index(delivery.qos)] += 1;
+            }
+            closed = self.encode(item, &mut buf, now_ms);
+            if closed || buf.len() >= BATCH_BYTES {
+                if let Some(end) = self.write(writer, &mut buf).await {
+                    return end;
+                }
+                if closed {
+                    break;
+                }
+            }
+        }
+        self.inbox.count_sent(deliveries);
+        stats::sent(by_qos);
+        if let Some(end) = self.write(writer, &mut buf).await {
+            return end;
+        }
+        if closed {
+            Flushed::Closed
+        } else {
+            Flushed::Done
+        }
+    }
+
+    /// Writes `buf` (emptied), unless a kick comes first; `Some` ends the connection.
+    async fn write(&mut self, writer: &mut Writer, buf: &mut BytesMut) -> Option<Flushed> {
+        if buf.is_empty() {
+            return None;
+        }
+        stats::bytes_out(buf.len());
+        // The written bytes share the buffer's allocation: each write gets a new one, so a
+        // quiet connection holds none.
+        let bytes = buf.split().freeze();
+        tokio::select! {
+            written = writer.write(bytes) => written.is_err().then_some(Flushed::Closed),
+            why = self.inbox.kicked() => Some(Flushed::Kicked(why)),
+        }
+    }
+
+    /// Ends the connection: what is still queued, then a DISCONNECT with `reason` (MQTT 5), then close — bounded in time, as the client
+    /// may not be taking bytes any more.
+    pub async fn close(mut self, mut writer: Writer, reason: Option<DisconnectReasonCode>) {
+        let last = async {
+            let mut buf = BytesMut::new();
+            let mut batch = VecDeque::new();
+            self.inbox.take(&mut batch);
+            let now_ms = crate::time::now_ms();
+            let mut closed = false;
+            for item in batch {
+                closed = self.encode(item, &mut buf, now_ms);
+                if closed {
+                    break;
+                }
+            }
+            if !closed {
+                self.encode(Outbound::Close(reason), &mut buf, 0);
+            }
+            if !buf.is_empty() {
+                stats::bytes_out(buf.len());
+                let _ = writer.write(buf.freeze()).await;
+            }
+        };
+        // Boxed: the close path waits on a timer, which would otherwise sit in every idle
+        // connection's future.
+        let _ = Box::pin(tokio::time::timeout(LAST_WRITE_TIMEOUT, last)).await;
+        drop(self.inbox);
+        Box::pin(writer.close()).await;
+    }
+
+    /// Answers `packet` (a refused CONNECT's CONNACK) over `writer` and closes it.
+    pub async fn refuse(mut self, mut writer: Writer, packet: Packet) {
+        let mut buf = BytesMut::new();
+        self.encode(Outbound::packet(packet), &mut buf, 0);
+        let _ = Box::pin(tokio::time::timeout(
+            LAST_WRITE_TIMEOUT,
+            writer.write(buf.freeze()),
+        ))
+        .await;
+        Box::pin(writer.close()).await;
+    }
+
+    /// Encodes one item; true when the connection is to close after it.
+    fn encode(&mut self, item: Outbound, buf: &mut BytesMut, now_ms: i64) -> bool {
         let packet = match item {
             Outbound::Packet(packet) => *packet,
             Outbound::Deliver {
@@ -112,11 +208,13 @@ impl WriterTask {
                 dup,
             } => {
                 if packet_id.is_none() {
-                    inbox.written_qos0();
+                    self.inbox.written_qos0();
                 }
                 let mut publish = delivery.packet(packet_id, dup, now_ms);
-                if let Some(props) = publish.properties.as_mut() {
-                    match self.aliases.alias(&publish.topic) {
+                if let (Some(props), Some(aliases)) =
+                    (publish.properties.as_mut(), self.aliases.as_mut())
+                {
+                    match aliases.alias(&publish.topic) {
                         Some((alias, true)) => props.topic_alias = Some(alias),
                         Some((alias, false)) => {
                             props.topic_alias = Some(alias);

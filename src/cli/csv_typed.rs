@@ -226,3 +226,67 @@ mod tests {
         assert_eq!(parse_header("time:zone").name, "time:zone");
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn cell_value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            ".{0,8}".prop_map(Value::String),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<f64>()
+                .prop_filter("finite", |n| n.is_finite())
+                .prop_map(|n| json!(n)),
+            any::<bool>().prop_map(Value::Bool),
+            Just(Value::Null),
+            prop::collection::vec("[a-z,\"]{0,3}", 0..3).prop_map(|v| json!(v)),
+        ]
+    }
+
+    proptest! {
+        /// Records written as typed CSV read back as the same records.
+        #[test]
+        fn records_survive_csv(
+            rows in prop::collection::vec(
+                prop::collection::btree_map("[a-z][a-z:_ ]{0,5}", cell_value(), 0..5), 0..6)
+        ) {
+            let records: Vec<Value> = rows
+                .into_iter()
+                .map(|row| Value::Object(row.into_iter().collect()))
+                .collect();
+            let cols = typed_columns(&records);
+            for col in &cols {
+                prop_assert_eq!(&parse_header(&header_cell(col)), col);
+            }
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(cols.iter().map(header_cell)).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            for r in &records {
+                w.write_record(row_cells(&cols, r)).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            }
+            let bytes = w.into_inner().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let mut rd = csv::ReaderBuilder::new().has_headers(!cols.is_empty()).from_reader(bytes.as_slice());
+            let parsed: Vec<Column> = match cols.is_empty() {
+                true => Vec::new(),
+                false => rd.headers().map_err(|e| TestCaseError::fail(e.to_string()))?.iter().map(parse_header).collect(),
+            };
+            let back: Vec<Value> = rd
+                .records()
+                .map(|r| {
+                    let r = r.map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    parse_row(&parsed, &r).map(Value::Object).map_err(TestCaseError::fail)
+                })
+                .collect::<Result<_, _>>()?;
+            if !cols.is_empty() {
+                prop_assert_eq!(back, records);
+            }
+        }
+
+        #[test]
+        fn any_cell_never_panics(header in ".{0,12}", cell in ".{0,12}") {
+            let _ = parse_cell(&parse_header(&header), &cell);
+        }
+    }
+}

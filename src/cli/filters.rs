@@ -9,6 +9,9 @@ use super::ListArgs;
 /// Type words the server accepts in `filter[..][..][<type>]`.
 const TYPES: [&str; 6] = ["string", "number", "boolean", "date", "null", "object"];
 
+/// Characters of the symbol operators: an unquoted value may not start with one.
+const OPERATOR_CHARS: [char; 8] = ['=', '!', '<', '>', '~', '?', '*', '@'];
+
 /// One parsed condition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Condition {
@@ -67,6 +70,17 @@ pub fn parse_condition(expr: &str) -> CliResult<Condition> {
     let (op, rest) =
         wire_op(rest.trim_start()).ok_or_else(|| usage(expr, "missing or unknown operator"))?;
     let raw = rest.trim();
+    if unquote(raw).is_none() && raw.starts_with(OPERATOR_CHARS) {
+        // `price >> 5` is a typo far more often than a comparison with the text `> 5`.
+        let head = expr[..expr.len() - rest.len()].trim_end();
+        return Err(usage(
+            expr,
+            format!(
+                "the value `{raw}` starts with an operator character; quote it if it is \
+                 meant as text ('{head} \"{raw}\"')"
+            ),
+        ));
+    }
     let (value, ty) = match unquote(raw) {
         Some(inner) if ty.is_none() => (inner.to_string(), Some("string".to_string())),
         Some(inner) => (inner.to_string(), ty),
@@ -233,6 +247,32 @@ mod tests {
 
     fn t(s: &str) -> Option<String> {
         Some(s.to_string())
+    }
+
+    #[test]
+    fn a_value_starting_with_an_operator_character_must_be_quoted() {
+        for expr in [
+            "price >> 5",
+            "price => 5",
+            "name = =x",
+            "tags ?~ *a",
+            "n <= <3",
+        ] {
+            let err = parse_condition(expr).expect_err(expr).to_string();
+            assert!(
+                err.contains("starts with an operator character"),
+                "{expr}: {err}"
+            );
+        }
+        assert_eq!(
+            cond(r#"price > "> 5""#),
+            ("price".into(), "gt".into(), t("string"), "> 5".into())
+        );
+        assert_eq!(
+            cond("price:number > '>5'"),
+            ("price".into(), "gt".into(), t("number"), ">5".into())
+        );
+        assert_eq!(cond("price >= 5").3, "5");
     }
 
     #[test]

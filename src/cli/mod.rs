@@ -2,6 +2,7 @@
 //! client options. The client subcommands run through [`run::run`].
 
 mod auth;
+mod backup;
 mod csv_typed;
 mod export;
 mod filters;
@@ -12,6 +13,7 @@ mod import;
 mod keys;
 mod namespaces;
 mod output;
+mod parse;
 mod records;
 mod run;
 mod tags;
@@ -24,6 +26,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::client;
 pub use crate::client::{error, profile, GlobalArgs, OutputFormat, DEFAULT_URL};
 
+pub use parse::parse;
 pub use run::run;
 
 #[derive(Debug, Parser)]
@@ -89,6 +92,17 @@ pub enum Command {
     Flows(FlowsCommand),
     /// Print the device info of the server (`GET /svc/`).
     Info,
+    /// Save a consistent snapshot of a running server's store to FILE (administrators; the
+    /// server keeps serving).
+    Backup { file: std::path::PathBuf },
+    /// Put a snapshot in place as the database of a stopped data dir; the old database is kept
+    /// as svc.db.before-restore.
+    Restore {
+        file: std::path::PathBuf,
+        /// The data dir of the stopped server
+        #[arg(long, env = "SVC_DATA_DIR", default_value = "./svc-data")]
+        data_dir: std::path::PathBuf,
+    },
     /// Full-screen live monitor of the tag tree (UNS) over MQTT, with historian trends.
     Tui(crate::tui::TuiArgs),
     /// Print a shell completion script.

@@ -4,7 +4,7 @@
 use super::client::Client;
 use super::error::{CliError, CliResult};
 use super::{
-    auth, flows, functions, historian, keys, namespaces, output, records, tags, upstreams,
+    auth, backup, flows, functions, historian, keys, namespaces, output, records, tags, upstreams,
 };
 use super::{Cli, Command};
 use crate::model::DeviceInfo;
@@ -51,6 +51,8 @@ fn dispatch(cli: Cli) -> CliResult<()> {
         Command::Upstreams(c) => upstreams::run(&Client::from_args(&global)?, format, c),
         Command::Functions(c) => functions::run(&Client::from_args(&global)?, format, c),
         Command::Flows(c) => flows::run(&Client::from_args(&global)?, format, c),
+        Command::Backup { file } => backup::backup(&Client::from_args(&global)?, &file),
+        Command::Restore { file, data_dir } => backup::restore(&file, &data_dir),
         Command::Info => {
             let client = Client::from_args(&global)?;
             let info: DeviceInfo = client.get("/svc/")?;

@@ -301,3 +301,7 @@ impl Flow {
 #[cfg(test)]
 #[path = "graph_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "graph_props.rs"]
+mod props;

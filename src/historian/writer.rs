@@ -124,6 +124,11 @@ impl HistorianWriter {
         self.queue_all(writes, true).await
     }
 
+    /// Values waiting for the writer thread to take them (for GET /metrics).
+    pub fn queue_depth(&self) -> usize {
+        self.shared.lock().pending.len()
+    }
+
     async fn queue(&self, write: HistoryWrite, journaled: bool) -> Result<(), NotRecorded> {
         self.queue_all(vec![write], journaled).await
     }
@@ -337,8 +342,10 @@ fn fold(store: &Store, held: &mut Fold) -> bool {
         }
         return true;
     }
+    let started = Instant::now();
     match store.fold_history(&held.values, held.upto) {
         Ok(()) => {
+            crate::telemetry::get().historian_fold(held.values.len(), started.elapsed());
             if let Some(retired) = held.retired.take() {
                 retired.remove();
             }

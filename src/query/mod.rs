@@ -11,6 +11,8 @@ mod sort;
 mod value;
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod test_util;
 
 pub use path::FieldPath;

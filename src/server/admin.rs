@@ -9,13 +9,15 @@ use crate::ids::is_domain_name;
 use crate::model::{Domain, NewDomainRequest};
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/domains", get(list_domains).post(create_domain))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_domains, create_domain))
 }
 
+#[utoipa::path(get, path = "/domains", tag = "admin",
+    responses((status = 200, description = "The domains", body = Vec<Domain>)))]
 async fn list_domains(
     State(state): State<AppState>,
     who: Identity,
@@ -24,6 +26,9 @@ async fn list_domains(
     Ok(Json(state.store.run(|s| s.list_domains()).await?))
 }
 
+#[utoipa::path(post, path = "/domains", tag = "admin", request_body = NewDomainRequest,
+    responses((status = 201, description = "The new domain", body = Domain),
+        (status = 409, description = "The domain exists already")))]
 async fn create_domain(
     State(state): State<AppState>,
     who: Identity,

@@ -13,20 +13,22 @@ use super::AppState;
 use crate::model::{ApiKeyInfo, NewApiKey, NewApiKeyRequest, Success};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::routing::{delete, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub const FEATURE: &str = "api_keys";
 /// The scope of other users' keys.
 const ALL: &str = "all";
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/keys", post(create_key).get(list_keys))
-        .route("/keys/{id}", delete(revoke_key))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_key, list_keys))
+        .routes(routes!(revoke_key))
 }
 
+#[utoipa::path(post, path = "/keys", tag = "auth", request_body = NewApiKeyRequest,
+    responses((status = 201, description = "The new key, with its secret (shown only once)", body = NewApiKey)))]
 async fn create_key(
     State(state): State<AppState>,
     Identity(user): Identity,
@@ -72,6 +74,8 @@ impl KeysQuery {
     }
 }
 
+#[utoipa::path(get, path = "/keys", tag = "auth", params(("scope" = Option<String>, Query, pattern = "^(self|all)$", description = "`self` (the default): the caller's own keys; `all`: every user's (administrators)")),
+    responses((status = 200, description = "The keys, without their secrets", body = Vec<ApiKeyInfo>)))]
 async fn list_keys(
     State(state): State<AppState>,
     caller: Caller,
@@ -127,6 +131,8 @@ async fn revocable_owner(
     Ok(in_domain.then_some(owner))
 }
 
+#[utoipa::path(delete, path = "/keys/{id}", tag = "auth", params(("scope" = Option<String>, Query, pattern = "^(self|all)$", description = "`self` (the default): the caller's own keys; `all`: every user's (administrators)")),
+    responses((status = 200, description = "The key is revoked", body = Success)))]
 async fn revoke_key(
     State(state): State<AppState>,
     caller: Caller,

@@ -87,11 +87,24 @@ pub struct Caller {
     pub domain: String,
 }
 
+/// The user a layer already authenticated for this request (the request log needs it), put in
+/// the request's extensions so the extractors do not check the credential a second time.
+#[derive(Clone)]
+pub struct Authenticated(pub Arc<AuthUser>);
+
+/// The request's user: the one already [`Authenticated`], else from its credential headers.
+async fn user_of_request(state: &AppState, parts: &Parts) -> ApiResult<Arc<AuthUser>> {
+    match parts.extensions.get::<Authenticated>() {
+        Some(Authenticated(user)) => Ok(user.clone()),
+        None => authenticate(state, &parts.headers).await,
+    }
+}
+
 impl FromRequestParts<AppState> for Identity {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Identity> {
-        authenticate(state, &parts.headers).await.map(Identity)
+        user_of_request(state, parts).await.map(Identity)
     }
 }
 
@@ -100,7 +113,7 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Caller> {
         let domain = domain_of(&parts.headers)?;
-        let user = authenticate(state, &parts.headers).await?;
+        let user = user_of_request(state, parts).await?;
         if !domain_exists(state, &domain).await? {
             return Err(ApiError::bad_request(format!(
                 "unknown domain `domains:{domain}`"

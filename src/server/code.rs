@@ -18,22 +18,22 @@ use crate::functions::{
 use crate::ids::{new_key, TableRef};
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::io::Read;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 /// Files a bundle may hold.
 const MAX_BUNDLE_FILES: usize = 200;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/svc/code/{name}", post(upload))
-        .route("/svc/code/{name}/versions", get(versions))
-        .route("/svc/code/{name}/versions/{version}", get(version))
-        .route("/svc/code/{name}/restore/{version}", post(restore))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(upload))
+        .routes(routes!(versions))
+        .routes(routes!(version))
+        .routes(routes!(restore))
 }
 
 /// The code of an upload, ready to store.
@@ -45,6 +45,9 @@ struct Code {
     language: &'static str,
 }
 
+#[utoipa::path(post, path = "/svc/code/{name}", tag = "processes",
+    request_body(content = Vec<u8>, content_type = "multipart/form-data", description = "Exactly one code file"),
+    responses((status = 201, description = "The code is stored as a new version", body = Object)))]
 async fn upload(
     State(state): State<AppState>,
     caller: Caller,
@@ -271,6 +274,8 @@ async fn stored_versions(
     Ok(versions)
 }
 
+#[utoipa::path(get, path = "/svc/code/{name}/versions", tag = "processes",
+    responses((status = 200, description = "The stored versions of the code", body = Vec<Object>)))]
 async fn versions(
     State(state): State<AppState>,
     caller: Caller,
@@ -295,6 +300,8 @@ async fn pick(
         .ok_or_else(|| ApiError::not_found(format!("function `{name}` has no version {wanted}")))
 }
 
+#[utoipa::path(get, path = "/svc/code/{name}/versions/{version}", tag = "processes",
+    responses((status = 200, description = "One stored version", body = Object)))]
 async fn version(
     State(state): State<AppState>,
     caller: Caller,
@@ -304,6 +311,8 @@ async fn version(
 }
 
 /// Makes an old version's code current again, as a new version.
+#[utoipa::path(post, path = "/svc/code/{name}/restore/{version}", tag = "processes",
+    responses((status = 201, description = "The version is stored again as the newest", body = Object)))]
 async fn restore(
     State(state): State<AppState>,
     caller: Caller,

@@ -21,20 +21,24 @@ const DISPLAY_PREFIX_LEN: usize = API_KEY_PREFIX.len() + 6;
 
 pub fn hash_password(password: &str) -> Result<String> {
     let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
+    let hashed = Argon2::default()
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
-        .map_err(|e| anyhow::anyhow!("cannot hash password: {e}"))
+        .map_err(|e| anyhow::anyhow!("cannot hash password: {e}"));
+    crate::memory::give_back_freed();
+    hashed
 }
 
 pub fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash)
+    let verified = PasswordHash::new(hash)
         .map(|parsed| {
             Argon2::default()
                 .verify_password(password.as_bytes(), &parsed)
                 .is_ok()
         })
-        .unwrap_or(false)
+        .unwrap_or(false);
+    crate::memory::give_back_freed();
+    verified
 }
 
 /// The hash of a random password nobody knows, checked for unknown users so that a login's

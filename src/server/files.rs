@@ -11,15 +11,14 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, patch};
-use axum::Router;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/svc/file", patch(download_by_body))
-        .route("/svc/file/{id}/{field}/{name}", get(download_by_path))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(download_by_body))
+        .routes(routes!(download_by_path))
 }
 
 /// A file part of a multipart body, not yet stored.
@@ -220,6 +219,9 @@ pub async fn remove_files(state: &AppState, table: &TableRef, key: &str) {
     }
 }
 
+#[utoipa::path(patch, path = "/svc/file", tag = "records", request_body = FileRequest,
+    responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
+        (status = 200, description = "The file's bytes", content_type = "application/octet-stream", body = Vec<u8>)))]
 async fn download_by_body(
     State(state): State<AppState>,
     caller: Caller,
@@ -234,6 +236,8 @@ async fn download_by_body(
     download(&state, &caller, id, &request.field_name, &request.file_name).await
 }
 
+#[utoipa::path(get, path = "/svc/file/{id}/{field}/{name}", tag = "records",
+    responses((status = 200, description = "The file's bytes", content_type = "application/octet-stream", body = Vec<u8>)))]
 async fn download_by_path(
     State(state): State<AppState>,
     caller: Caller,

@@ -14,20 +14,20 @@ use crate::ids::TableRef;
 use crate::store::RunOwner;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/svc/flows/execute", post(execute))
-        .route("/svc/flows/{name}/start", post(start))
-        .route("/svc/flows/{name}/stop", post(stop))
-        .route("/svc/flows/{name}/runs", get(runs))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(execute))
+        .routes(routes!(start))
+        .routes(routes!(stop))
+        .routes(routes!(runs))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ExecuteRequest {
     name: String,
@@ -39,6 +39,9 @@ struct ExecuteRequest {
 
 /// Injects `input` as a message's payload and waits for everything it causes (delays
 /// included) to finish; answers with the debug output, or 422 naming the node that failed.
+#[utoipa::path(post, path = "/svc/flows/execute", tag = "flows", request_body = ExecuteRequest,
+    responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
+        (status = 200, description = "What the injected message caused", body = Object)))]
 async fn execute(
     State(state): State<AppState>,
     caller: Caller,
@@ -84,6 +87,8 @@ async fn set_running(
     Ok(Json(updated))
 }
 
+#[utoipa::path(post, path = "/svc/flows/{name}/start", tag = "flows",
+    responses((status = 200, description = "The flow's record, now running", body = super::openapi::Record)))]
 async fn start(
     State(state): State<AppState>,
     caller: Caller,
@@ -92,6 +97,8 @@ async fn start(
     set_running(&state, &caller, &name, true).await
 }
 
+#[utoipa::path(post, path = "/svc/flows/{name}/stop", tag = "flows",
+    responses((status = 200, description = "The flow's record, now stopped", body = super::openapi::Record)))]
 async fn stop(
     State(state): State<AppState>,
     caller: Caller,
@@ -101,6 +108,9 @@ async fn stop(
 }
 
 /// A flow's newest runs (manual executions and messages that reached a debug node or failed).
+#[utoipa::path(get, path = "/svc/flows/{name}/runs", tag = "flows",
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "At most this many runs")),
+    responses((status = 200, description = "The flow's recent runs, newest first", body = Vec<Object>)))]
 async fn runs(
     State(state): State<AppState>,
     caller: Caller,

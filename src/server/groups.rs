@@ -1,11 +1,13 @@
 //! Groups and grants (`/auth/group…`, `/auth/permission`, also under `/svc/auth`). An
 //! administrator, or anyone holding the `groups` feature at the domain scope (`*`) of the active
 //! domain, manages that domain's groups: lists them with their members, creates them with
-//! grants (the interface's `grants` or the SDK's `features`), adds members and adds grants.
+//! grants (the interface's `grants` or the SDK's `features`), adds members and adds grants
+//! (changing and removing them: `group_changes.rs`).
 //! Importing custom actions and scopes stays an administrator's job.
 
 use super::caller::{Access, Caller, READ, READ_WRITE};
 use super::error::{ApiError, ApiResult};
+use super::group_changes;
 use super::json::JsonBody;
 use super::users::{key_in, user_key};
 use super::AppState;
@@ -14,22 +16,25 @@ use crate::model::{
 };
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub const FEATURE: &str = "groups";
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/group", get(list_groups).post(create_group))
-        .route("/group/{gid}/user/{uid}", post(add_member))
-        .route(
-            "/permission",
-            get(effective_permissions).post(add_permissions),
-        )
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_groups, create_group))
+        .routes(routes!(
+            group_changes::set_grants,
+            group_changes::delete_group
+        ))
+        .routes(routes!(add_member, group_changes::remove_member))
+        .routes(routes!(effective_permissions, add_permissions))
 }
 
+#[utoipa::path(get, path = "/group", tag = "groups",
+    responses((status = 200, description = "The domain's groups", body = Vec<Group>)))]
 async fn list_groups(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Group>>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     let domain = caller.domain;
@@ -48,7 +53,11 @@ async fn list_groups(State(state): State<AppState>, caller: Caller) -> ApiResult
 }
 
 /// Every grant names a feature and a scope, and an action the domain knows.
-async fn check_grants(state: &AppState, domain: &str, grants: &[Grant]) -> ApiResult<()> {
+pub(super) async fn check_grants(
+    state: &AppState,
+    domain: &str,
+    grants: &[Grant],
+) -> ApiResult<()> {
     for grant in grants {
         if grant.feature.is_empty() || grant.scope.is_empty() || grant.action.is_empty() {
             return Err(ApiError::bad_request(
@@ -73,6 +82,9 @@ async fn check_grants(state: &AppState, domain: &str, grants: &[Grant]) -> ApiRe
     Ok(())
 }
 
+#[utoipa::path(post, path = "/group", tag = "groups", request_body = NewGroupRequest,
+    responses((status = 201, description = "The new group", body = Group),
+        (status = 409, description = "The group exists already")))]
 async fn create_group(
     State(state): State<AppState>,
     caller: Caller,
@@ -95,6 +107,8 @@ async fn create_group(
     Ok((StatusCode::CREATED, Json(group)))
 }
 
+#[utoipa::path(post, path = "/group/{gid}/user/{uid}", tag = "groups",
+    responses((status = 200, description = "The user is a member", body = Success)))]
 async fn add_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -121,6 +135,8 @@ async fn add_member(
 
 /// The caller's effective grants in the active domain; an administrator holds every action of
 /// every feature the domain knows, at every scope.
+#[utoipa::path(get, path = "/permission", tag = "groups",
+    responses((status = 200, description = "The caller's effective permissions in the domain", body = PermissionList)))]
 async fn effective_permissions(
     State(state): State<AppState>,
     caller: Caller,
@@ -143,13 +159,16 @@ async fn effective_permissions(
 }
 
 /// The SDK's form (grants for a group) or the interface's (custom actions and scopes).
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 enum PermissionRequest {
     ToGroup(GroupGrants),
     Import(PermissionImport),
 }
 
+#[utoipa::path(post, path = "/permission", tag = "groups", request_body = PermissionRequest,
+    responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
+        (status = 200, description = "The grants are added", body = Success)))]
 async fn add_permissions(
     State(state): State<AppState>,
     caller: Caller,

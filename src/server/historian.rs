@@ -13,22 +13,24 @@ use crate::historian::{
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, patch, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 const FEATURE: &str = "historian";
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/svc/historian/list", get(list))
-        .route("/svc/historian", patch(query))
-        .route("/svc/historian/last", patch(last))
-        .route("/svc/historian/export", post(export))
-        .route("/svc/historian/export/aggregated", post(export_aggregated))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(query))
+        .routes(routes!(last))
+        .routes(routes!(export))
+        .routes(routes!(export_aggregated))
 }
 
+#[utoipa::path(get, path = "/svc/historian/list", tag = "historian",
+    responses((status = 200, description = "The historized topics", body = Vec<String>)))]
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<String>>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     Ok(Json(state.tags.paths(&caller.domain, true)))
@@ -59,6 +61,9 @@ fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+#[utoipa::path(patch, path = "/svc/historian", tag = "historian", request_body = crate::model::HistorianQuery,
+    responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
+        (status = 200, description = "The topic's values in the window (raw points, or one per bucket when `bucket` is given)", body = Vec<crate::model::HistorianPoint>)))]
 async fn query(
     State(state): State<AppState>,
     caller: Caller,
@@ -85,6 +90,9 @@ struct LastRequest {
     limit: Option<u64>,
 }
 
+#[utoipa::path(patch, path = "/svc/historian/last", tag = "historian", request_body = crate::model::HistorianLastRequest,
+    responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
+        (status = 200, description = "The topic's newest values", body = Vec<crate::model::HistorianPoint>)))]
 async fn last(
     State(state): State<AppState>,
     caller: Caller,
@@ -105,6 +113,9 @@ async fn last(
     Ok(Json(points_json(&points)))
 }
 
+#[utoipa::path(post, path = "/svc/historian/export", tag = "historian", request_body = crate::model::HistorianExportRequest,
+    responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
+        (status = 200, description = "The values as gzipped CSV", content_type = "application/gzip", body = Vec<u8>)))]
 async fn export(
     State(state): State<AppState>,
     caller: Caller,
@@ -117,6 +128,9 @@ async fn export(
 }
 
 /// The SDK's export: timestamps in a time zone, day buckets from its local midnights.
+#[utoipa::path(post, path = "/svc/historian/export/aggregated", tag = "historian", request_body = Object,
+    responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
+        (status = 200, description = "Aggregated values as gzipped CSV", content_type = "application/gzip", body = Vec<u8>)))]
 async fn export_aggregated(
     State(state): State<AppState>,
     caller: Caller,

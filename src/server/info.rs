@@ -6,7 +6,32 @@ use crate::model::{Bind, Binds, DeviceInfo, StorageInfo, Uns};
 use axum::extract::State;
 use axum::Json;
 use std::net::SocketAddr;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
+/// `GET /svc/info`, and the same under `/svc/` and `/svc`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(device_info))
+        .routes(routes!(device_info_at_root))
+        .routes(routes!(device_info_at_base))
+}
+
+/// The device info under `/svc/` (the SDK's path).
+#[utoipa::path(get, path = "/svc/", tag = "info",
+    responses((status = 200, description = "The device info", body = DeviceInfo)))]
+async fn device_info_at_root(state: State<AppState>, who: Identity) -> Json<DeviceInfo> {
+    device_info(state, who).await
+}
+
+/// The device info under `/svc`.
+#[utoipa::path(get, path = "/svc", tag = "info",
+    responses((status = 200, description = "The device info", body = DeviceInfo)))]
+async fn device_info_at_base(state: State<AppState>, who: Identity) -> Json<DeviceInfo> {
+    device_info(state, who).await
+}
+
+#[utoipa::path(get, path = "/svc/info", tag = "info",
+    responses((status = 200, description = "Device name, broker listeners, storage, version", body = DeviceInfo)))]
 pub async fn device_info(State(state): State<AppState>, _who: Identity) -> Json<DeviceInfo> {
     let settings = &state.settings;
     let host = settings.bind.to_string();
@@ -39,5 +64,6 @@ pub async fn device_info(State(state): State<AppState>, _who: Identity) -> Json<
         },
         version: env!("CARGO_PKG_VERSION").to_string(),
         python: Some(crate::functions::python::report()),
+        last_backup: state.backups.last(),
     })
 }

@@ -63,8 +63,17 @@ impl LastValues {
 
     /// The latest (timestamp, value) of a topic, by the historian's payload rules.
     pub fn get(&self, topic: &str) -> Option<(i64, Value)> {
+        self.latest(topic).map(|value| value.point())
+    }
+
+    /// The latest payload of a topic as it was set.
+    pub fn latest(&self, topic: &str) -> Option<LiveValue> {
         let (received_ms, payload) = self.values.read().ok()?.get(topic).cloned()?;
-        Some(point_from_payload(&payload, received_ms))
+        Some(LiveValue {
+            topic: topic.to_string(),
+            received_ms,
+            payload,
+        })
     }
 
     /// Every value set from now on (a receiver that falls more than [`WATCH_BUFFER`] behind

@@ -15,6 +15,10 @@ use std::time::Instant;
 
 pub const CORRELATION_HEADER: HeaderName = HeaderName::from_static("app-correlationid");
 
+/// The request's correlation id, in its extensions for the layers and handlers inside.
+#[derive(Debug, Clone)]
+pub struct CorrelationId(pub String);
+
 /// Reuses a sane incoming id (printable ASCII, at most 128 bytes) or makes a new UUID.
 fn correlation_id(request: &Request) -> String {
     request
@@ -28,9 +32,10 @@ fn correlation_id(request: &Request) -> String {
 
 /// One log line per request, carrying its correlation id; what went wrong inside a failed
 /// request (an [`ErrorDetail`] on the response) goes on that same line.
-pub async fn correlate(request: Request, next: Next) -> Response {
+pub async fn correlate(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = correlation_id(&request);
+    request.extensions_mut().insert(CorrelationId(id.clone()));
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let response = match check_head(&request) {

@@ -3,8 +3,11 @@
 
 mod admin;
 mod api_keys;
+mod audit;
 mod auth;
 pub mod automation;
+mod backup;
+mod broker_clients;
 mod caller;
 mod code;
 mod console;
@@ -13,20 +16,28 @@ mod drain;
 mod error;
 mod files;
 mod flows;
+mod group_changes;
 mod groups;
 mod historian;
 mod http;
+mod http_metrics;
 mod info;
 mod json;
 mod last_values;
 mod log_writer;
+mod login_throttle;
+mod metrics;
 mod middleware;
 mod mqtt;
 mod namespace_index;
 mod namespaces;
+mod observe;
+mod openapi;
 mod processes;
+mod record_writer;
 mod records;
 pub(crate) mod reports;
+mod request_log;
 pub mod settings;
 mod system_tables;
 mod tag_registration;
@@ -44,6 +55,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
+pub use backup::lock_data_dir;
 use caller::AuthCache;
 use credentials::Jwt;
 use settings::{ServeArgs, Settings};
@@ -79,6 +91,14 @@ pub struct Shared {
     pub upstreams: Arc<crate::upstream::supervisor::Supervisor>,
     /// The run log of functions and flows, written by groups (see [`RunLog`]).
     pub run_log: RunLog,
+    /// Failed password logins per user name and address (HTTP and MQTT).
+    pub login_throttle: login_throttle::LoginThrottle,
+    /// REST record writes, committed in groups (see [`record_writer::RecordWriter`]).
+    pub records: record_writer::RecordWriter,
+    /// Recent requests for `GET /svc/logs`.
+    pub request_log: Arc<request_log::RequestLog>,
+    /// The newest snapshot of the store, for `GET /svc/`.
+    pub backups: Arc<backup::Backups>,
 }
 
 /// Runs of functions and flows (domain, owner, run), written by one thread in groups.
@@ -107,6 +127,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let settings = Settings::resolve(args)?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(crate::memory::collect_when_idle)
         .build()
         .context("cannot start the async runtime")?
         .block_on(serve(settings))
@@ -131,6 +152,8 @@ async fn serve(settings: Settings) -> Result<()> {
     crate::memory::spawn_allocator_upkeep();
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
+    // Held until the process ends: `svc restore` refuses a directory a server is using.
+    let _data_dir_lock = backup::lock_data_dir(&settings.data_dir)?;
     let store =
         Store::open(&settings.data_dir.join("svc.db")).context("cannot open the database")?;
     bootstrap_admin(&store, &settings)?;
@@ -158,6 +181,9 @@ async fn serve(settings: Settings) -> Result<()> {
     };
     let broker_cell: Arc<OnceLock<Broker>> = Arc::default();
     let state = AppState(Arc::new(Shared {
+        login_throttle: login_throttle::LoginThrottle::new(settings.login_limits),
+        request_log: Arc::new(request_log::RequestLog::new(settings.request_log_size)),
+        backups: Arc::new(backup::Backups::new(&settings.data_dir)),
         store: store.clone(),
         settings: Arc::new(settings),
         jwt,
@@ -175,6 +201,8 @@ async fn serve(settings: Settings) -> Result<()> {
             Arc::new(upstreams::LocalBroker(broker_cell)),
         )
         .context("cannot start the upstreams")?,
+        records: record_writer::RecordWriter::start(store.clone())
+            .context("cannot start the record writer")?,
         run_log: {
             let store = store.clone();
             crate::group_commit::GroupCommit::start("svc-run-log", 512, move |runs| {
@@ -184,6 +212,8 @@ async fn serve(settings: Settings) -> Result<()> {
         },
     }));
     spawn_retention(&state);
+    audit::spawn_retention(&state);
+    backup::spawn_schedule(&state);
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;
@@ -319,32 +349,42 @@ async fn shutdown_signal() {
     }
 }
 
-fn router(state: AppState) -> Router {
-    let max_body = state.settings.max_body;
+/// Every route of the REST API; each handler's annotation documents it (see [`openapi`]).
+fn api_routes() -> utoipa_axum::router::OpenApiRouter<AppState> {
     let auth_routes = auth::routes()
         .merge(admin::routes())
         .merge(api_keys::routes())
         .merge(users::routes())
         .merge(groups::routes());
-    Router::new()
+    openapi::router()
         .nest("/auth", auth_routes.clone())
         .nest("/svc/auth", auth_routes)
-        .route("/svc/", get(info::device_info))
-        .route("/svc", get(info::device_info))
-        .route("/svc/info", get(info::device_info))
+        .merge(info::routes())
         .merge(files::routes())
         .merge(tags::routes())
         .merge(tag_stream::routes())
-        .merge(console::routes())
         .merge(namespaces::routes())
         .merge(upstreams::routes())
+        .merge(broker_clients::routes())
         .merge(historian::routes())
         .merge(processes::routes())
         .merge(flows::routes())
         .merge(code::routes())
-        .route("/mqtt", get(mqtt_bridge))
         .merge(reports::routes())
+        .merge(request_log::routes())
+        .merge(audit::routes())
+        .merge(backup::routes())
         .merge(records::routes())
+        .merge(metrics::routes())
+}
+
+fn router(state: AppState) -> Router {
+    let max_body = state.settings.max_body;
+    let (api, document) = api_routes().split_for_parts();
+    openapi::finish(document);
+    // Not REST resources: the console's files and MQTT over WebSocket.
+    api.merge(console::routes())
+        .route("/mqtt", get(mqtt_bridge))
         .fallback(|| async { error::ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {
             error::ApiError::new(
@@ -369,7 +409,12 @@ fn router(state: AppState) -> Router {
                 .into_response()
             },
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            observe::observe,
+        ))
         .layer(axum::middleware::from_fn(middleware::correlate))
+        .layer(axum::middleware::from_fn(http_metrics::record))
         .layer(axum::middleware::from_fn(drain::drain_unread_body))
         .with_state(state)
 }

@@ -9,11 +9,13 @@ use super::credentials::API_KEY_PREFIX;
 use super::tag_registration::Registrar;
 use super::tags::FEATURE as TAGS_FEATURE;
 use super::AppState;
-use crate::broker::{Message, Policy, Principal};
+use crate::broker::{AuthRefusal, Message, Policy, Principal};
 use crate::historian::point_from_payload;
+use crate::store::AuthUser;
 use crate::store::HistoryWrite;
 use crate::upstream::relay::Outbound;
 use async_trait::async_trait;
+use std::net::SocketAddr;
 
 pub struct PlatformPolicy {
     state: AppState,
@@ -48,6 +50,39 @@ impl PlatformPolicy {
     }
 }
 
+impl PlatformPolicy {
+    /// A user name and password, counted by the login throttle: a locked name or address is
+    /// refused without checking the password.
+    async fn password_login(
+        &self,
+        peer: SocketAddr,
+        username: Option<&str>,
+        password: &str,
+    ) -> Result<AuthUser, AuthRefusal> {
+        let username = username.ok_or(AuthRefusal::BadCredentials)?;
+        let throttle = &self.state.login_throttle;
+        if let Err(throttled) = throttle.check(username, peer.ip()) {
+            crate::telemetry::get().login_refused("mqtt", "throttled");
+            return Err(AuthRefusal::Throttled {
+                retry_after: throttled.retry_after,
+            });
+        }
+        match user_of_password(&self.state, username, password).await {
+            Ok(Some(user)) => {
+                throttle.succeeded(username);
+                Ok(user)
+            }
+            Ok(None) => {
+                throttle.failed(username, peer.ip());
+                crate::telemetry::get().login_refused("mqtt", "failure");
+                Err(AuthRefusal::BadCredentials)
+            }
+            // The store failed: not the client's guess, so not counted.
+            Err(_) => Err(AuthRefusal::BadCredentials),
+        }
+    }
+}
+
 fn looks_like_jwt(text: &str) -> bool {
     text.split('.').count() == 3 && !text.contains(char::is_whitespace)
 }
@@ -56,34 +91,34 @@ fn looks_like_jwt(text: &str) -> bool {
 impl Policy for PlatformPolicy {
     async fn authenticate(
         &self,
+        peer: SocketAddr,
         username: Option<&str>,
         password: Option<&[u8]>,
-    ) -> Option<Principal> {
+    ) -> Result<Principal, AuthRefusal> {
         let state = &self.state;
         let password = password.and_then(|p| std::str::from_utf8(p).ok());
         let (user, api_key_id) = match password {
             Some(key) if key.starts_with(API_KEY_PREFIX) => {
-                let (user, key_id) = user_of_api_key(state, key).await.ok()?;
+                let (user, key_id) = user_of_api_key(state, key)
+                    .await
+                    .map_err(|_| AuthRefusal::BadCredentials)?;
                 ((*user).clone(), Some(key_id))
             }
             Some(token) if looks_like_jwt(token) => match user_of_token(state, token).await {
                 Ok(user) => ((*user).clone(), None),
-                Err(_) => (user_of_password(state, username?, token).await.ok()??, None),
+                Err(_) => (self.password_login(peer, username, token).await?, None),
             },
-            Some(password) => (
-                user_of_password(state, username?, password).await.ok()??,
-                None,
-            ),
+            Some(password) => (self.password_login(peer, username, password).await?, None),
             None if username.is_none() && state.settings.mqtt_allow_anonymous => {
-                return Some(Principal {
+                return Ok(Principal {
                     user_key: String::new(),
                     admin: true,
                     api_key_id: None,
                 });
             }
-            None => return None,
+            None => return Err(AuthRefusal::BadCredentials),
         };
-        Some(Principal {
+        Ok(Principal {
             user_key: user.key,
             admin: user.admin,
             api_key_id,

@@ -11,13 +11,13 @@ use super::AppState;
 use crate::model::{TreeFolder, TreeTag};
 use crate::store::TagRow;
 use axum::extract::{Query, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/svc/namespaces/tree", get(tree))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(tree))
 }
 
 #[derive(Deserialize)]
@@ -28,6 +28,10 @@ struct TreeQuery {
 
 /// The branch at `path` (the whole domain without it), `depth` folder levels deep (all
 /// without it). Needs `tags` read access: it shows the domain's tags.
+#[utoipa::path(get, path = "/svc/namespaces/tree", tag = "tags",
+    params(("path" = Option<String>, Query, description = "The folder to start at (default: the root)"),
+        ("depth" = Option<String>, Query, pattern = "^[0-9]{1,4}$", description = "How many levels to include")),
+    responses((status = 200, description = "The folder with its tags and folders", body = TreeFolder)))]
 async fn tree(
     State(state): State<AppState>,
     caller: Caller,

@@ -16,26 +16,26 @@ use crate::ids::{is_record_key, RecordId, TableRef};
 use crate::store::RunOwner;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/svc/processes/execute", post(execute))
-        .route("/svc/processes/domain", get(list))
-        .route("/svc/processes/triggers/{id}", put(set_triggers))
-        .route("/svc/processes/runs/{name}", get(runs))
-        .route(
-            "/svc/processes/http/{endpoint}",
-            post(call_endpoint).get(call_endpoint_get),
-        )
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(execute))
+        .routes(routes!(list))
+        .routes(routes!(set_triggers))
+        .routes(routes!(runs))
+        .routes(routes!(call_endpoint, call_endpoint_get))
 }
 
 /// `POST /svc/processes/http/<endpoint>`: the function serving the endpoint in the caller's
 /// domain runs with the request body (JSON, or null when empty) as its input and answers its
 /// output; 422 with the reason when the code fails.
+#[utoipa::path(post, path = "/svc/processes/http/{endpoint}", tag = "processes",
+    request_body(content = Object, description = "The input given to the process (JSON)"),
+    responses((status = 200, description = "What the process returned", body = Object)))]
 async fn call_endpoint(
     state: State<AppState>,
     caller: Caller,
@@ -52,6 +52,8 @@ async fn call_endpoint(
 }
 
 /// `GET /svc/processes/http/<endpoint>?a=1`: as POST, with the query as the input object.
+#[utoipa::path(get, path = "/svc/processes/http/{endpoint}", tag = "processes",
+    responses((status = 200, description = "What the process returned (the query is its input)", body = Object)))]
 async fn call_endpoint_get(
     state: State<AppState>,
     caller: Caller,
@@ -106,7 +108,7 @@ async fn call_http(deployed: &Deployed, input: Value) -> ApiResult<(Outcome, u64
     Ok((outcome, duration_ms))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ExecuteRequest {
     name: String,
@@ -115,6 +117,9 @@ struct ExecuteRequest {
 }
 
 /// Runs a function now and answers with its output, or 422 saying why it failed.
+#[utoipa::path(post, path = "/svc/processes/execute", tag = "processes", request_body = ExecuteRequest,
+    responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
+        (status = 200, description = "The run's result", body = Object)))]
 async fn execute(
     State(state): State<AppState>,
     caller: Caller,
@@ -137,6 +142,8 @@ async fn execute(
 }
 
 /// The domain's functions, by name, in the SDK's process shape.
+#[utoipa::path(get, path = "/svc/processes/domain", tag = "processes",
+    responses((status = 200, description = "The domain's processes", body = Vec<Object>)))]
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Value>>> {
     caller.require(&state, PROCESSES, "*", Access::Read).await?;
     let table = TableRef::new(&caller.domain, PROCESSES).map_err(ApiError::bad_request)?;
@@ -160,13 +167,15 @@ fn sdk_shape(record: &Value) -> Value {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct TriggersRequest {
     triggers: Value,
 }
 
 /// Replaces a function's triggers; `:id` is its RecordID or key.
+#[utoipa::path(put, path = "/svc/processes/triggers/{id}", tag = "processes", request_body = TriggersRequest,
+    responses((status = 200, description = "The process's record with its new triggers", body = super::openapi::Record)))]
 async fn set_triggers(
     State(state): State<AppState>,
     caller: Caller,
@@ -230,6 +239,9 @@ impl RunsQuery {
 }
 
 /// A function's newest runs, newest first.
+#[utoipa::path(get, path = "/svc/processes/runs/{name}", tag = "processes",
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "At most this many runs")),
+    responses((status = 200, description = "The process's recent runs, newest first", body = Vec<Object>)))]
 async fn runs(
     State(state): State<AppState>,
     caller: Caller,

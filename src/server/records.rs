@@ -5,6 +5,7 @@
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::files::{read_record_body, remove_files, store_uploads, RecordBody};
+use super::openapi::{Record, RecordFields};
 use super::system_tables::SystemTable;
 use super::AppState;
 use crate::ids::{is_record_key, new_key, RecordId, TableRef};
@@ -14,10 +15,10 @@ use crate::schema::{Collection, RESERVED_TABLES};
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 const COLLECTIONS: &str = "collections";
 
@@ -41,14 +42,11 @@ impl Caller {
     }
 }
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/svc/{table}/all", get(list))
-        .route("/svc/{table}/count", get(count))
-        .route(
-            "/svc/{target}",
-            get(get_one).post(create).put(update).delete(remove),
-        )
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(count))
+        .routes(routes!(get_one, create, update, remove))
 }
 
 /// The table a request addresses in the caller's domain; system tables are refused.
@@ -86,6 +84,8 @@ fn parse_query(raw: Option<String>) -> ApiResult<ListQuery> {
     query::parse(&pairs).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
+#[utoipa::path(get, path = "/svc/{table}/all", tag = "records",
+    responses((status = 200, description = "The table's records matching the list query", body = Vec<Record>)))]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -123,6 +123,8 @@ fn json_text(body: String) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+#[utoipa::path(get, path = "/svc/{table}/count", tag = "records",
+    responses((status = 200, description = "How many records match the list query", body = CountResponse)))]
 async fn count(
     State(state): State<AppState>,
     caller: Caller,
@@ -139,6 +141,8 @@ async fn count(
     Ok(Json(CountResponse { count }))
 }
 
+#[utoipa::path(get, path = "/svc/{target}", tag = "records",
+    responses((status = 200, description = "The record named by `target` (a RecordID `<domain>.<table>:<key>`)", body = Record)))]
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
@@ -200,6 +204,9 @@ impl RecordShape {
     }
 }
 
+#[utoipa::path(post, path = "/svc/{target}", tag = "records", request_body(content = RecordFields, description = "The record's fields as JSON, or multipart/form-data with its files"),
+    responses((status = 201, description = "The new record in the table named by `target`", body = Record),
+        (status = 409, description = "A record with that id exists already")))]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -235,15 +242,49 @@ async fn create_collection(
     caller: &Caller,
     fields: Map<String, Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let collection: Collection = serde_json::from_value(Value::Object(fields))
-        .map_err(|e| ApiError::bad_request(format!("invalid collection: {e}")))?;
-    collection.validate().map_err(ApiError::bad_request)?;
+    let collection = parse_collection(fields)?;
     let domain = caller.domain.clone();
     let record = state
         .store
         .run(move |s| s.create_collection(&domain, &collection))
         .await?;
     Ok((StatusCode::CREATED, Json(record)))
+}
+
+/// `PUT` of a collection: the body is the whole new definition (its `name`, if given, is the
+/// path's); indexes are rebuilt in the same transaction and the records stay.
+async fn replace_collection(
+    state: &AppState,
+    caller: &Caller,
+    id: &RecordId,
+    mut fields: Map<String, Value>,
+) -> ApiResult<Json<Value>> {
+    match fields.get("name") {
+        None => {
+            fields.insert("name".into(), Value::String(id.key.clone()));
+        }
+        Some(name) if name.as_str() == Some(&id.key) => {}
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "a collection cannot be renamed; `name` must be the one in the path",
+            ))
+        }
+    }
+    let collection = parse_collection(fields)?;
+    let domain = caller.domain.clone();
+    let record = state
+        .store
+        .run(move |s| s.replace_collection(&domain, &collection))
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    Ok(Json(record))
+}
+
+fn parse_collection(fields: Map<String, Value>) -> ApiResult<Collection> {
+    let collection: Collection = serde_json::from_value(Value::Object(fields))
+        .map_err(|e| ApiError::bad_request(format!("invalid collection: {e}")))?;
+    collection.validate().map_err(ApiError::bad_request)?;
+    Ok(collection)
 }
 
 /// Inserts a record after checking it against its table's collection schema, if any, then
@@ -272,11 +313,7 @@ async fn insert_with_secret(
             .check_record(&fields)
             .map_err(ApiError::bad_request)?;
     }
-    let (written, written_key) = (table.clone(), key.clone());
-    let record = state
-        .store
-        .run(move |s| s.insert_record(&written, &written_key, &fields))
-        .await?;
+    let record = state.records.insert(table, &key, fields).await?;
     if let Some(system) = SystemTable::of(table) {
         if let Some(secret) = secret {
             system.keep_secret(state, table, &key, secret).await?;
@@ -324,9 +361,11 @@ fn requested_key(table: &TableRef, id: Option<Value>) -> ApiResult<String> {
 
 async fn collection_of(state: &AppState, table: &TableRef) -> ApiResult<Option<Collection>> {
     let table = table.clone();
-    Ok(state.store.run(move |s| s.collection(&table)).await?)
+    Ok(state.store.read(move |s| s.collection(&table)).await?)
 }
 
+#[utoipa::path(put, path = "/svc/{target}", tag = "records", request_body(content = RecordFields, description = "The record's fields as JSON, or multipart/form-data with its files"),
+    responses((status = 200, description = "The record named by `target` (a RecordID), updated", body = Record)))]
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -337,11 +376,6 @@ async fn update(
     caller
         .require_table(&state, &id.table, Access::Write)
         .await?;
-    if id.table.table == COLLECTIONS {
-        return Err(ApiError::bad_request(
-            "a collection cannot be changed in place; delete it and create it again",
-        ));
-    }
     let RecordBody {
         mut fields,
         uploads,
@@ -352,6 +386,9 @@ async fn update(
                 "`id` in the body does not match the path",
             ));
         }
+    }
+    if id.table.table == COLLECTIONS {
+        return replace_collection(&state, &caller, &id, fields).await;
     }
     store_uploads(&state, &id.table, &id.key, uploads, &mut fields).await?;
     let updated = update_checked(&state, &id.table, &id.key, fields)
@@ -376,21 +413,16 @@ pub(crate) async fn update_checked(
         secret = system.take_secret(&mut patch)?;
         system.check_owner(state, &table.domain, &patch)?;
     }
-    let (written, written_key) = (table.clone(), key.to_string());
-    let updated = state
-        .store
-        .run(move |s| {
-            s.update_record(&written, &written_key, &patch, |stored, merged| {
-                if let Some(system) = system {
-                    system.prepare_update(stored, merged)?;
-                }
-                if let Some(schema) = &schema {
-                    schema.check_record(merged)?;
-                }
-                Ok(())
-            })
-        })
-        .await?;
+    let check: crate::store::UpdateCheck = Box::new(move |stored, merged| {
+        if let Some(system) = system {
+            system.prepare_update(stored, merged)?;
+        }
+        if let Some(schema) = &schema {
+            schema.check_record(merged)?;
+        }
+        Ok(())
+    });
+    let updated = state.records.update(table, key, patch, check).await?;
     if let (Some(system), Some(updated)) = (system, &updated) {
         if let Some(secret) = secret {
             system.keep_secret(state, table, key, secret).await?;
@@ -402,6 +434,8 @@ pub(crate) async fn update_checked(
     Ok(updated)
 }
 
+#[utoipa::path(delete, path = "/svc/{target}", tag = "records",
+    responses((status = 200, description = "The record is deleted", body = Success)))]
 async fn remove(
     State(state): State<AppState>,
     caller: Caller,
@@ -428,10 +462,7 @@ async fn remove(
             .run(move |s| s.delete_collection(&domain, &key))
             .await?
     } else {
-        state
-            .store
-            .run(move |s| s.delete_record(&table, &key))
-            .await?
+        state.records.delete(&table, &key).await?
     };
     if !removed {
         return Err(not_found(&id));

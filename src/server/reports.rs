@@ -11,11 +11,11 @@ use super::AppState;
 use crate::report_sql::{self, HISTORIAN};
 use crate::store::{ReportLimits, ReportRelation};
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::time::Duration;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 /// The limits every report runs under.
 pub const LIMITS: ReportLimits = ReportLimits {
@@ -23,15 +23,18 @@ pub const LIMITS: ReportLimits = ReportLimits {
     max_rows: 10_000,
 };
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/svc/historian/query", post(query))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(query))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct ReportRequest {
+    #[schema(min_length = 1)]
     query: String,
 }
 
+#[utoipa::path(post, path = "/svc/historian/query", tag = "historian", request_body = ReportRequest,
+    responses((status = 200, description = "The rows of the SQL report", body = Vec<Object>)))]
 async fn query(
     State(state): State<AppState>,
     caller: Caller,

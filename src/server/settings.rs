@@ -41,7 +41,7 @@ pub struct ServeArgs {
     #[arg(long, env = "SVC_TOKEN_TTL")]
     pub token_ttl: Option<String>,
     /// Accept MQTT connections without credentials [default: false]
-    #[arg(long, env = "SVC_MQTT_ALLOW_ANONYMOUS")]
+    #[arg(long, env = "SVC_MQTT_ALLOW_ANONYMOUS", num_args = 0..=1, default_missing_value = "true")]
     pub mqtt_allow_anonymous: Option<bool>,
     /// TLS certificate (PEM) for mqtts and wss
     #[arg(long, env = "SVC_TLS_CERT")]
@@ -87,6 +87,33 @@ pub struct ServeArgs {
     /// /usr/local/bin/python3, else python3 on PATH]
     #[arg(long, env = "SVC_PYTHON")]
     pub python: Option<PathBuf>,
+    /// Requests kept in memory for GET /svc/logs, newest replacing oldest [default: 10000]
+    #[arg(long, env = "SVC_REQUEST_LOG_SIZE")]
+    pub request_log_size: Option<usize>,
+    /// Audit entries older than this are deleted, e.g. 365d [default: 365d]
+    #[arg(long, env = "SVC_AUDIT_RETENTION")]
+    pub audit_retention: Option<String>,
+    /// Cron pattern (UTC; 5 fields, or 6 with seconds first) of automatic snapshots of the
+    /// store into <data_dir>/backups [default: none]
+    #[arg(long, env = "SVC_BACKUP_SCHEDULE")]
+    pub backup_schedule: Option<String>,
+    /// Scheduled snapshots kept; older ones are deleted [default: 7]
+    #[arg(long, env = "SVC_BACKUP_KEEP")]
+    pub backup_keep: Option<usize>,
+    /// Serve GET /metrics without a credential (else an administrator's) [default: false]
+    #[arg(long, env = "SVC_METRICS_PUBLIC", num_args = 0..=1, default_missing_value = "true")]
+    pub metrics_public: Option<bool>,
+    /// Failed password logins per user name within login_window before the name is locked for
+    /// login_window (HTTP 429, MQTT refusals); 0: no limit [default: 5]
+    #[arg(long, env = "SVC_LOGIN_MAX_FAILURES")]
+    pub login_max_failures: Option<u32>,
+    /// Failed password logins per client address within login_window before the address is
+    /// locked for login_window; 0: no limit [default: 20]
+    #[arg(long, env = "SVC_LOGIN_MAX_ADDRESS_FAILURES")]
+    pub login_max_address_failures: Option<u32>,
+    /// The window failed logins are counted in, and how long a lock lasts, e.g. 5m [default: 5m]
+    #[arg(long, env = "SVC_LOGIN_WINDOW")]
+    pub login_window: Option<String>,
 }
 
 /// Resolved settings, every default applied.
@@ -110,6 +137,13 @@ pub struct Settings {
     pub mqtt_limits: crate::broker::Limits,
     /// The configured Python interpreter (`None`: look for one).
     pub python: Option<PathBuf>,
+    pub request_log_size: usize,
+    pub audit_retention: Duration,
+    pub backup_schedule: Option<crate::schedule::Schedule>,
+    pub backup_keep: usize,
+    /// GET /metrics needs no credential.
+    pub metrics_public: bool,
+    pub login_limits: super::login_throttle::Limits,
 }
 
 #[derive(Debug, Clone)]
@@ -155,6 +189,24 @@ impl Settings {
         if max_body == 0 {
             bail!("invalid max_body: it must be at least 1 byte");
         }
+        let audit_retention_text =
+            pick(args.audit_retention, file.audit_retention).unwrap_or_else(|| "365d".into());
+        let audit_retention = parse_duration(&audit_retention_text)
+            .map_err(|e| anyhow::anyhow!("invalid audit_retention: {e}"))?;
+        if audit_retention.is_zero() {
+            bail!("invalid audit_retention: it must be longer than zero");
+        }
+        let backup_schedule = match pick(args.backup_schedule, file.backup_schedule) {
+            Some(text) => Some(
+                crate::schedule::Schedule::cron(&text)
+                    .map_err(|e| anyhow::anyhow!("invalid backup_schedule: {e}"))?,
+            ),
+            None => None,
+        };
+        let backup_keep = args.backup_keep.or(file.backup_keep).unwrap_or(7);
+        if backup_keep == 0 {
+            bail!("invalid backup_keep: keep at least 1 snapshot");
+        }
         let defaults = crate::broker::Limits::default();
         let mqtt_session_expiry = match pick(args.mqtt_session_expiry, file.mqtt_session_expiry) {
             Some(text) => parse_duration(&text)
@@ -189,7 +241,30 @@ impl Settings {
         if mqtt_limits.max_packet_size < 64 {
             bail!("invalid mqtt_max_packet_size: it must be at least 64 bytes");
         }
+        let login_defaults = super::login_throttle::Limits::default();
+        let login_window = match pick(args.login_window, file.login_window) {
+            Some(text) => {
+                parse_duration(&text).map_err(|e| anyhow::anyhow!("invalid login_window: {e}"))?
+            }
+            None => login_defaults.window,
+        };
+        if login_window.is_zero() {
+            bail!("invalid login_window: it must be longer than zero");
+        }
+        let login_limits = super::login_throttle::Limits {
+            per_user: args
+                .login_max_failures
+                .or(file.login_max_failures)
+                .unwrap_or(login_defaults.per_user),
+            per_address: args
+                .login_max_address_failures
+                .or(file.login_max_address_failures)
+                .unwrap_or(login_defaults.per_address),
+            window: login_window,
+        };
         Ok(Settings {
+            metrics_public: args.metrics_public.or(file.metrics_public).unwrap_or(false),
+            login_limits,
             mqtt_limits,
             data_dir: args
                 .data_dir
@@ -217,6 +292,13 @@ impl Settings {
             jwt_secret: pick(args.jwt_secret, file.jwt_secret),
             historian_retention,
             python: args.python.or(file.python),
+            request_log_size: args
+                .request_log_size
+                .or(file.request_log_size)
+                .unwrap_or(10_000),
+            audit_retention,
+            backup_schedule,
+            backup_keep,
         })
     }
 }

@@ -9,6 +9,10 @@
 //! access in the domain, like `GET /svc/tag/values`; it shows only tags of that domain,
 //! whatever the filter. When grants, keys or tag ownership change, the credential is checked
 //! again: a revoked one ends the stream with `event: error` and a sentence.
+//!
+//! With `payload=raw` each value also carries the payload's bytes as they were published
+//! (`payload` when they are UTF-8 text, else `payload_base64`), for inspecting what a device
+//! really sent rather than the value svc read from it.
 
 use super::caller::{authenticate, Access, Caller};
 use super::error::{ApiError, ApiResult};
@@ -21,30 +25,48 @@ use crate::topic::{filter_matches, validate_topic_filter};
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::routing::get;
-use axum::Router;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
 use futures::Stream;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::broadcast::Receiver;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 /// How often a quiet stream gets a comment line (and its credential a look).
 const HEARTBEAT: Duration = Duration::from_secs(15);
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/svc/tag/stream", get(stream))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(stream))
 }
 
 #[derive(Deserialize)]
 struct StreamQuery {
     topic: Option<String>,
+    payload: Option<String>,
 }
 
+/// A value event: the tag value, and with `payload=raw` the bytes it was read from.
+#[derive(Serialize)]
+struct StreamedValue {
+    #[serde(flatten)]
+    value: TagValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload_base64: Option<String>,
+}
+
+#[utoipa::path(get, path = "/svc/tag/stream", tag = "tags",
+    params(("topic" = Option<String>, Query, description = "A topic filter (MQTT wildcards allowed)"),
+        ("payload" = Option<String>, Query, description = "`raw`: also send the payload as published")),
+    responses((status = 200, description = "Server-sent events: one per value", content_type = "text/event-stream", body = String),
+        (status = 503, description = "The MQTT broker is not running")))]
 async fn stream(
     State(state): State<AppState>,
     caller: Caller,
@@ -56,6 +78,15 @@ async fn stream(
         .await?;
     let filter = query.topic.unwrap_or_else(|| "#".into());
     validate_topic_filter(&filter).map_err(|e| ApiError::bad_request(format!("`topic`: {e}")))?;
+    let raw = match query.payload.as_deref() {
+        None => false,
+        Some("raw") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "`payload` must be `raw` (the published bytes with each value), not `{other}`"
+            )))
+        }
+    };
     // Watching starts before the snapshot is taken, so nothing set in between is missed.
     let watch = state.last_values.watch();
     let mut feed = Feed {
@@ -64,6 +95,7 @@ async fn stream(
         caller,
         headers,
         filter,
+        raw,
         watch,
         pending: VecDeque::new(),
         ended: false,
@@ -80,6 +112,8 @@ struct Feed {
     /// The request's credential, checked again when grants or keys change.
     headers: HeaderMap,
     filter: String,
+    /// Whether events carry the published bytes too.
+    raw: bool,
     watch: Receiver<Arc<LiveValue>>,
     /// Events ready to send (a snapshot).
     pending: VecDeque<Event>,
@@ -118,8 +152,7 @@ impl Feed {
     fn event_of(&self, value: &LiveValue) -> Option<Event> {
         let wanted = filter_matches(&self.filter, &value.topic)
             && self.state.tags.is_owner(&value.topic, &self.caller.domain);
-        let (ts_ms, point) = value.point();
-        wanted.then(|| value_event(value.topic.clone(), ts_ms, point))
+        wanted.then(|| value_event(value, self.raw))
     }
 
     /// The latest value of each matching tag of the domain, then `synced`.
@@ -131,8 +164,8 @@ impl Feed {
             .into_iter()
             .filter(|topic| filter_matches(&self.filter, topic))
             .filter_map(|topic| {
-                let (ts_ms, value) = self.state.last_values.get(&topic)?;
-                Some(value_event(topic, ts_ms, value))
+                let value = self.state.last_values.latest(&topic)?;
+                Some(value_event(&value, self.raw))
             })
             .collect();
         let synced = json!({ "count": events.len() }).to_string();
@@ -158,12 +191,22 @@ impl Feed {
     }
 }
 
-fn value_event(topic: String, ts_ms: i64, value: Value) -> Event {
-    let tag = TagValue {
-        timestamp: format_ms(ts_ms),
-        topic,
-        value,
+fn value_event(live: &LiveValue, raw: bool) -> Event {
+    let (ts_ms, value) = live.point();
+    let (payload, payload_base64) = match (raw, std::str::from_utf8(&live.payload)) {
+        (false, _) => (None, None),
+        (true, Ok(text)) => (Some(text.to_string()), None),
+        (true, Err(_)) => (None, Some(BASE64.encode(&live.payload))),
     };
-    let data = serde_json::to_string(&tag).unwrap_or_default();
+    let event = StreamedValue {
+        value: TagValue {
+            timestamp: format_ms(ts_ms),
+            topic: live.topic.clone(),
+            value,
+        },
+        payload,
+        payload_base64,
+    };
+    let data = serde_json::to_string(&event).unwrap_or_default();
     Event::default().event("value").data(data)
 }

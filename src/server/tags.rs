@@ -12,26 +12,30 @@ use crate::store::TAGS;
 use crate::topic::validate_topic_name;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub const FEATURE: &str = "tags";
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/svc/tag/list", get(list))
-        .route("/svc/tag/values", get(values))
-        .route("/svc/tag/write", post(write))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(values))
+        .routes(routes!(write))
 }
 
+#[utoipa::path(get, path = "/svc/tag/list", tag = "tags",
+    responses((status = 200, description = "The tags the caller may read", body = Vec<String>)))]
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<String>>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     Ok(Json(state.tags.paths(&caller.domain, false)))
 }
 
 /// The latest value of each tag of the domain that has had one since the server started.
+#[utoipa::path(get, path = "/svc/tag/values", tag = "tags",
+    responses((status = 200, description = "The newest value of each tag", body = Vec<TagValue>)))]
 async fn values(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<TagValue>>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     let values = state
@@ -52,11 +56,13 @@ async fn values(State(state): State<AppState>, caller: Caller) -> ApiResult<Json
     Ok(Json(values))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct WriteRequest {
+    #[schema(min_length = 1)]
     topic: String,
     value: Value,
     #[serde(default = "default_qos")]
+    #[schema(maximum = 2)]
     qos: u8,
     #[serde(default)]
     retain: bool,
@@ -68,6 +74,10 @@ fn default_qos() -> u8 {
 
 /// Publishes a value through the broker, as a device would: subscribers, the last-value store
 /// and the historian all see it.
+#[utoipa::path(post, path = "/svc/tag/write", tag = "tags", request_body = WriteRequest,
+    responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
+        (status = 200, description = "The value is published", body = Success),
+        (status = 503, description = "The MQTT broker is not running")))]
 async fn write(
     State(state): State<AppState>,
     caller: Caller,

@@ -20,12 +20,12 @@ use crate::upstream::relay::{Inbound, Local};
 use crate::upstream::supervisor::{OnStatus, Status};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 /// Publishes every upstream status change retained on
 /// `$SYS/svc/upstreams/<domain>/<name>/state` (cleared when the upstream is gone), for
@@ -75,15 +75,15 @@ impl Local for LocalBroker {
 /// How long a test waits for the upstream's CONNACK.
 const TEST_LIMIT: Duration = Duration::from_secs(10);
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/svc/upstreams/test", post(test_unsaved))
-        .route("/svc/upstreams/{id}/test", post(test_stored))
-        .route("/svc/upstreams/status", get(statuses))
-        .route("/svc/upstreams/downstreams", get(downstreams))
-        .route("/svc/upstreams/{id}/status", get(status))
-        .route("/svc/upstreams/{id}/connect", post(connect))
-        .route("/svc/upstreams/{id}/disconnect", post(disconnect))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(test_unsaved))
+        .routes(routes!(test_stored))
+        .routes(routes!(statuses))
+        .routes(routes!(downstreams))
+        .routes(routes!(status))
+        .routes(routes!(connect))
+        .routes(routes!(disconnect))
 }
 
 /// The record id `id` names, when it is an upstream of the caller's domain (404 otherwise).
@@ -95,6 +95,8 @@ fn upstream_id(caller: &Caller, id: &str) -> ApiResult<RecordId> {
     Ok(id)
 }
 
+#[utoipa::path(get, path = "/svc/upstreams/status", tag = "upstreams",
+    responses((status = 200, description = "The status of each upstream", body = Vec<Object>)))]
 async fn statuses(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Status>>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     Ok(Json(state.upstreams.statuses(&caller.domain)))
@@ -113,6 +115,8 @@ struct Downstream {
 /// The other svc instances connected to this one as bridges (they announce themselves in
 /// their CONNECT): those whose credential belongs to a user of the caller's domain, all of
 /// them for administrators.
+#[utoipa::path(get, path = "/svc/upstreams/downstreams", tag = "upstreams",
+    responses((status = 200, description = "Other servers bridged to this one", body = Vec<Object>)))]
 async fn downstreams(
     State(state): State<AppState>,
     caller: Caller,
@@ -137,6 +141,8 @@ async fn downstreams(
     Ok(Json(listed))
 }
 
+#[utoipa::path(get, path = "/svc/upstreams/{id}/status", tag = "upstreams",
+    responses((status = 200, description = "The upstream's status", body = Object)))]
 async fn status(
     State(state): State<AppState>,
     caller: Caller,
@@ -151,6 +157,8 @@ async fn status(
         .ok_or_else(|| ApiError::not_found(format!("no upstream `{id}`")))
 }
 
+#[utoipa::path(post, path = "/svc/upstreams/{id}/connect", tag = "upstreams",
+    responses((status = 200, description = "The upstream's status, now enabled", body = Object)))]
 async fn connect(
     state: State<AppState>,
     caller: Caller,
@@ -159,6 +167,8 @@ async fn connect(
     switch(state, caller, id, true).await
 }
 
+#[utoipa::path(post, path = "/svc/upstreams/{id}/disconnect", tag = "upstreams",
+    responses((status = 200, description = "The upstream's status, now disabled", body = Object)))]
 async fn disconnect(
     state: State<AppState>,
     caller: Caller,
@@ -189,6 +199,8 @@ async fn switch(
 }
 
 /// Tests an upstream described in the body, password included; nothing is stored.
+#[utoipa::path(post, path = "/svc/upstreams/test", tag = "upstreams", request_body = Object,
+    responses((status = 200, description = "How the probe of the unsaved upstream went", body = Object)))]
 async fn test_unsaved(
     State(state): State<AppState>,
     caller: Caller,
@@ -205,6 +217,8 @@ async fn test_unsaved(
 }
 
 /// Tests a stored upstream of the caller's domain with its stored password.
+#[utoipa::path(post, path = "/svc/upstreams/{id}/test", tag = "upstreams",
+    responses((status = 200, description = "How the probe of the stored upstream went", body = Object)))]
 async fn test_stored(
     State(state): State<AppState>,
     caller: Caller,

@@ -14,15 +14,15 @@ use crate::model::{NewUserRequest, Success, User, UserProfile};
 use crate::store::{AuthUser, Store, StoreResult};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub const FEATURE: &str = "users";
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/user", get(list_users).post(create_user))
-        .route("/user/{id}", get(get_user).delete(delete_user))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_users, create_user))
+        .routes(routes!(get_user, delete_user))
 }
 
 /// Whose users a caller manages: everyone's (an administrator) or one domain's.
@@ -64,6 +64,8 @@ fn reaches(store: &Store, user_key: &str, reach: &Reach) -> StoreResult<bool> {
     }
 }
 
+#[utoipa::path(get, path = "/user", tag = "users",
+    responses((status = 200, description = "The users the caller may see", body = Vec<User>)))]
 async fn list_users(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<User>>> {
     let reach = reach(&state, &caller, Access::Read).await?;
     let users = state
@@ -172,6 +174,9 @@ fn groups_to_join(ids: &[String], reach: &Reach) -> ApiResult<Vec<(String, Strin
     Ok(groups)
 }
 
+#[utoipa::path(post, path = "/user", tag = "users", request_body = NewUserRequest,
+    responses((status = 201, description = "The new user", body = User),
+        (status = 409, description = "The user name is taken")))]
 async fn create_user(
     State(state): State<AppState>,
     caller: Caller,
@@ -224,6 +229,8 @@ async fn create_user(
     Ok((StatusCode::CREATED, Json(user)))
 }
 
+#[utoipa::path(get, path = "/user/{id}", tag = "users",
+    responses((status = 200, description = "The user", body = User)))]
 async fn get_user(
     State(state): State<AppState>,
     caller: Caller,
@@ -242,6 +249,8 @@ async fn get_user(
         .ok_or_else(|| ApiError::not_found(format!("no user `{id}`")))
 }
 
+#[utoipa::path(delete, path = "/user/{id}", tag = "users",
+    responses((status = 200, description = "The user is deleted", body = Success)))]
 async fn delete_user(
     State(state): State<AppState>,
     caller: Caller,

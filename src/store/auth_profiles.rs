@@ -73,12 +73,14 @@ impl Store {
     pub fn admin_permissions(&self, domain: &str) -> StoreResult<Vec<NamedGrant>> {
         // Every feature a route checks (the system tables' included), so that an
         // administrator's effective permissions say what the routes allow.
-        const BUILT_IN: [&str; 10] = [
+        const BUILT_IN: [&str; 12] = [
             "api_keys",
+            "audit",
             "collections",
             "flows",
             "groups",
             "historian",
+            "logs",
             "namespace",
             "processes",
             "tags",

@@ -2,24 +2,31 @@
 //! its engine; nothing outside this module depends on SQLite. Methods are synchronous and meant to
 //! run on the blocking pool through [`Store::run`].
 
+mod audit;
 mod auth;
+mod auth_groups;
 mod auth_profiles;
 mod automation;
+mod backup;
 mod filter_sql;
 mod fulltext;
 mod hist_journal;
 mod historian;
 mod mqtt_state;
+mod record_writes;
 mod records;
 mod report;
 mod tags;
 mod upstream_queue;
 mod upstream_secrets;
 
+pub use audit::{AuditEntry, AuditFilter};
 pub use auth::{AuthUser, GrantSet};
 pub use automation::{version_now, RunOwner};
+pub use backup::check_svc_database;
 pub use historian::{HistoryPoint, HistoryWrite};
 pub use mqtt_state::{MqttWrite, StoredMessage, StoredSubscription};
+pub use record_writes::{RecordWrite, RecordWritten, UpdateCheck};
 pub use report::{ReportLimits, ReportRelation};
 pub use tags::{TagRow, NAMESPACES, TAGS};
 
@@ -127,6 +134,7 @@ impl Store {
         store.init_historian()?;
         store.conn()?.execute_batch(hist_journal::JOURNAL_SCHEMA)?;
         store.conn()?.execute_batch(automation::AUTOMATION_SCHEMA)?;
+        store.conn()?.execute_batch(audit::AUDIT_SCHEMA)?;
         store.conn()?.execute_batch(mqtt_state::MQTT_SCHEMA)?;
         store
             .conn()?
@@ -148,9 +156,12 @@ impl Store {
         R: Send + 'static,
     {
         let store = self.clone();
-        tokio::task::spawn_blocking(move || work(&store))
+        let started = std::time::Instant::now();
+        let done = tokio::task::spawn_blocking(move || work(&store))
             .await
-            .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
+            .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?;
+        crate::telemetry::get().store_call("run", started.elapsed());
+        done
     }
 
     /// Runs a short read (a lookup by key) right here when a connection is idle: that costs
@@ -161,10 +172,20 @@ impl Store {
         R: Send + 'static,
     {
         if self.pool.state().idle_connections > 0 {
-            work(self)
+            let started = std::time::Instant::now();
+            let done = work(self);
+            crate::telemetry::get().store_call("read", started.elapsed());
+            done
         } else {
             self.run(work).await
         }
+    }
+
+    /// A trivial query, for the readiness check: the pool hands out a connection and SQLite
+    /// answers.
+    pub fn ping(&self) -> StoreResult<()> {
+        self.conn()?.query_row("SELECT 1", [], |_| Ok(()))?;
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {

@@ -113,18 +113,28 @@ impl Store {
         fields: &Map<String, Value>,
     ) -> StoreResult<Value> {
         let conn = self.conn()?;
-        self.ensure_table(&conn, table)?;
+        self.insert_on(&conn, table, key, fields)
+    }
+
+    /// [`Store::insert_record`] on a given connection (in its transaction, if one is open).
+    /// One statement: a conflict leaves the transaction as it was.
+    pub(super) fn insert_on(
+        &self,
+        conn: &Connection,
+        table: &TableRef,
+        key: &str,
+        fields: &Map<String, Value>,
+    ) -> StoreResult<Value> {
+        self.ensure_table(conn, table)?;
         let now = now_rfc3339();
-        let data = serde_json::to_string(&stored_fields(fields))?;
-        conn.execute(
-            &format!(
-                "INSERT INTO {} (key, data, created_dt, updated_dt) VALUES (?1, ?2, ?3, ?3)",
-                quoted(&table.qualified())
-            ),
-            params![key, data, now],
-        )?;
-        self.get_record(table, key)?
-            .ok_or_else(|| StoreError::Internal("inserted record vanished".into()))
+        let stored = stored_fields(fields);
+        let data = serde_json::to_string(&stored)?;
+        conn.prepare_cached(&format!(
+            "INSERT INTO {} (key, data, created_dt, updated_dt) VALUES (?1, ?2, ?3, ?3)",
+            quoted(&table.qualified())
+        ))?
+        .execute(params![key, data, now])?;
+        Ok(written_record(table, key, stored, &now, &now))
     }
 
     pub fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>> {
@@ -183,7 +193,9 @@ impl Store {
 
     /// Merges `patch` into the stored record; `check` sees the stored and the merged document
     /// before the merge is written, and may normalise the merge. Returns `None` when the record
-    /// does not exist.
+    /// does not exist. (The server writes through [`Store::write_records`]; this one write in
+    /// its own transaction is for tests.)
+    #[cfg(test)]
     pub fn update_record(
         &self,
         table: &TableRef,
@@ -192,42 +204,16 @@ impl Store {
         check: impl FnOnce(&Map<String, Value>, &mut Map<String, Value>) -> Result<(), String>,
     ) -> StoreResult<Option<Value>> {
         let mut conn = self.conn()?;
-        let name = quoted(&table.qualified());
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let stored: Option<String> = match tx.query_row(
-            &format!("SELECT data FROM {name} WHERE key = ?1"),
-            [key],
-            |row| row.get(0),
-        ) {
-            Ok(data) => Some(data),
-            Err(rusqlite::Error::QueryReturnedNoRows) => None,
-            Err(e) if is_missing_table(&e) => None,
-            Err(e) => return Err(e.into()),
-        };
-        let Some(stored) = stored else {
-            return Ok(None);
-        };
-        let before: Map<String, Value> = serde_json::from_str(&stored)?;
-        let mut merged = before.clone();
-        merged.extend(stored_fields(patch));
-        check(&before, &mut merged).map_err(StoreError::Invalid)?;
-        tx.execute(
-            &format!("UPDATE {name} SET data = ?1, updated_dt = ?2 WHERE key = ?3"),
-            params![serde_json::to_string(&merged)?, now_rfc3339(), key],
-        )?;
+        let updated = update_on(&tx, table, key, patch, check)?;
         tx.commit()?;
-        self.get_record(table, key)
+        Ok(updated)
     }
 
-    /// Deletes a record; false when it did not exist.
+    /// Deletes a record; false when it did not exist (for tests, as [`Store::update_record`]).
+    #[cfg(test)]
     pub fn delete_record(&self, table: &TableRef, key: &str) -> StoreResult<bool> {
-        let conn = self.conn()?;
-        let sql = format!("DELETE FROM {} WHERE key = ?1", quoted(&table.qualified()));
-        match conn.execute(&sql, [key]) {
-            Ok(n) => Ok(n > 0),
-            Err(e) if is_missing_table(&e) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        delete_on(&*self.conn()?, table, key)
     }
 
     /// Lists records matching the query's filters, sorted and paged (projection and expansion
@@ -293,6 +279,27 @@ impl Store {
     /// Stores a collection definition and builds its indexes in one transaction: a taken name,
     /// or existing records that break a unique index, is a conflict and changes nothing.
     pub fn create_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Value> {
+        self.write_collection(domain, collection, false)?
+            .ok_or_else(|| StoreError::Internal("stored collection vanished".into()))
+    }
+
+    /// Replaces a collection's definition and rebuilds its indexes in one transaction; the
+    /// records stay and are not checked again. `Ok(None)` when no such collection exists; a
+    /// new unique index that existing records break is a conflict and changes nothing.
+    pub fn replace_collection(
+        &self,
+        domain: &str,
+        collection: &Collection,
+    ) -> StoreResult<Option<Value>> {
+        self.write_collection(domain, collection, true)
+    }
+
+    fn write_collection(
+        &self,
+        domain: &str,
+        collection: &Collection,
+        replace: bool,
+    ) -> StoreResult<Option<Value>> {
         let defs = TableRef::new(domain, COLLECTIONS).map_err(StoreError::Invalid)?;
         let target = TableRef::new(domain, &collection.name).map_err(StoreError::Invalid)?;
         let mut conn = self.conn()?;
@@ -300,20 +307,36 @@ impl Store {
         tx.execute_batch(&table_ddl(&defs))?;
         tx.execute_batch(&table_ddl(&target))?;
         let now = now_rfc3339();
-        let doc = serde_json::to_value(collection)?;
-        let inserted = tx.execute(
-            &format!(
-                "INSERT INTO {} (key, data, created_dt, updated_dt) VALUES (?1, ?2, ?3, ?3) \
-                 ON CONFLICT(key) DO NOTHING",
-                quoted(&defs.qualified())
-            ),
-            params![collection.name, doc.to_string(), now],
-        )?;
-        if inserted == 0 {
-            return Err(StoreError::Conflict(format!(
-                "collection `{}` already exists",
-                collection.name
-            )));
+        let doc = serde_json::to_value(collection)?.to_string();
+        let written = if replace {
+            drop_collection_indexes(&tx, &target)?;
+            tx.execute(
+                &format!(
+                    "UPDATE {} SET data = ?2, updated_dt = ?3 WHERE key = ?1",
+                    quoted(&defs.qualified())
+                ),
+                params![collection.name, doc, now],
+            )?
+        } else {
+            tx.execute(
+                &format!(
+                    "INSERT INTO {} (key, data, created_dt, updated_dt) VALUES (?1, ?2, ?3, ?3) \
+                     ON CONFLICT(key) DO NOTHING",
+                    quoted(&defs.qualified())
+                ),
+                params![collection.name, doc, now],
+            )?
+        };
+        match (written, replace) {
+            (0, false) => {
+                return Err(StoreError::Conflict(format!(
+                    "collection `{}` already exists",
+                    collection.name
+                )))
+            }
+            // Dropping the transaction undoes the dropped indexes.
+            (0, true) => return Ok(None),
+            _ => {}
         }
         for index in &collection.index_details {
             let unique = if index.is_unique { "UNIQUE " } else { "" };
@@ -343,8 +366,7 @@ impl Store {
             set.insert(defs.qualified());
             set.insert(target.qualified());
         }
-        self.get_record(&defs, &collection.name)?
-            .ok_or_else(|| StoreError::Internal("stored collection vanished".into()))
+        self.get_record(&defs, &collection.name)
     }
 
     /// Removes a collection definition and the indexes it built; the records stay.
@@ -353,22 +375,7 @@ impl Store {
         let target = TableRef::new(domain, name).map_err(StoreError::Invalid)?;
         let mut conn = self.conn()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let owned = |index: &String| {
-            ["__u__", "__i__"]
-                .iter()
-                .any(|m| index.starts_with(&format!("{}{m}", target.qualified())))
-        };
-        let indexes: Vec<String> = tx
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?1")?
-            .query_map([target.qualified()], |r| r.get(0))?
-            .collect::<Result<Vec<String>, _>>()?
-            .into_iter()
-            .filter(owned)
-            .collect();
-        for index in indexes {
-            tx.execute_batch(&format!("DROP INDEX IF EXISTS {}", quoted(&index)))?;
-        }
-        fulltext::drop_indexes(&tx, &target)?;
+        drop_collection_indexes(&tx, &target)?;
         let removed = match tx.execute(
             &format!("DELETE FROM {} WHERE key = ?1", quoted(&defs.qualified())),
             [name],
@@ -392,4 +399,93 @@ impl Store {
         }
         Ok(Some(serde_json::from_value(Value::Object(doc))?))
     }
+}
+
+/// The record as the API returns it, from what was just written (no read back); the same
+/// members in the same order as [`row_to_text`] gives.
+fn written_record(
+    table: &TableRef,
+    key: &str,
+    stored: Map<String, Value>,
+    created: &str,
+    updated: &str,
+) -> Value {
+    let mut record = Map::new();
+    record.insert("id".into(), Value::String(table.record_id(key)));
+    record.insert("created_dt".into(), Value::String(created.into()));
+    record.insert("updated_dt".into(), Value::String(updated.into()));
+    record.extend(stored);
+    Value::Object(record)
+}
+
+/// [`Store::update_record`] on a connection that is in a write transaction. The only write is
+/// one statement, after `check` accepted the merge: a refusal leaves the transaction as it was.
+pub(super) fn update_on(
+    conn: &Connection,
+    table: &TableRef,
+    key: &str,
+    patch: &Map<String, Value>,
+    check: impl FnOnce(&Map<String, Value>, &mut Map<String, Value>) -> Result<(), String>,
+) -> StoreResult<Option<Value>> {
+    let name = quoted(&table.qualified());
+    let stored = match conn
+        .prepare_cached(&format!(
+            "SELECT data, created_dt FROM {name} WHERE key = ?1"
+        ))
+        .and_then(|mut stmt| {
+            stmt.query_row([key], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+        }) {
+        Ok(row) => Some(row),
+        Err(rusqlite::Error::QueryReturnedNoRows) => None,
+        Err(e) if is_missing_table(&e) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let Some((stored, created)) = stored else {
+        return Ok(None);
+    };
+    let before: Map<String, Value> = serde_json::from_str(&stored)?;
+    let mut merged = before.clone();
+    merged.extend(stored_fields(patch));
+    check(&before, &mut merged).map_err(StoreError::Invalid)?;
+    let now = now_rfc3339();
+    conn.prepare_cached(&format!(
+        "UPDATE {name} SET data = ?1, updated_dt = ?2 WHERE key = ?3"
+    ))?
+    .execute(params![serde_json::to_string(&merged)?, now, key])?;
+    Ok(Some(written_record(table, key, merged, &created, &now)))
+}
+
+/// [`Store::delete_record`] on a given connection; one statement.
+pub(super) fn delete_on(conn: &Connection, table: &TableRef, key: &str) -> StoreResult<bool> {
+    let sql = format!("DELETE FROM {} WHERE key = ?1", quoted(&table.qualified()));
+    match conn
+        .prepare_cached(&sql)
+        .and_then(|mut stmt| stmt.execute([key]))
+    {
+        Ok(n) => Ok(n > 0),
+        Err(e) if is_missing_table(&e) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Drops the expression and full-text indexes a collection built on its table.
+fn drop_collection_indexes(tx: &rusqlite::Transaction, target: &TableRef) -> StoreResult<()> {
+    let owned = |index: &String| {
+        ["__u__", "__i__"]
+            .iter()
+            .any(|m| index.starts_with(&format!("{}{m}", target.qualified())))
+    };
+    let indexes: Vec<String> = tx
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?1")?
+        .query_map([target.qualified()], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?
+        .into_iter()
+        .filter(owned)
+        .collect();
+    for index in indexes {
+        tx.execute_batch(&format!("DROP INDEX IF EXISTS {}", quoted(&index)))?;
+    }
+    fulltext::drop_indexes(tx, target)
 }

@@ -220,6 +220,7 @@ mod tests {
             },
             version: "0".into(),
             python: None,
+            last_backup: None,
         }
     }
 

@@ -655,10 +655,36 @@ impl Server {
         })
     }
 
+    /// `GET /metrics` as administrator: the Prometheus text.
+    pub fn scrape(&self) -> String {
+        let resp = self
+            .admin(Method::GET, "/metrics")
+            .send()
+            .expect("GET /metrics");
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(
+            header(&resp, "content-type"),
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        resp.text().expect("the metrics text")
+    }
+
     /// Polls `check` every 50 ms until it returns `Some`, failing with `what` after `within`.
     pub fn poll<T>(&self, within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
         poll_until(within, what, &mut check)
     }
+}
+
+/// The value of the sample `series` (name with its labels, exactly as exposed) in a
+/// Prometheus text; 0 when absent.
+pub fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            (name == series).then(|| value.parse::<f64>().ok())?
+        })
+        .unwrap_or(0.0)
 }
 
 /// Polls `check` every 50 ms until it returns `Some`; panics naming `what` after `within`.

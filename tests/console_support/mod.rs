@@ -1,6 +1,7 @@
 //! Headless Chromium for the console tests: Debian's `chromium` driven through `chromedriver`
 //! (both installed by `scripts/test.sh`), each test with its own driver, port and profile.
 //! A missing browser fails the test.
+#![allow(dead_code)]
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Map, Value};
@@ -16,6 +17,8 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 pub struct Browser {
     pub client: Client,
     driver: Child,
+    /// Where the browser saves downloads.
+    pub downloads: PathBuf,
     _profile: tempfile::TempDir,
 }
 
@@ -47,10 +50,16 @@ impl Browser {
         .map(|a| a.to_string())
         .chain([format!("--user-data-dir={}", profile.path().display())])
         .collect::<Vec<_>>();
+        let downloads = profile.path().join("downloads");
+        std::fs::create_dir_all(&downloads).expect("downloads dir");
+        let prefs = json!({
+            "download.default_directory": downloads,
+            "download.prompt_for_download": false,
+        });
         let mut caps = Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
-            json!({"binary": CHROMIUM, "args": args}),
+            json!({"binary": CHROMIUM, "args": args, "prefs": prefs}),
         );
         let url = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -69,6 +78,7 @@ impl Browser {
         Browser {
             client,
             driver,
+            downloads,
             _profile: profile,
         }
     }
@@ -122,6 +132,37 @@ impl Browser {
         }
     }
 
+    /// The bytes of the download `name`, waited for until it is complete.
+    pub async fn downloaded(&self, name: &str, within: Duration) -> Vec<u8> {
+        let path = self.downloads.join(name);
+        let deadline = Instant::now() + within;
+        loop {
+            let partial = std::fs::read_dir(&self.downloads)
+                .map(|dir| {
+                    dir.flatten()
+                        .any(|e| e.file_name().to_string_lossy().ends_with(".crdownload"))
+                })
+                .unwrap_or(false);
+            if let (Ok(bytes), false) = (std::fs::read(&path), partial) {
+                return bytes;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no download {name} within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Hands the file at `path` to the file input `css`, as a user picking it would.
+    pub async fn choose_file(&self, css: &str, path: &std::path::Path) {
+        self.element(css)
+            .await
+            .send_keys(&path.display().to_string())
+            .await
+            .expect("choose a file");
+    }
+
     /// Saves a screenshot as `target/console-screenshots/<name>.png`.
     pub async fn screenshot(&self, name: &str) -> PathBuf {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots");
@@ -139,6 +180,15 @@ impl Browser {
             .goto(&url)
             .await
             .unwrap_or_else(|e| panic!("{url}: {e}"));
+        // A new address within the loaded console re-renders after its hashchange (and,
+        // for another domain, after loading its rights): until then the old view's
+        // elements are still there, and acting on them would race with their removal.
+        self.until(
+            "the view of the opened address",
+            Duration::from_secs(10),
+            "document.getElementById('view')?.dataset.route === location.hash",
+        )
+        .await;
     }
 
     /// Logs in through the console's login form at `base`.

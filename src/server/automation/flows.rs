@@ -344,6 +344,8 @@ impl Context {
                 Err(error) => errors.push(format!("node `{id}`: {error}")),
             }
         }
+        // One carry of one message through the graph is one run, whether or not it is logged.
+        crate::telemetry::get().run("flow", errors.is_empty(), started.elapsed());
         if let Some(trace) = &trace {
             lock(&trace.debug).extend(debug.iter().cloned());
             lock(&trace.errors).extend(errors.iter().cloned());

@@ -184,6 +184,7 @@ pub async fn run_function(
     let started_dt = crate::time::now_rfc3339();
     let started = Instant::now();
     let result = run_sandboxed(state, domain, &def, input, depth).await;
+    crate::telemetry::get().run("function", result.is_ok(), started.elapsed());
     let duration_ms = started.elapsed().as_millis() as u64;
     let error = result.as_ref().err().map(|e| e.explain(&def.limits()));
     // Without `log_enabled` only failures are logged: they stay visible and counted.
