@@ -26,6 +26,7 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "${need[@]}"
+  $SUDO apt-get clean # the downloaded packages are installed; their copies only take disk
 fi
 
 # schemathesis from PyPI, pinned, in its own venv (tests/schemathesis.rs looks for it there).
@@ -33,7 +34,7 @@ SCHEMATHESIS_VERSION=4.32.5
 venv="${CARGO_TARGET_DIR:-target}/schemathesis-venv"
 if [ "$("$venv/bin/schemathesis" --version 2>/dev/null | grep -o '[0-9][0-9.]*$')" != "$SCHEMATHESIS_VERSION" ]; then
   /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
 exec cargo test --locked "$@"
