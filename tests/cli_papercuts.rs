@@ -1,6 +1,8 @@
 //! CLI papercuts of issue 17, end to end through the built binary: `--mqtt-allow-anonymous`
-//! without a value means true; `svc serve --help` lists no client-only option and `serve`
-//! refuses them; a filter value that starts with an operator character must be quoted (exit 2).
+//! without a value means true; `svc serve --help` (and the other subcommands that talk to no
+//! server: `restore`, `completions`) lists no client-only option, neither do the shell
+//! completions, and they refuse them; a filter value that starts with an operator character
+//! must be quoted (exit 2).
 
 mod cli_support;
 mod common;
@@ -45,19 +47,56 @@ fn serve_help_lists_no_client_option_and_serve_refuses_them() {
             "`svc serve --help` lists {option}:\n{help}"
         );
     }
-    // A client subcommand still lists them, and takes them before or after its name.
-    let help = cli.ok(&["records", "list", "--help"]).stdout;
-    for option in CLIENT_ONLY {
-        assert!(
-            help.contains(option),
-            "`svc records list --help` lacks {option}:\n{help}"
-        );
+    for local in ["restore", "completions"] {
+        let help = cli.ok(&[local, "--help"]).stdout;
+        for option in CLIENT_ONLY {
+            assert!(
+                !help.contains(option),
+                "`svc {local} --help` lists {option}:\n{help}"
+            );
+        }
     }
+    // Client subcommands (`backup` talks to a running server) still list them, and take them
+    // before or after their name.
+    for client in [&["records", "list", "--help"][..], &["backup", "--help"]] {
+        let help = cli.ok(client).stdout;
+        for option in CLIENT_ONLY {
+            assert!(
+                help.contains(option),
+                "`svc {}` lacks {option}:\n{help}",
+                client.join(" ")
+            );
+        }
+    }
+    // The bash completions offer them for client subcommands only.
+    let script = cli.ok(&["completions", "bash"]).stdout;
+    let offered = |case: &str| -> String {
+        let start = script
+            .find(&format!("{case})"))
+            .unwrap_or_else(|| panic!("no `{case})` case in the bash completions"));
+        let rest = &script[start..];
+        let opts = rest.find("opts=\"").expect("an opts line") + 6;
+        rest[opts..opts + rest[opts..].find('"').expect("closing quote")].to_string()
+    };
+    for local in ["svc__subcmd__serve", "svc__subcmd__restore"] {
+        let opts = offered(local);
+        assert!(opts.contains("--data-dir"), "{local}: {opts}");
+        for option in CLIENT_ONLY {
+            assert!(!opts.contains(option), "{local} offers {option}: {opts}");
+        }
+    }
+    let opts = offered("svc__subcmd__backup");
+    assert!(
+        opts.contains("--url") && opts.contains("--api-key"),
+        "{opts}"
+    );
     for args in [
-        ["serve", "--url", "http://127.0.0.1:1"],
-        ["--output", "json", "serve"],
+        &["serve", "--url", "http://127.0.0.1:1"][..],
+        &["--output", "json", "serve"],
+        &["restore", "snapshot.db", "--api-key", "svcx_x"],
+        &["completions", "bash", "--domain", "domains:x"],
     ] {
-        let run = cli.run(&args).expect_code(2, &args.join(" "));
+        let run = cli.run(args).expect_code(2, &args.join(" "));
         assert!(
             run.stderr
                 .contains("is an option of the client subcommands"),

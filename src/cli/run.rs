@@ -8,7 +8,6 @@ use super::{
 };
 use super::{Cli, Command};
 use crate::model::DeviceInfo;
-use clap::CommandFactory;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -36,7 +35,7 @@ fn dispatch(cli: Cli) -> CliResult<()> {
         Command::Login(args) => auth::login(&global, &args),
         Command::Logout => auth::logout(&global),
         Command::Completions { shell } => {
-            let mut cmd = Cli::command();
+            let mut cmd = super::parse::completion_command();
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
             clap_complete::generate(shell, &mut cmd, "svc", &mut out);
