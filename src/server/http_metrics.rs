@@ -1,25 +1,28 @@
 //! Counts every HTTP request by route template, method and status, and times it, for
 //! `GET /metrics`. The route is axum's [`MatchedPath`] (`/svc/records/{table}`), never the
 //! request's path, so clients cannot create series at will; requests no route took share
-//! `unmatched`.
+//! `unmatched`. Called by the request layer ([`super::middleware::correlate`]), which times
+//! the request once for its log line and for these.
 
 use crate::telemetry::{self, HttpLabels, RouteLabels};
 use axum::extract::{MatchedPath, Request};
-use axum::middleware::Next;
-use axum::response::Response;
-use std::time::Instant;
+use axum::http::Method;
+use std::time::Duration;
 
 const UNMATCHED: &str = "unmatched";
 
-pub async fn record(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = telemetry::method_label(request.method());
-    let route = request
+/// The route template that took `request`, or `unmatched`.
+pub fn route_of(request: &Request) -> String {
+    request
         .extensions()
         .get::<MatchedPath>()
         .map_or(UNMATCHED, MatchedPath::as_str)
-        .to_string();
-    let response = next.run(request).await;
+        .to_string()
+}
+
+/// Counts one answered request and its duration.
+pub fn count(route: String, method: &Method, status: u16, took: Duration) {
+    let method = telemetry::method_label(method);
     let instruments = telemetry::get();
     instruments
         .http_duration
@@ -27,14 +30,13 @@ pub async fn record(request: Request, next: Next) -> Response {
             route: route.clone(),
             method,
         })
-        .observe(started.elapsed().as_secs_f64());
+        .observe(took.as_secs_f64());
     instruments
         .http_requests
         .get_or_create(&HttpLabels {
             route,
             method,
-            status: response.status().as_u16(),
+            status,
         })
         .inc();
-    response
 }

@@ -1,5 +1,5 @@
 //! Request-wide behaviour: the `App-CorrelationID` header on every response, one structured log
-//! line per request carrying it, and plain-text bodies for errors the framework produces itself
+//! line per request carrying it (and the request's count and duration for `GET /metrics`), and plain-text bodies for errors the framework produces itself
 //! (unknown routes, wrong methods, oversize bodies, panics), and svc's limits on the request head
 //! (URI length, header count and size, one `Domain` header).
 
@@ -31,13 +31,15 @@ fn correlation_id(request: &Request) -> String {
 }
 
 /// One log line per request, carrying its correlation id; what went wrong inside a failed
-/// request (an [`ErrorDetail`] on the response) goes on that same line.
+/// request (an [`ErrorDetail`] on the response) goes on that same line. The same timing is
+/// counted for `GET /metrics`.
 pub async fn correlate(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = correlation_id(&request);
     request.extensions_mut().insert(CorrelationId(id.clone()));
     let method = request.method().clone();
     let path = request.uri().path().to_string();
+    let route = super::http_metrics::route_of(&request);
     let response = match check_head(&request) {
         Ok(()) => next.run(request).await,
         Err(refused) => refused.into_response(),
@@ -47,7 +49,9 @@ pub async fn correlate(mut request: Request, next: Next) -> Response {
         response.headers_mut().insert(CORRELATION_HEADER, value);
     }
     let status = response.status().as_u16();
-    let ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1000.0);
+    let took = started.elapsed();
+    super::http_metrics::count(route, &method, status, took);
+    let ms = format_args!("{:.2}", took.as_secs_f64() * 1000.0);
     match response.extensions().get::<ErrorDetail>() {
         Some(ErrorDetail(detail)) => tracing::error!(
             correlation_id = %id, method = %method, path = %path, status, ms, error = %detail,

@@ -414,7 +414,6 @@ fn router(state: AppState) -> Router {
             observe::observe,
         ))
         .layer(axum::middleware::from_fn(middleware::correlate))
-        .layer(axum::middleware::from_fn(http_metrics::record))
         .layer(axum::middleware::from_fn(drain::drain_unread_body))
         .with_state(state)
 }
