@@ -359,7 +359,10 @@ fn requested_key(table: &TableRef, id: Option<Value>) -> ApiResult<String> {
     }
 }
 
-async fn collection_of(state: &AppState, table: &TableRef) -> ApiResult<Option<Collection>> {
+async fn collection_of(
+    state: &AppState,
+    table: &TableRef,
+) -> ApiResult<Option<std::sync::Arc<Collection>>> {
     let table = table.clone();
     Ok(state.store.read(move |s| s.collection(&table)).await?)
 }

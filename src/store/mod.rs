@@ -8,6 +8,7 @@ mod auth_groups;
 mod auth_profiles;
 mod automation;
 mod backup;
+mod collection_cache;
 mod filter_sql;
 mod fulltext;
 mod hist_journal;
@@ -102,6 +103,7 @@ pub struct Store {
     path: Arc<Path>,
     /// Record tables known to exist, so writes skip `CREATE TABLE IF NOT EXISTS`.
     known_tables: Arc<Mutex<HashSet<String>>>,
+    collections: Arc<collection_cache::CollectionCache>,
 }
 
 impl Store {
@@ -128,6 +130,7 @@ impl Store {
             pool,
             path: Arc::from(path),
             known_tables: Arc::default(),
+            collections: Arc::default(),
         };
         store.conn()?.execute_batch(auth::SCHEMA)?;
         auth_profiles::migrate(&*store.conn()?)?;

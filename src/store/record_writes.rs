@@ -8,7 +8,7 @@
 //! A failure that makes SQLite roll back the whole transaction (a full disk, an I/O error) is
 //! detected and fails every write of the group, since none of them was committed.
 
-use super::records::{delete_on, update_on};
+use super::records::{delete_on, update_on, COLLECTIONS};
 use super::{Store, StoreError, StoreResult};
 use crate::ids::TableRef;
 use rusqlite::TransactionBehavior;
@@ -35,6 +35,16 @@ pub enum RecordWrite {
         table: TableRef,
         key: String,
     },
+}
+
+impl RecordWrite {
+    fn table(&self) -> &TableRef {
+        match self {
+            RecordWrite::Insert { table, .. }
+            | RecordWrite::Update { table, .. }
+            | RecordWrite::Delete { table, .. } => table,
+        }
+    }
 }
 
 /// What a committed write did.
@@ -66,6 +76,7 @@ impl Store {
             Ok(tx) => tx,
             Err(e) => return failed(&e.into()),
         };
+        let touches_collections = group.iter().any(|write| write.table().table == COLLECTIONS);
         let mut results = Vec::with_capacity(count);
         for write in group {
             let result = match write {
@@ -96,7 +107,12 @@ impl Store {
             }
             results.push(result);
         }
-        if let Err(e) = tx.commit() {
+        let committed = tx.commit();
+        if touches_collections {
+            // Not the collection routes' way, but a definition written is a definition written.
+            self.collections.forget_all();
+        }
+        if let Err(e) = committed {
             self.forget_known_tables();
             return failed(&e.into());
         }

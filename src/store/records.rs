@@ -12,6 +12,7 @@ use crate::time::now_rfc3339;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// Name of the system table holding a domain's collection definitions.
 pub const COLLECTIONS: &str = "collections";
@@ -279,8 +280,9 @@ impl Store {
     /// Stores a collection definition and builds its indexes in one transaction: a taken name,
     /// or existing records that break a unique index, is a conflict and changes nothing.
     pub fn create_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Value> {
-        self.write_collection(domain, collection, false)?
-            .ok_or_else(|| StoreError::Internal("stored collection vanished".into()))
+        let written = self.write_collection(domain, collection, false);
+        self.collections.forget_all();
+        written?.ok_or_else(|| StoreError::Internal("stored collection vanished".into()))
     }
 
     /// Replaces a collection's definition and rebuilds its indexes in one transaction; the
@@ -291,7 +293,9 @@ impl Store {
         domain: &str,
         collection: &Collection,
     ) -> StoreResult<Option<Value>> {
-        self.write_collection(domain, collection, true)
+        let written = self.write_collection(domain, collection, true);
+        self.collections.forget_all();
+        written
     }
 
     fn write_collection(
@@ -371,6 +375,12 @@ impl Store {
 
     /// Removes a collection definition and the indexes it built; the records stay.
     pub fn delete_collection(&self, domain: &str, name: &str) -> StoreResult<bool> {
+        let removed = self.remove_collection(domain, name);
+        self.collections.forget_all();
+        removed
+    }
+
+    fn remove_collection(&self, domain: &str, name: &str) -> StoreResult<bool> {
         let defs = TableRef::new(domain, COLLECTIONS).map_err(StoreError::Invalid)?;
         let target = TableRef::new(domain, name).map_err(StoreError::Invalid)?;
         let mut conn = self.conn()?;
@@ -388,8 +398,19 @@ impl Store {
         Ok(removed)
     }
 
-    /// The collection defined for a table, if any.
-    pub fn collection(&self, table: &TableRef) -> StoreResult<Option<Collection>> {
+    /// The collection defined for a table, if any (remembered until a collection is written).
+    pub fn collection(&self, table: &TableRef) -> StoreResult<Option<Arc<Collection>>> {
+        let name = table.qualified();
+        if let Some(definition) = self.collections.get(&name) {
+            return Ok(definition);
+        }
+        let seen = self.collections.generation();
+        let definition = self.read_collection(table)?.map(Arc::new);
+        self.collections.remember(name, definition.clone(), seen);
+        Ok(definition)
+    }
+
+    fn read_collection(&self, table: &TableRef) -> StoreResult<Option<Collection>> {
         let defs = TableRef::new(&table.domain, COLLECTIONS).map_err(StoreError::Invalid)?;
         let Some(Value::Object(mut doc)) = self.get_record(&defs, &table.table)? else {
             return Ok(None);
