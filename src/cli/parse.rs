@@ -14,14 +14,19 @@ const CLIENT_ONLY: [&str; 5] = ["url", "domain", "api_key", "profile", "output"]
 /// Subcommands that run without a server: the client options mean nothing to them.
 const LOCAL: [&str; 3] = ["serve", "restore", "completions"];
 
+/// The client options as the top-level command defines them.
+fn client_options(command: &clap::Command) -> impl Iterator<Item = &Arg> {
+    command
+        .get_arguments()
+        .filter(|arg| CLIENT_ONLY.contains(&arg.get_id().as_str()))
+}
+
 /// The command-line definition as parsed.
 pub fn command() -> clap::Command {
     let command = Cli::command();
     // clap copies a global option into a subcommand only where no option of that id exists
     // yet: the local subcommands get hidden copies, the same in all else.
-    let hidden: Vec<Arg> = command
-        .get_arguments()
-        .filter(|arg| CLIENT_ONLY.contains(&arg.get_id().as_str()))
+    let hidden: Vec<Arg> = client_options(&command)
         .map(|arg| arg.clone().global(false).hide(true))
         .collect();
     LOCAL.iter().fold(command, |command, name| {
@@ -34,11 +39,7 @@ pub fn command() -> clap::Command {
 /// before a subcommand) but given to each client subcommand and what is beneath it.
 pub fn completion_command() -> clap::Command {
     let command = Cli::command();
-    let client_options: Vec<Arg> = command
-        .get_arguments()
-        .filter(|arg| CLIENT_ONLY.contains(&arg.get_id().as_str()))
-        .cloned()
-        .collect();
+    let options: Vec<Arg> = client_options(&command).cloned().collect();
     let clients: Vec<String> = command
         .get_subcommands()
         .map(|sub| sub.get_name().to_string())
@@ -48,7 +49,7 @@ pub fn completion_command() -> clap::Command {
         command.mut_arg(id, |arg| arg.global(false))
     });
     clients.iter().fold(command, |command, name| {
-        command.mut_subcommand(name, |client| client.args(client_options.clone()))
+        command.mut_subcommand(name, |client| client.args(options.clone()))
     })
 }
 

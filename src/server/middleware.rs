@@ -1,7 +1,8 @@
 //! Request-wide behaviour: the `App-CorrelationID` header on every response, one structured log
-//! line per request carrying it (and the request's count and duration for `GET /metrics`), and plain-text bodies for errors the framework produces itself
-//! (unknown routes, wrong methods, oversize bodies, panics), and svc's limits on the request head
-//! (URI length, header count and size, one `Domain` header).
+//! line per request carrying it (and the request's count and duration for `GET /metrics`),
+//! plain-text bodies for errors the framework produces itself (unknown routes, wrong methods,
+//! oversize bodies, panics), and svc's limits on the request head (URI length, header count and
+//! size, one `Domain` header).
 
 use super::error::{default_sentence, text_response, ApiError, ErrorDetail, TEXT_PLAIN};
 use super::http::{MAX_HEADERS, MAX_HEADER_BYTES, MAX_URI_BYTES};
