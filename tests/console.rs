@@ -9,7 +9,7 @@ mod common;
 mod console_support;
 
 use common::*;
-use console_support::{blocking, stop, Browser};
+use console_support::{acme_server, blocking, stop, Browser};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -69,12 +69,7 @@ fn the_console_is_served_embedded_compressed_and_under_a_strict_policy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_created_in_the_console_is_shown_once_works_and_stops_when_revoked() {
-    let server = blocking(|| {
-        let server = Server::start();
-        server.create_domain("acme");
-        server
-    })
-    .await;
+    let server = acme_server(|_| {}).await;
     let browser = Browser::start().await;
     browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
     browser.screenshot("tags").await;
@@ -160,12 +155,9 @@ async fn a_key_created_in_the_console_is_shown_once_works_and_stops_when_revoked
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_published_value_shows_in_the_live_tags_within_a_second() {
-    let server = blocking(|| {
-        let server = Server::start();
-        server.create_domain("acme");
+    let server = acme_server(|server| {
         server.create_tag("domains:acme", "plant/line1/speed", false);
         server.create_tag("domains:acme", "plant/line1/temp", false);
-        server
     })
     .await;
     let browser = Browser::start().await;
@@ -335,9 +327,7 @@ async fn the_console_loads_in_under_150_kb() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_write_rights_the_controls_are_disabled_and_a_forced_call_is_refused() {
-    let server = blocking(|| {
-        let server = Server::start();
-        server.create_domain("acme");
+    let server = acme_server(|server| {
         server.create_tag("domains:acme", "plant/line1/speed", false);
         server.create_record("domains:acme", "orders", &json!({"id": "o1", "qty": 1}));
         server.user_with_grants(
@@ -345,7 +335,6 @@ async fn without_write_rights_the_controls_are_disabled_and_a_forced_call_is_ref
             "viewer",
             &[("tags", "read", "*"), ("collections", "read", "orders")],
         );
-        server
     })
     .await;
     let browser = Browser::start().await;
@@ -418,9 +407,7 @@ async fn without_write_rights_the_controls_are_disabled_and_a_forced_call_is_ref
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tree_of_ten_thousand_tags_is_live_within_a_second() {
     const TAGS: usize = 10_000;
-    let server = blocking(|| {
-        let server = Server::start();
-        server.create_domain("acme");
+    let server = acme_server(|server| {
         let resp = server
             .admin_in("domains:acme", Method::POST, "/svc/namespaces")
             .json(&json!({"name": "site", "path": "site"}))
@@ -437,7 +424,6 @@ async fn the_tree_of_ten_thousand_tags_is_live_within_a_second() {
             let tags = server.get_json("domains:acme", "/svc/tag/list");
             (tags.as_array()?.len() == TAGS).then_some(())
         });
-        server
     })
     .await;
     let browser = Browser::start().await;
@@ -491,9 +477,7 @@ async fn the_tree_of_ten_thousand_tags_is_live_within_a_second() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_function_runs_from_the_console_with_its_output_logs_and_history() {
-    let server = blocking(|| {
-        let server = Server::start();
-        server.create_domain("acme");
+    let server = acme_server(|server| {
         for code in [
             "function main(i) { return i.x + 1; }",
             "function main(i) { console.log('doubling', i.x); return {y: i.x * 2}; }",
@@ -511,7 +495,6 @@ async fn a_function_runs_from_the_console_with_its_output_logs_and_history() {
                 .expect("upload");
             assert!(resp.status().is_success(), "{}", resp.status());
         }
-        server
     })
     .await;
     let browser = Browser::start().await;

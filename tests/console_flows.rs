@@ -11,7 +11,7 @@ mod common;
 mod console_support;
 
 use common::*;
-use console_support::{blocking, stop, Browser};
+use console_support::{acme_server, blocking, stop, Browser};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -276,10 +276,8 @@ async fn a_flow_is_drawn_left_to_right_shows_node_config_and_starts_stops_and_ru
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_read_only_flows_rights_start_stop_and_inject_are_disabled() {
-    let server = blocking(|| {
-        let server = Server::start();
-        server.create_domain("acme");
-        create_flow(&server, "domains:acme");
+    let server = acme_server(|server| {
+        create_flow(server, "domains:acme");
         // A loop through a delay node (allowed): its closing edge is drawn going back.
         let resp = server
             .admin_in("domains:acme", Method::POST, "/svc/flows")
@@ -294,7 +292,6 @@ async fn with_read_only_flows_rights_start_stop_and_inject_are_disabled() {
             .expect("create the looping flow");
         json_ok(resp, StatusCode::CREATED);
         server.user_with_grants("domains:acme", "flow-viewer", &[("flows", "read", "*")]);
-        server
     })
     .await;
     let browser = Browser::start().await;

@@ -11,7 +11,7 @@ mod console_support;
 
 use cli_support::Cli;
 use common::*;
-use console_support::{blocking, stop, Browser};
+use console_support::{acme_server, blocking, stop, Browser};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,9 +104,7 @@ async fn condition(browser: &Browser, field: &str, op: &str, ty: &str, value: &s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_made_in_the_console_reach_rest_and_rest_records_reach_the_grid() {
-    let server = blocking(|| {
-        let server = Server::start();
-        server.create_domain("acme");
+    let server = acme_server(|server| {
         server.create_record(
             ACME,
             "collections",
@@ -116,7 +114,6 @@ async fn records_made_in_the_console_reach_rest_and_rest_records_reach_the_grid(
                 {"name": "meta", "type": "json"}]}),
         );
         server.create_record(ACME, "orders", &json!({"id": "rest1", "qty": 7}));
-        server
     })
     .await;
     let browser = Browser::start().await;
@@ -360,12 +357,7 @@ async fn the_filter_builders_query_returns_the_rows_of_the_commands_it_previews(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schema_editor_defines_a_collection_whose_files_upload_and_download() {
-    let server = blocking(|| {
-        let server = Server::start();
-        server.create_domain("acme");
-        server
-    })
-    .await;
+    let server = acme_server(|_| {}).await;
     let browser = Browser::start().await;
     browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
     browser.open(&server.base, "#/acme/records/docs").await;

@@ -8,7 +8,7 @@ mod common;
 mod console_support;
 
 use common::*;
-use console_support::{blocking, stop, Browser};
+use console_support::{acme_server, blocking, stop, Browser};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,12 +28,9 @@ fn tag_record(server: &Server, topic: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tags_settings_are_saved_and_its_payloads_inspected() {
     const TOPIC: &str = "plant/line1/drive";
-    let server = blocking(|| {
-        let server = Server::start();
-        server.create_domain("acme");
+    let server = acme_server(|server| {
         server.create_tag(ACME, TOPIC, false);
         server.user_with_grants(ACME, "viewer", &[("tags", "read", "*")]);
-        server
     })
     .await;
     let browser = Browser::start().await;

@@ -224,6 +224,19 @@ pub async fn stop<T: Send + 'static>(server: T) {
     blocking(move || drop(server)).await;
 }
 
+/// A fresh server with the domain `acme`, readied by `prepare`, started off the async threads.
+pub async fn acme_server(
+    prepare: impl FnOnce(&crate::common::Server) + Send + 'static,
+) -> crate::common::Server {
+    blocking(move || {
+        let server = crate::common::Server::start();
+        server.create_domain("acme");
+        prepare(&server);
+        server
+    })
+    .await
+}
+
 /// Runs blocking test work (the server, its blocking HTTP client, mosquitto_pub) off the async
 /// threads.
 pub async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
