@@ -120,14 +120,7 @@ fn mqtt_connects_are_refused_after_too_many_failures_and_recover() {
     ]);
     let token = server.admin_token();
     let (_, api_key) = server.create_api_key(&token, "device");
-    for i in 0..3 {
-        let opts = MqttOpts::new(Proto::V5, Via::Tcp, &format!("bad-{i}")).creds("admin", "wrong");
-        let refused = server
-            .try_mqtt(opts)
-            .err()
-            .expect("a wrong password was accepted");
-        assert!(refused.contains("BadUserNamePassword"), "{refused}");
-    }
+    refuse_wrong_passwords(&server, Proto::V5, 3);
     let locked_at = Instant::now();
     // HTTP and MQTT share the count: the name is locked for both.
     assert_throttled(login(&server, "admin", ADMIN_PASSWORD), 5);
@@ -167,18 +160,23 @@ fn a_locked_mqtt_311_client_is_told_not_authorized() {
         "--login-window",
         "10s",
     ]);
-    for i in 0..2 {
-        let opts = MqttOpts::new(Proto::V3, Via::Tcp, &format!("bad-{i}")).creds("admin", "wrong");
-        let refused = server
-            .try_mqtt(opts)
-            .err()
-            .expect("a wrong password was accepted");
-        assert!(refused.contains("BadUserNamePassword"), "{refused}");
-    }
+    refuse_wrong_passwords(&server, Proto::V3, 2);
     let opts = MqttOpts::new(Proto::V3, Via::Tcp, "good").creds("admin", ADMIN_PASSWORD);
     let refused = server
         .try_mqtt(opts)
         .err()
         .expect("a locked name connected");
     assert!(refused.contains("NotAuthorized"), "{refused}");
+}
+
+/// `count` MQTT CONNECTs as admin with a wrong password, each refused as such.
+fn refuse_wrong_passwords(server: &Server, proto: Proto, count: usize) {
+    for i in 0..count {
+        let opts = MqttOpts::new(proto, Via::Tcp, &format!("bad-{i}")).creds("admin", "wrong");
+        let refused = server
+            .try_mqtt(opts)
+            .err()
+            .expect("a wrong password was accepted");
+        assert!(refused.contains("BadUserNamePassword"), "{refused}");
+    }
 }
