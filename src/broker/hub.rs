@@ -4,8 +4,11 @@
 
 use super::parking;
 use super::persist::Persister;
+use super::principals::Principals;
 use super::publication::{qos_of, Delivery, Publication};
-use super::session::{from_stored, stored, Kick, Limits, Link, Session, SessionState, SubOptions};
+use super::session::{
+    from_stored, stored, ByKey, Kick, Limits, Link, Session, SessionState, SubOptions,
+};
 use super::transport::Listener;
 use super::trie::SubscriptionIndex;
 use super::{Policy, Principal};
@@ -13,7 +16,7 @@ use crate::store::Store;
 use crate::store::{MqttWrite, StoredSubscription};
 use bytestring::ByteString;
 use rmqtt_codec::types::QoS;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,9 +50,10 @@ pub struct Hub {
     pub policy: Arc<dyn Policy>,
     pub limits: Limits,
     pub persist: Persister,
-    sessions: Mutex<HashMap<Arc<str>, Arc<Session>>>,
+    sessions: Mutex<HashSet<ByKey>>,
     index: RwLock<SubscriptionIndex<SessionKey, SubOptions>>,
     retained: RwLock<HashMap<ByteString, Arc<Publication>>>,
+    principals: Principals,
     next_link: AtomicU64,
 }
 
@@ -68,8 +72,14 @@ impl Hub {
             sessions: Mutex::default(),
             index: RwLock::default(),
             retained: RwLock::default(),
+            principals: Principals::default(),
             next_link: AtomicU64::new(1),
         }
+    }
+
+    /// The copy of `principal` shared by every client with the same one.
+    pub fn share_principal(&self, principal: Principal) -> Arc<Principal> {
+        self.principals.share(principal)
     }
 
     pub fn next_link_id(&self) -> u64 {
@@ -94,7 +104,7 @@ impl Hub {
             };
             // The store's `client_id` column holds the session key (user and client id).
             let key: Arc<str> = stored_session.client_id.as_str().into();
-            let session = Arc::new(Session::new(key.clone(), Arc::new(principal)));
+            let session = Arc::new(Session::new(key.clone(), self.share_principal(principal)));
             {
                 let mut state = session.lock();
                 state.expiry_secs = stored_session.expiry_secs;
@@ -119,7 +129,7 @@ impl Hub {
                     })
                     .collect(),
             );
-            lock(&self.sessions).insert(key, session);
+            lock(&self.sessions).replace(ByKey(session));
         }
         if restored > 0 {
             tracing::info!(sessions = restored, "restored persistent MQTT sessions");
@@ -139,8 +149,8 @@ impl Hub {
     ) -> (Arc<Session>, bool) {
         let mut writes = Vec::new();
         let mut sessions = lock(&self.sessions);
-        let (session, present) = match sessions.get(key) {
-            Some(existing) => {
+        let (session, present) = match sessions.get(&**key) {
+            Some(ByKey(existing)) => {
                 let existing = existing.clone();
                 let mut state = existing.lock();
                 if let Some(old) = state.link.take() {
@@ -160,7 +170,7 @@ impl Hub {
             }
             None => {
                 let session = Arc::new(Session::new(key.clone(), principal.clone()));
-                sessions.insert(session.key.clone(), session.clone());
+                sessions.insert(ByKey(session.clone()));
                 (session, false)
             }
         };
@@ -201,10 +211,10 @@ impl Hub {
                 self.clear(session, &mut state);
                 drop(state);
                 if sessions
-                    .get(&session.key)
-                    .is_some_and(|s| Arc::ptr_eq(s, session))
+                    .get(&*session.key)
+                    .is_some_and(|s| Arc::ptr_eq(&s.0, session))
                 {
-                    sessions.remove(&session.key);
+                    sessions.remove(&*session.key);
                 }
             } else {
                 let now = crate::time::now_ms();
@@ -491,7 +501,8 @@ impl Hub {
     /// Sessions attached to a connection right now.
     pub fn online(&self) -> Vec<Arc<Session>> {
         lock(&self.sessions)
-            .values()
+            .iter()
+            .map(|s| &s.0)
             .filter(|s| s.is_online())
             .cloned()
             .collect()
@@ -522,7 +533,7 @@ impl Hub {
     /// keeps no timer of its own and a busy one does not re-arm one per read.
     pub fn sweep_quiet(&self, now_ms: i64) {
         let sessions = lock(&self.sessions);
-        for session in sessions.values().filter(|s| s.is_online()) {
+        for session in sessions.iter().map(|s| &s.0).filter(|s| s.is_online()) {
             let state = session.lock();
             let Some(link) = state.link.as_ref() else {
                 continue;
@@ -541,7 +552,11 @@ impl Hub {
     /// Sessions (all, connected) and subscriptions, for the periodic log line.
     pub fn census(&self) -> (usize, usize, usize) {
         let sessions = lock(&self.sessions);
-        let online = sessions.values().filter(|s| s.is_online()).count();
+        let online = sessions
+            .iter()
+            .map(|s| &s.0)
+            .filter(|s| s.is_online())
+            .count();
         let index = self.index.read().unwrap_or_else(|p| p.into_inner());
         let subscriptions = if index.is_empty() { 0 } else { index.len() };
         (sessions.len(), online, subscriptions)
@@ -553,7 +568,7 @@ impl Hub {
         let mut expired = Vec::new();
         {
             let sessions = lock(&self.sessions);
-            for session in sessions.values() {
+            for ByKey(session) in sessions.iter() {
                 let state = session.lock();
                 let due = state.link.is_none()
                     && state.disconnected_at_ms.is_some_and(|at| {
@@ -577,7 +592,7 @@ impl Hub {
             }
             self.clear(&session, &mut state);
             drop(state);
-            sessions.remove(&session.key);
+            sessions.remove(&*session.key);
             writes.push(MqttWrite::DeleteSession {
                 client_id: session.key.to_string(),
             });

@@ -73,6 +73,14 @@ impl Inbound {
         }
     }
 
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
     fn send(&self, packet: Packet) {
         self.outbox.send(Outbound::packet(packet));
     }

@@ -14,8 +14,10 @@ mod outbox;
 mod packet;
 pub mod parking;
 mod persist;
+mod principals;
 mod publication;
 mod session;
+mod slots;
 pub mod stats;
 mod transport;
 mod trie;
@@ -41,7 +43,7 @@ use tokio::task::JoinHandle;
 use transport::Accept;
 
 /// Who a connected client is, as decided by the policy at CONNECT.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Principal {
     /// The user the credential belongs to; empty for anonymous clients.
     pub user_key: String,

@@ -1,7 +1,7 @@
 //! Parking for quiet plain-TCP clients: 10,000 devices that publish once a minute are a normal
 //! plant, and each would otherwise keep a tokio task and a slot in tokio's reactor while it says
 //! nothing. A parked connection is its socket, registered with one epoll instance of the
-//! broker's own, and its client state, in a map; no task, no reactor slot, no waker node.
+//! broker's own, and its client state, in a slot; no task, no reactor slot, no waker node.
 //!
 //! A connection parks itself (the hub asks it once the client has been quiet for
 //! [`QUIET_MS`] both ways, and it agrees only with nothing half-read). It comes back, as a new
@@ -10,9 +10,9 @@
 //! parked entry, so whatever would have woken the task brings the connection back instead.
 //! TLS and WebSocket connections are not parked (their library state is not a bare socket).
 
-use std::collections::HashMap;
+use super::slots::{Key, Slots};
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::task::{RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
@@ -33,14 +33,14 @@ struct Parked {
 
 /// Every parked connection of the process, and the epoll instance their sockets are in.
 struct Lot {
-    parked: Mutex<HashMap<usize, Parked>>,
+    /// A slot's key is its connection's epoll token and waker data. Keys are never reused,
+    /// so a late wake-up for a connection that came back already finds nothing instead of
+    /// waking another one.
+    parked: Mutex<Slots<Parked>>,
     registry: mio::Registry,
     /// The runtime connections come back on: the one of the first connection that parked
     /// (`svc serve` has one).
     runtime: tokio::runtime::Handle,
-    /// Tokens are never reused, so a late wake-up for a connection that came back already
-    /// finds nothing instead of waking another one.
-    next_token: AtomicUsize,
 }
 
 static LOT: OnceLock<Option<Lot>> = OnceLock::new();
@@ -67,10 +67,9 @@ fn start() -> io::Result<Lot> {
         .name("mqtt-parking".into())
         .spawn(move || watch(poll))?;
     Ok(Lot {
-        parked: Mutex::new(HashMap::new()),
+        parked: Mutex::new(Slots::default()),
         registry,
         runtime: tokio::runtime::Handle::current(),
-        next_token: AtomicUsize::new(1),
     })
 }
 
@@ -86,39 +85,41 @@ fn watch(mut poll: mio::Poll) {
             continue;
         }
         for event in events.iter() {
-            unpark(event.token().0);
+            unpark(event.token().0 as Key);
         }
     }
 }
 
 impl Lot {
-    fn lock(&self) -> MutexGuard<'_, HashMap<usize, Parked>> {
-        // Every change is one insert or remove: a panic cannot leave it half-made.
+    fn lock(&self) -> MutexGuard<'_, Slots<Parked>> {
+        // Every change is one reserve, fill, take or release: a panic cannot leave it
+        // half-made.
         self.parked.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-/// A connection about to park: its token, and the waker its queue should use from now on.
+/// A connection about to park: its reserved slot (released if it does not park), and the
+/// waker its queue should use from now on.
 pub struct Ticket {
-    token: usize,
+    key: Key,
 }
 
 impl Ticket {
     /// None when parking is not available on this system.
     pub fn new() -> Option<Ticket> {
-        let token = lot()?.next_token.fetch_add(1, Ordering::Relaxed);
-        Some(Ticket { token })
+        let key = lot()?.lock().reserve()?;
+        Some(Ticket { key })
     }
 
     /// Wakes nothing but brings the parked connection back. Hand it to the queue BEFORE
     /// parking: once parked, another thread may bring the connection back at any moment, and
     /// a registration after that would steal the new task's wake-ups.
     pub fn waker(&self) -> Waker {
-        // SAFETY: the data is a plain integer (the token), never dereferenced, and every
-        // function of the vtable is safe for any value of it.
+        // SAFETY: the data is a plain integer (the slot's key), never dereferenced, and
+        // every function of the vtable is safe for any value of it.
         unsafe {
             Waker::from_raw(RawWaker::new(
-                std::ptr::without_provenance(self.token),
+                std::ptr::without_provenance(self.key as usize),
                 &VTABLE,
             ))
         }
@@ -141,34 +142,52 @@ impl Ticket {
         {
             // Registered under the lock: a readiness event for it waits for the entry.
             let mut parked = lot.lock();
-            if let Err(e) =
-                lot.registry
-                    .register(&mut stream, mio::Token(self.token), mio::Interest::READABLE)
+            let token = mio::Token(self.key as usize);
+            if let Err(e) = lot
+                .registry
+                .register(&mut stream, token, mio::Interest::READABLE)
             {
                 drop(parked);
                 tracing::debug!(error = %e, "an MQTT connection could not be parked");
                 client.resume(stream.into(), &lot.runtime);
                 return;
             }
-            parked.insert(self.token, Parked { stream, client });
+            if let Err(Parked { mut stream, client }) =
+                parked.fill(self.key, Parked { stream, client })
+            {
+                // Cannot happen: the ticket holds the reservation until it is dropped.
+                drop(parked);
+                let _ = lot.registry.deregister(&mut stream);
+                client.resume(stream.into(), &lot.runtime);
+                return;
+            }
         }
         if pending() {
-            unpark(self.token);
+            unpark(self.key);
         }
     }
 }
 
-/// Brings the connection parked under `token` back, if it is still parked.
-fn unpark(token: usize) {
+impl Drop for Ticket {
+    /// Frees the reserved slot of a connection that did not park (a no-op once it parked).
+    fn drop(&mut self) {
+        if let Some(lot) = LOT.get().and_then(Option::as_ref) {
+            lot.lock().release(self.key);
+        }
+    }
+}
+
+/// Brings the connection parked in slot `key` back, if it is still parked.
+fn unpark(key: Key) {
     let Some(lot) = LOT.get().and_then(Option::as_ref) else {
         return;
     };
-    let Some(Parked { mut stream, client }) = lot.lock().remove(&token) else {
+    let Some(Parked { mut stream, client }) = lot.lock().take(key) else {
         return;
     };
     RESUMED.fetch_add(1, Ordering::Relaxed);
     // A failed deregistration leaves nothing behind: the socket leaves the epoll set when it
-    // is closed, and its token is never used again.
+    // is closed, and its key is never used again.
     let _ = lot.registry.deregister(&mut stream);
     client.resume(stream.into(), &lot.runtime);
 }
@@ -187,12 +206,12 @@ pub fn resumed() -> u64 {
 
 static VTABLE: RawWakerVTable = RawWakerVTable::new(clone_waker, wake, wake, drop_waker);
 
-fn clone_waker(token: *const ()) -> RawWaker {
-    RawWaker::new(token, &VTABLE)
+fn clone_waker(key: *const ()) -> RawWaker {
+    RawWaker::new(key, &VTABLE)
 }
 
-fn wake(token: *const ()) {
-    unpark(token.addr());
+fn wake(key: *const ()) {
+    unpark(key.addr() as Key);
 }
 
 fn drop_waker(_: *const ()) {}

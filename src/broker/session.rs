@@ -99,7 +99,9 @@ pub struct SessionState {
     /// Shared with the connection's reader: one allocation per client, not two.
     pub principal: Arc<Principal>,
     pub link: Option<Link>,
-    pub subscriptions: HashMap<String, SubOptions>,
+    /// By filter. A B-tree (24 bytes) rather than a hash map (48): most sessions hold a few
+    /// filters, and every quiet client's session is resident (see docs/decisions.md).
+    pub subscriptions: BTreeMap<String, SubOptions>,
     /// 0 for a session that ends with its connection.
     pub expiry_secs: u32,
     pub disconnected_at_ms: Option<i64>,
@@ -142,6 +144,30 @@ pub struct Session {
     state: Mutex<SessionState>,
 }
 
+/// A session in the hub's set of sessions, found by its key: the set holds one pointer per
+/// session instead of a second copy of the key's pointer next to it.
+pub struct ByKey(pub Arc<Session>);
+
+impl std::borrow::Borrow<str> for ByKey {
+    fn borrow(&self) -> &str {
+        &self.0.key
+    }
+}
+
+impl PartialEq for ByKey {
+    fn eq(&self, other: &ByKey) -> bool {
+        self.0.key == other.0.key
+    }
+}
+impl Eq for ByKey {}
+
+impl std::hash::Hash for ByKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // As `str` hashes: lookups by `&str` must land on the same bucket.
+        (*self.0.key).hash(state);
+    }
+}
+
 /// Decisions cached per session before the cache starts over.
 const AUTHZ_CACHE: usize = 10_000;
 
@@ -153,7 +179,7 @@ impl Session {
             state: Mutex::new(SessionState {
                 principal,
                 link: None,
-                subscriptions: HashMap::new(),
+                subscriptions: BTreeMap::new(),
                 expiry_secs: 0,
                 disconnected_at_ms: None,
                 epoch: 0,

@@ -15,7 +15,8 @@ use super::transport::Writer;
 use bytes::BytesMut;
 use bytestring::ByteString;
 use rmqtt_codec::v5::{Disconnect, DisconnectReasonCode};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+use std::io;
 use std::num::NonZeroU16;
 use std::time::Duration;
 
@@ -96,6 +97,12 @@ impl Sender {
         self.inbox.heard(now_ms);
     }
 
+    /// The connection's codec, to decode what the client sends (the limit on what it
+    /// receives, MQTT 5 Maximum Packet Size, applies to encoding only).
+    pub fn codec(&mut self) -> &mut Codec {
+        &mut self.codec
+    }
+
     /// The queue's receiving side (to hand its wake-ups to a parked connection).
     pub fn inbox(&self) -> &Inbox {
         &self.inbox
@@ -104,7 +111,7 @@ impl Sender {
     /// Encodes and writes everything queued now, in writes of up to [`BATCH_BYTES`]; a kick
     /// interrupts a write the client does not take.
     pub async fn flush(&mut self, writer: &mut Writer) -> Flushed {
-        let mut batch = VecDeque::new();
+        let mut batch = Vec::new();
         self.inbox.take(&mut batch);
         let now_ms = crate::time::now_ms();
         self.inbox.active(now_ms);
@@ -114,7 +121,7 @@ impl Sender {
         let mut deliveries = 0;
         let mut by_qos = [0u64; 3];
         let mut closed = false;
-        while let Some(item) = batch.pop_front() {
+        for item in batch {
             if let Outbound::Deliver { delivery, .. } = &item {
                 deliveries += 1;
                 by_qos[stats::qos_index(delivery.qos)] += 1;
@@ -161,7 +168,7 @@ impl Sender {
     pub async fn close(mut self, mut writer: Writer, reason: Option<DisconnectReasonCode>) {
         let last = async {
             let mut buf = BytesMut::new();
-            let mut batch = VecDeque::new();
+            let mut batch = Vec::new();
             self.inbox.take(&mut batch);
             let now_ms = crate::time::now_ms();
             let mut closed = false;
@@ -188,14 +195,21 @@ impl Sender {
 
     /// Answers `packet` (a refused CONNECT's CONNACK) over `writer` and closes it.
     pub async fn refuse(mut self, mut writer: Writer, packet: Packet) {
-        let mut buf = BytesMut::new();
-        self.encode(Outbound::packet(packet), &mut buf, 0);
-        let _ = Box::pin(tokio::time::timeout(
-            LAST_WRITE_TIMEOUT,
-            writer.write(buf.freeze()),
-        ))
-        .await;
+        let _ = self.write_now(&mut writer, packet).await;
         Box::pin(writer.close()).await;
+    }
+
+    /// Writes `packet` (a CONNECT's CONNACK) now, before anything queued is written: a client
+    /// that connects then needs no queue allocation, and no packet box that would be freed
+    /// between the allocations every quiet client keeps (and leave holes among them).
+    /// Err when the client did not take it.
+    pub async fn write_now(&mut self, writer: &mut Writer, packet: Packet) -> io::Result<()> {
+        let mut buf = BytesMut::new();
+        self.encode_packet(packet, &mut buf);
+        stats::bytes_out(buf.len());
+        tokio::time::timeout(LAST_WRITE_TIMEOUT, writer.write(buf.freeze()))
+            .await
+            .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
     }
 
     /// Encodes one item; true when the connection is to close after it.
@@ -236,12 +250,16 @@ impl Sender {
                 return true;
             }
         };
+        self.encode_packet(packet, buf);
+        false
+    }
+
+    fn encode_packet(&mut self, packet: Packet, buf: &mut BytesMut) {
         // A packet above the client's maximum is dropped (MQTT 5 §3.1.2.25): the session
         // already skips deliveries it can size, this catches the rest.
         if let Err(e) = self.codec.encode(packet, buf) {
             tracing::debug!(error = %e, "an outbound MQTT packet was not sent");
         }
-        false
     }
 }
 
