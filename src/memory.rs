@@ -85,13 +85,23 @@ fn collect(force: bool) {
 /// again in that arena; memory freed by a thread that then goes quiet (a password hash's
 /// 19 MB on a blocking thread, a burst of connection buffers) stays resident for good. One
 /// collect pass runs those overdue returns whatever thread freed the memory.
+///
+/// It also wakes the other workers: a worker that went to sleep right after a burst (10,000
+/// clients connecting, then parking) skipped its rate-limited collection in
+/// [`collect_when_idle`] and, with nothing to do, would sleep on with the burst's freed memory
+/// in its heap (measured: 450 bytes per idle client, 4.5 MB for 10,000). A task for each
+/// worker to steal wakes it; it parks again at once and collects then.
 pub fn spawn_allocator_upkeep() {
     tokio::spawn(async {
+        let workers = tokio::runtime::Handle::current().metrics().num_workers();
         let mut every = tokio::time::interval(ALLOCATOR_UPKEEP_EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
             collect(false);
+            for _ in 0..workers {
+                tokio::spawn(async {});
+            }
         }
     });
 }
