@@ -8,13 +8,15 @@ use super::packet::Version;
 use super::transport::Listener;
 use super::Principal;
 use serde::Serialize;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// What the broker knows of a connection from its handshake, kept in its link. Inline and
-/// `Copy` (48 bytes): no allocation per connection.
+/// `Copy` (32 bytes): no allocation per connection. The peer is its address and port (a
+/// `SocketAddr` is 32 bytes by itself, for IPv6 flow and scope ids nobody lists).
 #[derive(Debug, Clone, Copy)]
 pub struct LinkInfo {
-    pub peer: SocketAddr,
+    pub peer_ip: IpAddr,
+    pub peer_port: u16,
     pub since_ms: i64,
     /// As granted (after `mqtt_max_keepalive`); 0: none.
     pub keep_alive: u16,
@@ -22,6 +24,12 @@ pub struct LinkInfo {
     pub listener: Listener,
     /// MQTT 5 Clean Start, or MQTT 3.1.1 Clean Session.
     pub clean_start: bool,
+}
+
+impl LinkInfo {
+    pub fn peer(&self) -> SocketAddr {
+        SocketAddr::new(self.peer_ip, self.peer_port)
+    }
 }
 
 /// How a client's bytes reach the broker.
@@ -94,7 +102,7 @@ impl Hub {
                     },
                     transport: info.listener.into(),
                     listener: info.listener.to_string(),
-                    peer: info.peer,
+                    peer: info.peer(),
                     since_ms: info.since_ms,
                     keep_alive_secs: info.keep_alive,
                     clean_start: info.clean_start,

@@ -179,7 +179,7 @@ impl Hub {
             state.principal = principal;
             state.expiry_secs = expiry_secs;
             state.disconnected_at_ms = None;
-            state.epoch += 1;
+            state.epoch = state.epoch.wrapping_add(1);
             state.link = Some(link);
             if expiry_secs > 0 {
                 writes.push(put_session(

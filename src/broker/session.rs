@@ -105,8 +105,10 @@ pub struct SessionState {
     /// 0 for a session that ends with its connection.
     pub expiry_secs: u32,
     pub disconnected_at_ms: Option<i64>,
-    /// Counts attachments, so a delayed will knows whether its client came back.
-    pub epoch: u64,
+    /// Counts attachments, so a delayed will knows whether its client came back (compared
+    /// for equality only, so it may wrap; 32 bits, next to `expiry_secs`, keep the session in
+    /// the allocator's 192-byte class).
+    pub epoch: u32,
     /// Made at first use, given back when empty while the client is quiet: most sessions of
     /// a plant have nothing in motion most of the time.
     traffic: Option<Box<Traffic>>,
