@@ -7,7 +7,7 @@ use super::persist::Persister;
 use super::principals::Principals;
 use super::publication::{qos_of, Delivery, Publication};
 use super::session::{
-    from_stored, stored, ByKey, Kick, Limits, Link, Session, SessionState, SubOptions,
+    from_stored, stored, ByKey, Kick, Limits, Link, Session, SessionKey, SessionState, SubOptions,
 };
 use super::transport::Listener;
 use super::trie::SubscriptionIndex;
@@ -17,27 +17,10 @@ use crate::store::{MqttWrite, StoredSubscription};
 use bytestring::ByteString;
 use rmqtt_codec::types::QoS;
 use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
-
-/// A session as a key of the subscription index (identity, not contents).
-#[derive(Clone)]
-pub struct SessionKey(pub Arc<Session>);
-
-impl PartialEq for SessionKey {
-    fn eq(&self, other: &SessionKey) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-impl Eq for SessionKey {}
-impl Hash for SessionKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        (Arc::as_ptr(&self.0) as usize).hash(state);
-    }
-}
 
 /// A will registered at CONNECT.
 #[derive(Debug, Clone)]

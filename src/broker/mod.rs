@@ -8,6 +8,7 @@
 
 mod clients;
 mod connection;
+mod handshake;
 mod hub;
 mod inbound;
 mod outbox;

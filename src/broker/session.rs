@@ -146,6 +146,22 @@ pub struct Session {
     state: Mutex<SessionState>,
 }
 
+/// A session as a key of the subscription index (identity, not contents).
+#[derive(Clone)]
+pub struct SessionKey(pub Arc<Session>);
+
+impl PartialEq for SessionKey {
+    fn eq(&self, other: &SessionKey) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+impl Eq for SessionKey {}
+impl std::hash::Hash for SessionKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.0) as usize).hash(state);
+    }
+}
+
 /// A session in the hub's set of sessions, found by its key: the set holds one pointer per
 /// session instead of a second copy of the key's pointer next to it.
 pub struct ByKey(pub Arc<Session>);
