@@ -93,18 +93,40 @@ impl Browser {
             .unwrap_or_else(|e| panic!("no `{css}`: {e}"))
     }
 
+    /// Runs `act` on the element `css`, finding it again while the page replaces it (a view
+    /// that renders again when a fetch answers makes an element found a moment earlier stale).
+    async fn on_element<T, F, Fut>(&self, css: &str, act: F) -> T
+    where
+        F: Fn(fantoccini::elements::Element) -> Fut,
+        Fut: std::future::Future<Output = Result<T, fantoccini::error::CmdError>>,
+    {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match act(self.element(css).await).await {
+                Ok(done) => return done,
+                Err(e) if e.is_stale_element_reference() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await
+                }
+                Err(e) => panic!("`{css}`: {e}"),
+            }
+        }
+    }
+
     /// The text of the element `css`.
     pub async fn text(&self, css: &str) -> String {
-        self.element(css).await.text().await.expect("element text")
+        self.on_element(css, |element| async move { element.text().await })
+            .await
     }
 
     /// Types `text` into the input `css`.
     pub async fn fill(&self, css: &str, text: &str) {
-        self.element(css).await.send_keys(text).await.expect("type");
+        self.on_element(css, |element| async move { element.send_keys(text).await })
+            .await
     }
 
     pub async fn click(&self, css: &str) {
-        self.element(css).await.click().await.expect("click");
+        self.on_element(css, |element| async move { element.click().await })
+            .await
     }
 
     /// Polls `script` (a JS expression) until it is truthy; returns its value.
