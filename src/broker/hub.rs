@@ -40,6 +40,13 @@ pub struct Hub {
     next_link: AtomicU64,
 }
 
+/// The sessions of `sessions` attached to a connection now.
+// A `ByKey` hashes only its session's key, which never changes.
+#[allow(clippy::mutable_key_type)]
+fn attached(sessions: &HashSet<ByKey>) -> impl Iterator<Item = &Arc<Session>> {
+    sessions.iter().map(|s| &s.0).filter(|s| s.is_online())
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
@@ -483,12 +490,7 @@ impl Hub {
 
     /// Sessions attached to a connection right now.
     pub fn online(&self) -> Vec<Arc<Session>> {
-        lock(&self.sessions)
-            .iter()
-            .map(|s| &s.0)
-            .filter(|s| s.is_online())
-            .cloned()
-            .collect()
+        attached(&lock(&self.sessions)).cloned().collect()
     }
 
     /// Ends the connection of every session whose principal `select` picks.
@@ -516,7 +518,7 @@ impl Hub {
     /// keeps no timer of its own and a busy one does not re-arm one per read.
     pub fn sweep_quiet(&self, now_ms: i64) {
         let sessions = lock(&self.sessions);
-        for session in sessions.iter().map(|s| &s.0).filter(|s| s.is_online()) {
+        for session in attached(&sessions) {
             let state = session.lock();
             let Some(link) = state.link.as_ref() else {
                 continue;
@@ -535,11 +537,7 @@ impl Hub {
     /// Sessions (all, connected) and subscriptions, for the periodic log line.
     pub fn census(&self) -> (usize, usize, usize) {
         let sessions = lock(&self.sessions);
-        let online = sessions
-            .iter()
-            .map(|s| &s.0)
-            .filter(|s| s.is_online())
-            .count();
+        let online = attached(&sessions).count();
         let index = self.index.read().unwrap_or_else(|p| p.into_inner());
         let subscriptions = if index.is_empty() { 0 } else { index.len() };
         (sessions.len(), online, subscriptions)
