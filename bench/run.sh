@@ -18,8 +18,9 @@
 # ((c), (d) and (e) each match BENCH_RECORDS/1000 records; (d) scans every record, (e) reads the
 # FTS5 index of the searchable `note`; their p99 is reported beside the indexed (c)) and prints
 # Each round also measures the create rate (group commit of REST writes):
-#   (f) create8  BENCH_CREATES records POSTed by bench_load with BENCH_LOAD_THREADS (8) clients
-#   (g) create1  BENCH_CREATES_SINGLE records POSTed by one client
+#   (f) create8  new records POSTed for BENCH_DURATION by wrk (bench/wrk.lua's `create` mode)
+#                with BENCH_LOAD_THREADS (8) connections, after a warmup
+#   (g) create1  the same with one connection
 # each into a fresh collection laid out like `items`, beside the ceiling: a raw rusqlite insert
 # loop (examples/bench_sqlite.rs) of BENCH_CREATES rows into a copy of the `items` table's
 # schema, one transaction per insert (`raw each`) and BENCH_RAW_BATCH per transaction
@@ -39,7 +40,7 @@
 # BENCH_THREADS (wrk -t, 2), BENCH_CONNECTIONS (wrk -c, 32; (d) and (e) use
 # BENCH_SLOW_CONNECTIONS, default BENCH_THREADS), BENCH_LOAD_THREADS (8),
 # SVC_LOG (svc's log filter, default info as in production; its log is kept only on failure),
-# BENCH_CREATES (20000), BENCH_CREATES_SINGLE (5000), BENCH_RAW_BATCH (256, the group commit's
+# BENCH_CREATES (20000, the raw loop's rows), BENCH_RAW_BATCH (256, the group commit's
 # largest group), BENCH_ROUNDS (1), BENCH_STRICT=1 to exit 1 when a goal is missed,
 # BENCH_SVC=<path> to measure an already built svc binary instead of building
 # target/release/svc. CARGO_TARGET_DIR is honoured.
@@ -56,7 +57,6 @@ LOAD_THREADS=${BENCH_LOAD_THREADS:-8}
 SLOW_CONNS=${BENCH_SLOW_CONNECTIONS:-$THREADS}
 ROUNDS=${BENCH_ROUNDS:-1}
 CREATES=${BENCH_CREATES:-20000}
-CREATES_SINGLE=${BENCH_CREATES_SINGLE:-5000}
 RAW_BATCH=${BENCH_RAW_BATCH:-256}
 LINES=1000
 PASSWORD="bench-$(date +%s)-$$"
@@ -127,23 +127,38 @@ measure() {
     grep '^RESULT ' "$WORK/wrk-$mode.txt" | tr -d '\n' || die "wrk printed no result for $mode"
     echo " $(( (after - before) * 1000000 / TICKS_PER_SEC ))"
 }
-# load_rate THREADS COUNT TABLE : POSTs COUNT records into a fresh collection TABLE; prints
-# records/s and the server's CPU time per record in µs.
-load_rate() {
-    local threads=$1 count=$2 table=$3 before after line
+# create_rate CLIENTS TABLE : POSTs new records into a fresh collection TABLE for DURATION with
+# wrk (CLIENTS connections, `create` mode of bench/wrk.lua, after a warmup into the same table);
+# checks that every answered create was stored; prints records/s and the server's CPU time per
+# record in µs.
+create_rate() {
+    local clients=$1 table=$2 threads=$THREADS before after result stored answered errors
+    [ "$clients" -lt "$threads" ] && threads=$clients
     collection "$table"
+    BENCH_MODE=create BENCH_TABLE=$table wrk -t"$threads" -c"$clients" -d"$WARMUP" --timeout 30s \
+        -s bench/wrk.lua "$SVC_URL" >/dev/null
+    stored=$(call GET "/svc/$table/count" | sed -n 's/.*"count":\([0-9]*\).*/\1/p')
     before=$(cpu_ticks "$SVC_PID")
-    line=$("$LOADER" "$SVC_URL" "$TOKEN" bench "$table" "$count" "$threads")
+    # Each wrk run numbers its threads from 1 again: the measured run takes its own id range.
+    BENCH_MODE=create BENCH_TABLE=$table BENCH_ID_BASE=1000000 wrk -t"$threads" -c"$clients" \
+        -d"$DURATION" --timeout 30s -s bench/wrk.lua "$SVC_URL" >"$WORK/wrk-create-$table.txt"
     after=$(cpu_ticks "$SVC_PID")
-    log "$table: $line"
-    echo "$(sed -n 's/.*(\([0-9]*\) records\/s.*/\1/p' <<<"$line") $(( (after - before) * 1000000 / TICKS_PER_SEC / count ))"
+    result=$(grep '^RESULT ' "$WORK/wrk-create-$table.txt") || die "wrk printed no result for creates"
+    read -r _ _ rps _ _ _ _ answered errors <<<"$result"
+    [ "$errors" -eq 0 ] || die "$table: $errors creates failed: $(cat "$WORK/wrk-create-$table.txt")"
+    stored=$(( $(call GET "/svc/$table/count" | sed -n 's/.*"count":\([0-9]*\).*/\1/p') - stored ))
+    # Requests in flight when wrk stopped may be stored without being counted as answered.
+    [ "$stored" -ge "$answered" ] && [ "$stored" -le $((answered + clients)) ] ||
+        die "$table: wrk saw $answered creates answered, the table gained $stored records"
+    log "$table: $answered creates answered in $DURATION by $clients clients ($rps/s), $stored stored"
+    echo "${rps%.*} $(( (after - before) * 1000000 / TICKS_PER_SEC / stored ))"
 }
 # measure_creates ROUND : CREATE lines (kind, records/s, server CPU µs per record or 0).
 measure_creates() {
     local round=$1
-    log "measuring creates: $CREATES records with $LOAD_THREADS clients, $CREATES_SINGLE with 1, raw loop"
-    echo "CREATE create8 $(load_rate "$LOAD_THREADS" "$CREATES" "c${round}_many")"
-    echo "CREATE create1 $(load_rate 1 "$CREATES_SINGLE" "c${round}_one")"
+    log "measuring creates: $DURATION with $LOAD_THREADS clients, then with 1; raw loop of $CREATES"
+    echo "CREATE create8 $(create_rate "$LOAD_THREADS" "c${round}_many")"
+    echo "CREATE create1 $(create_rate 1 "c${round}_one")"
     "$RAW" "$DB" bench.items "$WORK" "$CREATES" "$RAW_BATCH" | while read -r _ mode rate; do
         echo "CREATE raw_$mode $rate 0"
     done

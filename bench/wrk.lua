@@ -4,6 +4,8 @@
 --   filter  GET /svc/<table>/all?filter[line][eq][string]=line-<random M>  (indexed filter)
 --   containsany  GET /svc/<table>/all?filter[tags][CONTAINSANY][object]=t<M>,nope  (unindexed)
 --   fulltext     GET /svc/<table>/all?filter[note][@@][string]=pump <M>  (unindexed @@)
+--   create  POST /svc/<table> with a new record each (the bench_load example's shape: id
+--           item<N>, sku SKU-<N>, line, value, tags, note), N unique across threads
 -- Every mode builds its request with wrk.format in request() and sends the same headers, so the
 -- client-side work per request is the same for all three. done() prints one machine-readable
 -- line: RESULT <mode> <requests/s> <p50 µs> <p90 µs> <p99 µs> <max µs> <requests> <errors>.
@@ -25,8 +27,24 @@ function setup(thread)
   counter = counter + 1
 end
 
+local created = 0
+local id_base = tonumber(os.getenv("BENCH_ID_BASE") or "0")
 function init(args)
   math.randomseed(os.time() * 1000 + (id or 0))
+  if mode == "create" then
+    wrk.headers["Content-Type"] = "application/json"
+  end
+end
+
+-- The next record to create: N is the thread's id times 10^9 plus its count, so threads never
+-- collide on the id or the unique sku.
+local function new_record()
+  created = created + 1
+  local n = ((id or 0) + id_base) * 1000000000 + created
+  local line, hall = n % 1000, n % 7
+  return string.format(
+    '{"id":"item%d","sku":"SKU-%d","line":"line-%d","value":%d,"tags":["t%d","g%d"],"note":"pump %d in hall h%d"}',
+    n, n, line, n, line, hall, line, hall)
 end
 
 local id_prefix = "/svc/" .. domain .. "." .. tbl .. "%3Aitem"
@@ -42,6 +60,8 @@ function request()
     return wrk.format("GET", filter_prefix .. math.random(0, lines - 1))
   elseif mode == "containsany" then
     return wrk.format("GET", any_prefix .. math.random(0, lines - 1) .. "%2Cnope")
+  elseif mode == "create" then
+    return wrk.format("POST", "/svc/" .. tbl, nil, new_record())
   elseif mode == "fulltext" then
     return wrk.format("GET", text_prefix .. math.random(0, lines - 1))
   else
