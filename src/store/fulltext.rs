@@ -4,8 +4,15 @@
 //!
 //! Any field matches unindexed through `svc_words_match(field, query)`, registered on every
 //! connection. A field a collection declares `searchable` gets an FTS5 index instead: a table
-//! `<d>.<t>__fts__<field>` keyed by the record's rowid, kept current by triggers on the record
-//! table, so `@@` on it reads the index rather than every record.
+//! `<d>.<t>__fts__<field>` keyed by the record's rowid, so `@@` on it reads the index rather
+//! than every record.
+//!
+//! Updates and deletes keep the index current through triggers on the record table. Inserts
+//! do not: the store indexes a new record with its own statement ([`index_new_record`]). A
+//! trigger makes its statement open a statement journal, and FTS5 writes its pending terms to
+//! a new segment at every such savepoint, so a group of creates sharing one transaction paid a
+//! segment write (and its merges) per record. A plain insert opens none, and the group's terms
+//! are written once, at its commit.
 
 use super::{quoted, StoreResult};
 use crate::ids::TableRef;
@@ -57,8 +64,8 @@ pub fn index_name(table: &TableRef, field: &str) -> String {
     format!("{}__fts__{field}", table.qualified())
 }
 
-/// Creates the index of a searchable field, its triggers, and fills it from existing records.
-/// `field` is a validated identifier.
+/// Creates the index of a searchable field, its update and delete triggers, and fills it from
+/// existing records. `field` is a validated identifier.
 pub fn create_index(
     tx: &rusqlite::Transaction<'_>,
     table: &TableRef,
@@ -71,8 +78,6 @@ pub fn create_index(
     tx.execute_batch(&format!(
         "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(body, \
              tokenize = 'unicode61 remove_diacritics 0'); \
-         CREATE TRIGGER IF NOT EXISTS {ai} AFTER INSERT ON {records} BEGIN \
-             INSERT INTO {fts}(rowid, body) VALUES (new.rowid, {body}); END; \
          CREATE TRIGGER IF NOT EXISTS {ad} AFTER DELETE ON {records} BEGIN \
              DELETE FROM {fts} WHERE rowid = old.rowid; END; \
          CREATE TRIGGER IF NOT EXISTS {au} AFTER UPDATE ON {records} BEGIN \
@@ -80,10 +85,41 @@ pub fn create_index(
              INSERT INTO {fts}(rowid, body) VALUES (new.rowid, {body}); END; \
          DELETE FROM {fts}; \
          INSERT INTO {fts}(rowid, body) SELECT rowid, json_extract(data, '$.{field}') FROM {records};",
-        ai = quoted(&format!("{index}__ai")),
         ad = quoted(&format!("{index}__ad")),
         au = quoted(&format!("{index}__au")),
     ))?;
+    Ok(())
+}
+
+/// Indexes `field` of the record just inserted on `conn` (its rowid is the connection's last
+/// insert), whose stored JSON text is `data`. `field` is one of [`indexed_fields`].
+pub fn index_new_record(
+    conn: &rusqlite::Connection,
+    table: &TableRef,
+    field: &str,
+    data: &str,
+) -> StoreResult<()> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO {}(rowid, body) VALUES (last_insert_rowid(), json_extract(?1, '$.{field}'))",
+        quoted(&index_name(table, field))
+    ))?
+    .execute([data])?;
+    Ok(())
+}
+
+/// Drops the insert triggers that indexes made before the store indexed new records itself
+/// (see the module's comment); run when the store opens.
+pub fn drop_insert_triggers(conn: &rusqlite::Connection) -> StoreResult<()> {
+    let triggers: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' \
+             AND name LIKE '%\\_\\_fts\\_\\_%\\_\\_ai' ESCAPE '\\'",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for trigger in triggers {
+        conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {}", quoted(&trigger)))?;
+    }
     Ok(())
 }
 

@@ -8,6 +8,7 @@ mod auth_groups;
 mod auth_profiles;
 mod automation;
 mod backup;
+mod checkpointer;
 mod collection_cache;
 mod filter_sql;
 mod fulltext;
@@ -33,7 +34,7 @@ pub use tags::{TagRow, NAMESPACES, TAGS};
 
 use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -101,9 +102,12 @@ fn conflict_sentence(sqlite_text: &str) -> String {
 pub struct Store {
     pool: Pool,
     path: Arc<Path>,
-    /// Record tables known to exist, so writes skip `CREATE TABLE IF NOT EXISTS`.
-    known_tables: Arc<Mutex<HashSet<String>>>,
+    /// Record tables known to exist, so writes skip `CREATE TABLE IF NOT EXISTS`, each with
+    /// its fields that have a full-text index (which an insert must index).
+    known_tables: Arc<Mutex<HashMap<String, Arc<[String]>>>>,
     collections: Arc<collection_cache::CollectionCache>,
+    /// Checkpoints the write-ahead log in the background (every connection leaves it).
+    _checkpointer: Arc<checkpointer::Checkpointer>,
 }
 
 impl Store {
@@ -113,7 +117,8 @@ impl Store {
             c.execute_batch(
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
                  PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON; \
-                 PRAGMA mmap_size=268435456;",
+                 PRAGMA mmap_size=268435456; PRAGMA wal_autocheckpoint=0; \
+                 PRAGMA journal_size_limit=16777216;",
             )?;
             // rusqlite keeps 16 by default; the broker's batches alone use 14, and evicting
             // them for every other module's statements would re-prepare them per batch.
@@ -131,8 +136,13 @@ impl Store {
             path: Arc::from(path),
             known_tables: Arc::default(),
             collections: Arc::default(),
+            _checkpointer: Arc::new(
+                checkpointer::Checkpointer::start(path)
+                    .map_err(|e| StoreError::Internal(format!("cannot start checkpoints: {e}")))?,
+            ),
         };
         store.conn()?.execute_batch(auth::SCHEMA)?;
+        fulltext::drop_insert_triggers(&*store.conn()?)?;
         auth_profiles::migrate(&*store.conn()?)?;
         store.init_historian()?;
         store.conn()?.execute_batch(hist_journal::JOURNAL_SCHEMA)?;

@@ -110,7 +110,7 @@ impl Store {
         let committed = tx.commit();
         if touches_collections {
             // Not the collection routes' way, but a definition written is a definition written.
-            self.collections.forget_all();
+            self.forget_schemas();
         }
         if let Err(e) = committed {
             self.forget_known_tables();

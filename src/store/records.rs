@@ -90,20 +90,39 @@ fn searchable_fields(
 }
 
 impl Store {
-    fn ensure_table(&self, conn: &Connection, table: &TableRef) -> StoreResult<()> {
+    /// Creates the table unless it is known to exist; its fields with a full-text index.
+    fn ensure_table(&self, conn: &Connection, table: &TableRef) -> StoreResult<Arc<[String]>> {
         let name = table.qualified();
         let known = self
             .known_tables
             .lock()
-            .map(|set| set.contains(&name))
-            .unwrap_or(false);
-        if !known {
-            conn.execute_batch(&table_ddl(table))?;
-            if let Ok(mut set) = self.known_tables.lock() {
-                set.insert(name);
+            .ok()
+            .and_then(|tables| tables.get(&name).cloned());
+        if let Some(searchable) = known {
+            return Ok(searchable);
+        }
+        // A collection written after this reading bumps the generation and clears the
+        // known tables; what was read then is not kept (see `Store::forget_schemas`).
+        let seen = self.collections.generation();
+        conn.execute_batch(&table_ddl(table))?;
+        let searchable: Arc<[String]> = fulltext::indexed_fields(conn, table)?
+            .into_iter()
+            .collect();
+        if let Ok(mut tables) = self.known_tables.lock() {
+            if self.collections.generation() == seen {
+                tables.insert(name, searchable.clone());
             }
         }
-        Ok(())
+        Ok(searchable)
+    }
+
+    /// Forgets every remembered collection definition and record table: called once a
+    /// collection write (which may create or drop tables and indexes) is committed or failed.
+    pub(super) fn forget_schemas(&self) {
+        self.collections.forget_all();
+        if let Ok(mut tables) = self.known_tables.lock() {
+            tables.clear();
+        }
     }
 
     /// Inserts a new record; a taken key or unique field is a conflict.
@@ -126,7 +145,7 @@ impl Store {
         key: &str,
         fields: &Map<String, Value>,
     ) -> StoreResult<Value> {
-        self.ensure_table(conn, table)?;
+        let searchable = self.ensure_table(conn, table)?;
         let now = now_rfc3339();
         let stored = stored_fields(fields);
         let data = serde_json::to_string(&stored)?;
@@ -135,6 +154,9 @@ impl Store {
             quoted(&table.qualified())
         ))?
         .execute(params![key, data, now])?;
+        for field in searchable.iter() {
+            fulltext::index_new_record(conn, table, field, &data)?;
+        }
         Ok(written_record(table, key, stored, &now, &now))
     }
 
@@ -281,7 +303,7 @@ impl Store {
     /// or existing records that break a unique index, is a conflict and changes nothing.
     pub fn create_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Value> {
         let written = self.write_collection(domain, collection, false);
-        self.collections.forget_all();
+        self.forget_schemas();
         written?.ok_or_else(|| StoreError::Internal("stored collection vanished".into()))
     }
 
@@ -294,7 +316,7 @@ impl Store {
         collection: &Collection,
     ) -> StoreResult<Option<Value>> {
         let written = self.write_collection(domain, collection, true);
-        self.collections.forget_all();
+        self.forget_schemas();
         written
     }
 
@@ -366,17 +388,13 @@ impl Store {
             fulltext::create_index(&tx, &target, &field.name)?;
         }
         tx.commit()?;
-        if let Ok(mut set) = self.known_tables.lock() {
-            set.insert(defs.qualified());
-            set.insert(target.qualified());
-        }
         self.get_record(&defs, &collection.name)
     }
 
     /// Removes a collection definition and the indexes it built; the records stay.
     pub fn delete_collection(&self, domain: &str, name: &str) -> StoreResult<bool> {
         let removed = self.remove_collection(domain, name);
-        self.collections.forget_all();
+        self.forget_schemas();
         removed
     }
 

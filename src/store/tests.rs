@@ -367,3 +367,76 @@ fn searchable_fields_answer_full_text_from_their_index_like_the_scan_does() {
         ["a2", "a4"]
     );
 }
+
+#[test]
+fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("svc.db");
+    let t = TableRef::new("acme", "assets").unwrap();
+    let index = super::fulltext::index_name(&t, "note");
+    let matches = |store: &Store, word: &str| -> i64 {
+        store
+            .conn()
+            .unwrap()
+            .query_row(
+                &format!("SELECT count(*) FROM {} WHERE body MATCH ?1", quoted(&index)),
+                [word],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    {
+        let store = Store::open(&path).unwrap();
+        let assets: Collection = serde_json::from_value(json!({
+            "name": "assets",
+            "fields": [{"name": "note", "type": "string", "searchable": true}]
+        }))
+        .unwrap();
+        store.create_collection("acme", &assets).unwrap();
+        // What an index of an older svc also had: an insert trigger.
+        store
+            .conn()
+            .unwrap()
+            .execute_batch(&format!(
+                "CREATE TRIGGER {} AFTER INSERT ON {} BEGIN \
+                 INSERT INTO {}(rowid, body) VALUES (new.rowid, json_extract(new.data, '$.note')); END;",
+                quoted(&format!("{index}__ai")),
+                quoted(&t.qualified()),
+                quoted(&index),
+            ))
+            .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let triggers: i64 = store
+        .conn()
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%__ai'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(triggers, 0, "the insert trigger is dropped when the store opens");
+    let insert = |key: &str, note: &str| RecordWrite::Insert {
+        table: t.clone(),
+        key: key.into(),
+        fields: obj(json!({ "note": note })),
+    };
+    let written = store.write_records(vec![
+        insert("p1", "feed pump"),
+        insert("p2", "spare pump"),
+        insert("p1", "a taken key"),
+        insert("v1", "valve"),
+    ]);
+    assert!(matches!(written[2], Err(StoreError::Conflict(_))), "{written:?}");
+    assert_eq!(matches(&store, "pump"), 2, "each created record is indexed once");
+    assert_eq!(matches(&store, "taken"), 0, "a refused create is not indexed");
+    assert_eq!(
+        keys(
+            &store
+                .list_records(&t, &q(&[("filter[note][@@][string]", "valve")]))
+                .unwrap()
+        ),
+        ["v1"]
+    );
+}
