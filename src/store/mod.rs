@@ -8,7 +8,6 @@ mod auth_groups;
 mod auth_profiles;
 mod automation;
 mod backup;
-mod checkpointer;
 mod collection_cache;
 mod filter_sql;
 mod fulltext;
@@ -106,8 +105,6 @@ pub struct Store {
     /// its fields that have a full-text index (which an insert must index).
     known_tables: Arc<Mutex<HashMap<String, Arc<[String]>>>>,
     collections: Arc<collection_cache::CollectionCache>,
-    /// Checkpoints the write-ahead log in the background (every connection leaves it).
-    _checkpointer: Arc<checkpointer::Checkpointer>,
 }
 
 impl Store {
@@ -117,8 +114,7 @@ impl Store {
             c.execute_batch(
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
                  PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON; \
-                 PRAGMA mmap_size=268435456; PRAGMA wal_autocheckpoint=0; \
-                 PRAGMA journal_size_limit=16777216;",
+                 PRAGMA mmap_size=268435456;",
             )?;
             // rusqlite keeps 16 by default; the broker's batches alone use 14, and evicting
             // them for every other module's statements would re-prepare them per batch.
@@ -136,10 +132,6 @@ impl Store {
             path: Arc::from(path),
             known_tables: Arc::default(),
             collections: Arc::default(),
-            _checkpointer: Arc::new(
-                checkpointer::Checkpointer::start(path)
-                    .map_err(|e| StoreError::Internal(format!("cannot start checkpoints: {e}")))?,
-            ),
         };
         store.conn()?.execute_batch(auth::SCHEMA)?;
         fulltext::drop_insert_triggers(&*store.conn()?)?;
