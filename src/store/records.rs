@@ -105,9 +105,8 @@ impl Store {
         // known tables; what was read then is not kept (see `Store::forget_schemas`).
         let seen = self.collections.generation();
         conn.execute_batch(&table_ddl(table))?;
-        let searchable: Arc<[String]> = fulltext::indexed_fields(conn, table)?
-            .into_iter()
-            .collect();
+        let searchable: Arc<[String]> =
+            fulltext::indexed_fields(conn, table)?.into_iter().collect();
         if let Ok(mut tables) = self.known_tables.lock() {
             if self.collections.generation() == seen {
                 tables.insert(name, searchable.clone());

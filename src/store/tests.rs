@@ -379,7 +379,10 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
             .conn()
             .unwrap()
             .query_row(
-                &format!("SELECT count(*) FROM {} WHERE body MATCH ?1", quoted(&index)),
+                &format!(
+                    "SELECT count(*) FROM {} WHERE body MATCH ?1",
+                    quoted(&index)
+                ),
                 [word],
                 |r| r.get(0),
             )
@@ -416,7 +419,10 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(triggers, 0, "the insert trigger is dropped when the store opens");
+    assert_eq!(
+        triggers, 0,
+        "the insert trigger is dropped when the store opens"
+    );
     let insert = |key: &str, note: &str| RecordWrite::Insert {
         table: t.clone(),
         key: key.into(),
@@ -428,9 +434,20 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
         insert("p1", "a taken key"),
         insert("v1", "valve"),
     ]);
-    assert!(matches!(written[2], Err(StoreError::Conflict(_))), "{written:?}");
-    assert_eq!(matches(&store, "pump"), 2, "each created record is indexed once");
-    assert_eq!(matches(&store, "taken"), 0, "a refused create is not indexed");
+    assert!(
+        matches!(written[2], Err(StoreError::Conflict(_))),
+        "{written:?}"
+    );
+    assert_eq!(
+        matches(&store, "pump"),
+        2,
+        "each created record is indexed once"
+    );
+    assert_eq!(
+        matches(&store, "taken"),
+        0,
+        "a refused create is not indexed"
+    );
     assert_eq!(
         keys(
             &store
