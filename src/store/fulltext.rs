@@ -91,19 +91,20 @@ pub fn create_index(
     Ok(())
 }
 
-/// Indexes `field` of the record just inserted on `conn` (its rowid is the connection's last
-/// insert), whose stored JSON text is `data`. `field` is one of [`indexed_fields`].
+/// Indexes `field` of the record just inserted as `rowid`, whose stored JSON text is `data`.
+/// `field` is one of [`indexed_fields`].
 pub fn index_new_record(
     conn: &rusqlite::Connection,
     table: &TableRef,
     field: &str,
+    rowid: i64,
     data: &str,
 ) -> StoreResult<()> {
     conn.prepare_cached(&format!(
-        "INSERT INTO {}(rowid, body) VALUES (last_insert_rowid(), json_extract(?1, '$.{field}'))",
+        "INSERT INTO {}(rowid, body) VALUES (?1, json_extract(?2, '$.{field}'))",
         quoted(&index_name(table, field))
     ))?
-    .execute([data])?;
+    .execute(rusqlite::params![rowid, data])?;
     Ok(())
 }
 

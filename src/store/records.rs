@@ -153,8 +153,21 @@ impl Store {
             quoted(&table.qualified())
         ))?
         .execute(params![key, data, now])?;
-        for field in searchable.iter() {
-            fulltext::index_new_record(conn, table, field, &data)?;
+        let rowid = conn.last_insert_rowid();
+        let indexed = searchable
+            .iter()
+            .try_for_each(|field| fulltext::index_new_record(conn, table, field, rowid, &data));
+        if let Err(e) = indexed {
+            // The create fails whole: its record must not stay behind, unindexed (its delete
+            // trigger removes what was indexed).
+            conn.execute(
+                &format!(
+                    "DELETE FROM {} WHERE rowid = ?1",
+                    quoted(&table.qualified())
+                ),
+                [rowid],
+            )?;
+            return Err(e);
         }
         Ok(written_record(table, key, stored, &now, &now))
     }

@@ -457,3 +457,38 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
         ["v1"]
     );
 }
+
+#[test]
+fn a_create_whose_full_text_row_fails_leaves_no_record() {
+    let (_dir, store) = store();
+    let t = TableRef::new("acme", "assets").unwrap();
+    let assets: Collection = serde_json::from_value(json!({
+        "name": "assets",
+        "fields": [{"name": "note", "type": "string", "searchable": true}]
+    }))
+    .unwrap();
+    store.create_collection("acme", &assets).unwrap();
+    store
+        .insert_record(&t, "p1", &obj(json!({"note": "pump"})))
+        .unwrap();
+    // The index vanishes behind the store's back (its remembered fields still name it).
+    let index = super::fulltext::index_name(&t, "note");
+    store
+        .conn()
+        .unwrap()
+        .execute_batch(&format!(
+            "DROP TRIGGER {}; DROP TRIGGER {}; DROP TABLE {};",
+            quoted(&format!("{index}__ad")),
+            quoted(&format!("{index}__au")),
+            quoted(&index)
+        ))
+        .unwrap();
+    let written = store.write_records(vec![RecordWrite::Insert {
+        table: t.clone(),
+        key: "p2".into(),
+        fields: obj(json!({"note": "valve"})),
+    }]);
+    assert!(written[0].is_err(), "{written:?}");
+    assert!(store.get_record(&t, "p2").unwrap().is_none());
+    assert!(store.get_record(&t, "p1").unwrap().is_some());
+}
