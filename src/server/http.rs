@@ -13,9 +13,8 @@ use super::middleware::CORRELATION_HEADER;
 use axum::extract::ConnectInfo;
 use axum::http::StatusCode;
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -23,6 +22,7 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tower::ServiceExt;
 
 /// Longest request URI (path and query) svc accepts; longer → 414.
@@ -40,19 +40,24 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets requests in progress end.
+///
+/// HTTP/1.1 only: browsers speak HTTP/2 over TLS alone, which this listener does not offer, and
+/// cleartext HTTP/2 (prior knowledge) had no client of svc's; leaving it out takes hyper's
+/// HTTP/2 stack out of the binary (issue 17, size).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let mut builder = Builder::new(TokioExecutor::new());
+    let mut builder = http1::Builder::new();
     builder
-        .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .max_buf_size(HYPER_MAX_BUF)
         .max_headers(HYPER_MAX_HEADERS);
-    let graceful = GracefulShutdown::new();
+    // Each connection holds a receiver: shutdown sends `true` to all of them, and the last one
+    // to end drops the last receiver, which ends `closed()` below.
+    let (stopping, stop) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -76,17 +81,23 @@ pub async fn serve(
             },
         );
         let io = TokioIo::new(LibraryAnswers::new(tcp));
-        let connection = graceful.watch(
-            builder
-                .serve_connection_with_upgrades(io, service)
-                .into_owned(),
-        );
+        let connection = builder.serve_connection(io, service).with_upgrades();
+        let mut stop = stop.clone();
         tokio::spawn(async move {
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                _ = stop.wait_for(|stopping| *stopping) => {}
+            }
+            // Answers the request in progress, if any, then closes.
+            connection.as_mut().graceful_shutdown();
             let _ = connection.await;
         });
     }
     drop(listener);
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    drop(stop);
+    let _ = stopping.send(true);
+    if tokio::time::timeout(SHUTDOWN_GRACE, stopping.closed())
         .await
         .is_err()
     {
