@@ -156,6 +156,7 @@ async fn serve(settings: Settings) -> Result<()> {
     let _data_dir_lock = backup::lock_data_dir(&settings.data_dir)?;
     let store =
         Store::open(&settings.data_dir.join("svc.db")).context("cannot open the database")?;
+    store.set_record_cache_capacity(settings.record_cache_size);
     bootstrap_admin(&store, &settings)?;
     let secret = match &settings.jwt_secret {
         Some(secret) => secret.as_bytes().to_vec(),

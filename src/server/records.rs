@@ -154,12 +154,17 @@ async fn get_one(
         .require_table(&state, &id.table, Access::Read)
         .await?;
     let shape = RecordShape::parse(raw)?;
-    let (table, key) = (id.table.clone(), id.key.clone());
-    let text = state
-        .store
-        .read(move |s| s.get_record_text(&table, &key))
-        .await?
-        .ok_or_else(|| not_found(&id))?;
+    let text = match state.store.cached_record_text(&id.table, &id.key) {
+        Some(text) => text,
+        None => {
+            let (table, key) = (id.table.clone(), id.key.clone());
+            state
+                .store
+                .read(move |s| s.get_record_text(&table, &key))
+                .await?
+                .ok_or_else(|| not_found(&id))?
+        }
+    };
     let Some(shape) = shape else {
         return Ok(json_text(text));
     };

@@ -90,6 +90,9 @@ pub struct ServeArgs {
     /// Requests kept in memory for GET /svc/logs, newest replacing oldest [default: 10000]
     #[arg(long, env = "SVC_REQUEST_LOG_SIZE")]
     pub request_log_size: Option<usize>,
+    /// Bytes of records kept in memory for reads by id; 0 keeps none [default: 67108864]
+    #[arg(long, env = "SVC_RECORD_CACHE_SIZE")]
+    pub record_cache_size: Option<usize>,
     /// Audit entries older than this are deleted, e.g. 365d [default: 365d]
     #[arg(long, env = "SVC_AUDIT_RETENTION")]
     pub audit_retention: Option<String>,
@@ -138,6 +141,7 @@ pub struct Settings {
     /// The configured Python interpreter (`None`: look for one).
     pub python: Option<PathBuf>,
     pub request_log_size: usize,
+    pub record_cache_size: usize,
     pub audit_retention: Duration,
     pub backup_schedule: Option<crate::schedule::Schedule>,
     pub backup_keep: usize,
@@ -296,6 +300,10 @@ impl Settings {
                 .request_log_size
                 .or(file.request_log_size)
                 .unwrap_or(10_000),
+            record_cache_size: args
+                .record_cache_size
+                .or(file.record_cache_size)
+                .unwrap_or(crate::store::DEFAULT_RECORD_CACHE_BYTES),
             audit_retention,
             backup_schedule,
             backup_keep,

@@ -14,6 +14,8 @@ mod fulltext;
 mod hist_journal;
 mod historian;
 mod mqtt_state;
+mod pool;
+mod record_cache;
 mod record_writes;
 mod records;
 mod report;
@@ -31,14 +33,13 @@ pub use record_writes::{RecordWrite, RecordWritten, UpdateCheck};
 pub use report::{ReportLimits, ReportRelation};
 pub use tags::{TagRow, NAMESPACES, TAGS};
 
-use r2d2::PooledConnection;
+use pool::{Conn, Pool};
 use r2d2_sqlite::SqliteConnectionManager;
+use record_cache::RecordCache;
+pub use record_cache::DEFAULT_CAPACITY as DEFAULT_RECORD_CACHE_BYTES;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-type Pool = r2d2::Pool<SqliteConnectionManager>;
-type Conn = PooledConnection<SqliteConnectionManager>;
 
 /// What went wrong in the store, in terms the API can turn into a status.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +98,10 @@ fn conflict_sentence(sqlite_text: &str) -> String {
     "the record conflicts with an existing one".into()
 }
 
+/// Pages the write-ahead log grows to before a commit checkpoints it (SQLite's default is
+/// 1,000): 32 MiB of log at 4 KiB pages.
+const WAL_AUTOCHECKPOINT_PAGES: u32 = 8192;
+
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
@@ -105,17 +110,25 @@ pub struct Store {
     /// its fields that have a full-text index (which an insert must index).
     known_tables: Arc<Mutex<HashMap<String, Arc<[String]>>>>,
     collections: Arc<collection_cache::CollectionCache>,
+    /// Records read by id (see [`RecordCache`]); every connection of `pool` invalidates it.
+    record_cache: Arc<RecordCache>,
 }
 
 impl Store {
     /// Opens (creating if needed) the database file and brings its system tables up to date.
     pub fn open(path: &Path) -> StoreResult<Store> {
-        let manager = SqliteConnectionManager::file(path).with_init(|c| {
+        let record_cache = Arc::new(RecordCache::default());
+        let sqlite = SqliteConnectionManager::file(path).with_init(|c| {
             c.execute_batch(
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
                  PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON; \
                  PRAGMA mmap_size=268435456;",
             )?;
+            // A checkpoint copies every page the log holds back into the database once, however
+            // often it was written since the last one. Writes spread over an index (records by
+            // an indexed field, the historian by series) dirty the same pages again and again:
+            // a longer log lets one checkpoint copy each of them once instead of many times.
+            c.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
             // rusqlite keeps 16 by default; the broker's batches alone use 14, and evicting
             // them for every other module's statements would re-prepare them per batch.
             c.set_prepared_statement_cache_capacity(64);
@@ -125,13 +138,14 @@ impl Store {
             .max_size(16)
             // A local file does not go stale; checking it on every checkout costs a query.
             .test_on_check_out(false)
-            .build(manager)
+            .build(pool::Manager::new(sqlite, record_cache.clone()))
             .map_err(|e| StoreError::Internal(format!("cannot open {}: {e}", path.display())))?;
         let store = Store {
             pool,
             path: Arc::from(path),
             known_tables: Arc::default(),
             collections: Arc::default(),
+            record_cache,
         };
         store.conn()?.execute_batch(auth::SCHEMA)?;
         fulltext::drop_insert_triggers(&*store.conn()?)?;
@@ -151,7 +165,12 @@ impl Store {
     }
 
     fn conn(&self) -> StoreResult<Conn> {
-        Ok(self.pool.get()?)
+        Ok(Conn::new(self.pool.get()?))
+    }
+
+    /// Bytes of record text kept in memory for reads by id; 0 keeps none.
+    pub fn set_record_cache_capacity(&self, bytes: usize) {
+        self.record_cache.set_capacity(bytes);
     }
 
     /// Runs blocking store work on tokio's blocking pool.

@@ -176,9 +176,26 @@ impl Store {
         self.get_row(table, key, row_to_record)
     }
 
-    /// A record as JSON text, ready to send.
+    /// A record as JSON text, ready to send: from memory when it was read before and its table
+    /// not written since (see `record_cache`).
     pub fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
-        self.get_row(table, key, row_to_text)
+        if let Some(text) = self.cached_record_text(table, key) {
+            return Ok(Some(text));
+        }
+        let qualified = table.qualified();
+        let read = self.record_cache.begin_read(&qualified);
+        let text = self.get_row(table, key, row_to_text)?;
+        if let (Some(read), Some(text)) = (read, &text) {
+            self.record_cache.finish_read(read, &qualified, key, text);
+        }
+        Ok(text)
+    }
+
+    /// The record's JSON text if memory holds it; never reads the database.
+    pub fn cached_record_text(&self, table: &TableRef, key: &str) -> Option<String> {
+        self.record_cache
+            .get(&table.qualified(), key)
+            .map(|text| text.to_string())
     }
 
     fn get_row<T>(
