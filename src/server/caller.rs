@@ -11,7 +11,8 @@ use crate::time::now_rfc3339;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
+use std::borrow::Borrow;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -29,7 +30,8 @@ pub struct AuthCache {
     users: RwLock<HashMap<String, Arc<AuthUser>>>,
     /// API key hash → (key id, owner user key). Only known keys are cached.
     keys: RwLock<HashMap<String, (String, String)>>,
-    grants: RwLock<HashMap<(String, String), Arc<GrantSet>>>,
+    /// User key → domain → grants.
+    grants: RwLock<HashMap<String, HashMap<String, Arc<GrantSet>>>>,
     domains: RwLock<HashSet<String>>,
     /// Tokens whose signature checked out → (user key, expiry in epoch seconds).
     tokens: RwLock<HashMap<String, (String, i64)>>,
@@ -68,7 +70,12 @@ impl AuthCache {
     }
 }
 
-fn cached<K: std::hash::Hash + Eq, V: Clone>(map: &RwLock<HashMap<K, V>>, key: &K) -> Option<V> {
+fn cached<K, Q, V>(map: &RwLock<HashMap<K, V>>, key: &Q) -> Option<V>
+where
+    K: Borrow<Q> + std::hash::Hash + Eq,
+    Q: std::hash::Hash + Eq + ?Sized,
+    V: Clone,
+{
     map.read().ok().and_then(|m| m.get(key).cloned())
 }
 
@@ -192,7 +199,7 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> ApiResult<Ar
 pub async fn user_of_token(state: &AppState, token: &str) -> ApiResult<Arc<AuthUser>> {
     let invalid = || ApiError::unauthorized("invalid or expired token; log in again");
     let now = chrono::Utc::now().timestamp();
-    let key = match cached(&state.auth_cache.tokens, &token.to_string()) {
+    let key = match cached(&state.auth_cache.tokens, token) {
         Some((key, exp)) if exp > now => key,
         _ => {
             let claims = state.jwt.verify(token).ok_or_else(invalid)?;
@@ -277,18 +284,27 @@ async fn user_by_key(state: &AppState, key: String) -> ApiResult<Option<Arc<Auth
 
 /// Every grant a user holds in a domain (cached).
 pub async fn grants_of(state: &AppState, user_key: &str, domain: &str) -> ApiResult<Arc<GrantSet>> {
-    let cache_key = (user_key.to_string(), domain.to_string());
-    if let Some(grants) = cached(&state.auth_cache.grants, &cache_key) {
+    let known = state.auth_cache.grants.read().ok().and_then(|users| {
+        users
+            .get(user_key)
+            .and_then(|domains| domains.get(domain).cloned())
+    });
+    if let Some(grants) = known {
         return Ok(grants);
     }
-    let (user, domain) = cache_key.clone();
+    let (user, in_domain) = (user_key.to_string(), domain.to_string());
     let grants = Arc::new(
         state
             .store
-            .run(move |s| s.grants_of(&user, &domain))
+            .run(move |s| s.grants_of(&user, &in_domain))
             .await?,
     );
-    remember(&state.auth_cache.grants, cache_key, grants.clone());
+    if let Ok(mut users) = state.auth_cache.grants.write() {
+        users
+            .entry(user_key.to_string())
+            .or_default()
+            .insert(domain.to_string(), grants.clone());
+    }
     Ok(grants)
 }
 

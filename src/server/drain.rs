@@ -3,13 +3,11 @@
 //! client is still sending, and the client then sees a broken connection instead of svc's
 //! answer. Like a web server's "lingering close": the rest of the body is read and discarded in
 //! the background, up to [`DRAIN_BYTES`] and [`DRAIN_FOR`], so the answer gets through.
+//! The HTTP listener (`super::http`) puts every request body in a [`DrainOnDrop`].
 
 use axum::body::{Body, Bytes};
-use axum::extract::Request;
-use axum::middleware::Next;
-use axum::response::Response;
 use futures::StreamExt;
-use http_body::{Body as _, Frame, SizeHint};
+use http_body::{Frame, SizeHint};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -17,24 +15,38 @@ use std::time::Duration;
 const DRAIN_BYTES: usize = 16 * 1024 * 1024;
 const DRAIN_FOR: Duration = Duration::from_secs(10);
 
-/// Middleware: every request body is one that drains itself if dropped unread.
-pub async fn drain_unread_body(request: Request, next: Next) -> Response {
-    next.run(request.map(|body| Body::new(DrainOnDrop { inner: Some(body) })))
-        .await
+/// A request body that drains itself if dropped unread. The HTTP listener wraps every request's
+/// body in it before routing (no middleware layer, no extra allocation per request).
+pub struct DrainOnDrop<B>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    inner: Option<B>,
 }
 
-struct DrainOnDrop {
-    inner: Option<Body>,
+impl<B> DrainOnDrop<B>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    pub fn new(body: B) -> DrainOnDrop<B> {
+        DrainOnDrop { inner: Some(body) }
+    }
 }
 
-impl http_body::Body for DrainOnDrop {
+impl<B> http_body::Body for DrainOnDrop<B>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<axum::BoxError>,
+{
     type Data = Bytes;
-    type Error = axum::Error;
+    type Error = B::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.inner.as_mut() {
             Some(body) => Pin::new(body).poll_frame(cx),
             None => Poll::Ready(None),
@@ -52,7 +64,11 @@ impl http_body::Body for DrainOnDrop {
     }
 }
 
-impl Drop for DrainOnDrop {
+impl<B> Drop for DrainOnDrop<B>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<axum::BoxError>,
+{
     fn drop(&mut self) {
         let Some(body) = self.inner.take() else {
             return;
@@ -61,7 +77,7 @@ impl Drop for DrainOnDrop {
             return;
         }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(drain(body));
+            runtime.spawn(drain(Body::new(body)));
         }
     }
 }

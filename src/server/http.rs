@@ -8,6 +8,7 @@
 //! head over [`HYPER_MAX_BUF`]) it answers with an empty body; [`LibraryAnswers`] rewrites those
 //! answers on their way out so that they carry a sentence and a correlation id too.
 
+use super::drain::DrainOnDrop;
 use super::error::default_sentence;
 use super::middleware::CORRELATION_HEADER;
 use axum::extract::ConnectInfo;
@@ -77,7 +78,8 @@ pub async fn serve(
         let service = hyper::service::service_fn(
             move |mut request: hyper::Request<hyper::body::Incoming>| {
                 request.extensions_mut().insert(ConnectInfo(peer));
-                router.clone().oneshot(request.map(axum::body::Body::new))
+                let request = request.map(|body| axum::body::Body::new(DrainOnDrop::new(body)));
+                router.clone().oneshot(request)
             },
         );
         let io = TokioIo::new(LibraryAnswers::new(tcp));

@@ -6,7 +6,8 @@
 
 use super::error::{default_sentence, text_response, ApiError, ErrorDetail, TEXT_PLAIN};
 use super::http::{MAX_HEADERS, MAX_HEADER_BYTES, MAX_URI_BYTES};
-use axum::extract::Request;
+use super::AppState;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::middleware::Next;
@@ -34,7 +35,11 @@ fn correlation_id(request: &Request) -> String {
 /// One log line per request, carrying its correlation id; what went wrong inside a failed
 /// request (an [`ErrorDetail`] on the response) goes on that same line. The same timing is
 /// counted for `GET /metrics`.
-pub async fn correlate(mut request: Request, next: Next) -> Response {
+pub async fn correlate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
     let id = correlation_id(&request);
     request.extensions_mut().insert(CorrelationId(id.clone()));
@@ -42,7 +47,9 @@ pub async fn correlate(mut request: Request, next: Next) -> Response {
     let path = request.uri().path().to_string();
     let route = super::http_metrics::route_of(&request);
     let response = match check_head(&request) {
-        Ok(()) => next.run(request).await,
+        // The request log and audit layer runs as part of this one: one layer less to box and
+        // clone for every request.
+        Ok(()) => super::observe::observe(State(state), request, next).await,
         Err(refused) => refused.into_response(),
     };
     let mut response = ensure_text_error(response);

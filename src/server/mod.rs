@@ -412,10 +412,8 @@ fn router(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            observe::observe,
+            middleware::correlate,
         ))
-        .layer(axum::middleware::from_fn(middleware::correlate))
-        .layer(axum::middleware::from_fn(drain::drain_unread_body))
         .with_state(state)
 }
 

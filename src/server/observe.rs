@@ -34,7 +34,6 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
         .get::<CorrelationId>()
         .map(|c| c.0.clone())
         .unwrap_or_default();
-    let headers = credential_headers(request.headers());
     let (request, change) = match &route {
         Some(route) => classify(request, &state, route).await,
         None => (request, None),
@@ -48,24 +47,26 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
     };
     // Who calls is settled before the request runs: revoking the very key a request carries
     // must still be put down to that key's owner.
-    let user = match has_credential(&headers) {
-        true => authenticate(&state, &headers).await.ok(),
+    let headers = request.headers();
+    let user = match has_credential(headers) {
+        true => authenticate(&state, headers).await.ok(),
         false => None,
+    };
+    let domain = domain_of(headers).unwrap_or_else(|_| ADMIN_DOMAIN.to_string());
+    let via = if headers.contains_key(header::AUTHORIZATION) {
+        "token"
+    } else {
+        "api_key"
     };
     if let Some(user) = &user {
         request.extensions_mut().insert(Authenticated(user.clone()));
     }
     let mut response = next.run(request).await;
-    let domain = domain_of(&headers).unwrap_or_else(|_| ADMIN_DOMAIN.to_string());
     if let (Some(change), true) = (change, response.status().is_success()) {
         if let Some(user) = &user {
             let who = Who {
                 user: user.clone(),
-                via: if headers.contains_key(header::AUTHORIZATION) {
-                    "token"
-                } else {
-                    "api_key"
-                },
+                via,
             };
             let (answer, id) = created_resource(response, &change, &body).await;
             response = answer;
@@ -105,19 +106,6 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
 struct Who {
     user: Arc<AuthUser>,
     via: &'static str,
-}
-
-/// Only the headers that say who calls and where: the rest of the request is not kept.
-fn credential_headers(all: &HeaderMap) -> HeaderMap {
-    let mut kept = HeaderMap::new();
-    for name in [header::AUTHORIZATION.as_str(), API_KEY_HEADER, "domain"] {
-        if let Some(value) = all.get(name) {
-            if let Ok(name) = header::HeaderName::from_bytes(name.as_bytes()) {
-                kept.insert(name, value.clone());
-            }
-        }
-    }
-    kept
 }
 
 fn has_credential(headers: &HeaderMap) -> bool {

@@ -122,7 +122,7 @@ mod tests {
         )
         .expect("schema");
         let keep = |text: &str| {
-            let read = cache.begin_read("acme.items").expect("enabled");
+            let read = cache.begin_read("acme.items", "a").expect("enabled");
             cache.finish_read(read, "acme.items", "a", text);
         };
         keep("v1");
@@ -142,7 +142,7 @@ mod tests {
         let tx = writer.transaction().expect("tx");
         tx.execute("UPDATE \"acme.items\" SET data = 'new' WHERE key = 'b'", [])
             .expect("update");
-        let read = cache.begin_read("acme.items").expect("enabled");
+        let read = cache.begin_read("acme.items", "b").expect("enabled");
         tx.commit().expect("commit");
         drop(writer);
         cache.finish_read(read, "acme.items", "b", "old");

@@ -18,7 +18,7 @@
 //! The cache holds at most its capacity in bytes of keys and texts; when an entry would not fit,
 //! everything is dropped and it fills again from the reads that follow.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 
@@ -35,11 +35,16 @@ struct TableRecords {
     records: HashMap<String, std::sync::Arc<str>>,
 }
 
-/// Record text by table and key.
+/// Shards of the cache, each under its own lock: every read takes a read lock, and one lock
+/// word shared by all worker threads would bounce between their cores on every request.
+const SHARDS: usize = 16;
+
+/// Record text by table and key, sharded by key.
 pub struct RecordCache {
     capacity: AtomicUsize,
     used: AtomicUsize,
-    tables: RwLock<HashMap<String, TableRecords>>,
+    shards: [RwLock<HashMap<String, TableRecords>>; SHARDS],
+    pick: foldhash::fast::RandomState,
 }
 
 /// A read in progress: the generation its table had when the read began.
@@ -58,8 +63,15 @@ impl RecordCache {
         RecordCache {
             capacity: AtomicUsize::new(capacity),
             used: AtomicUsize::new(0),
-            tables: RwLock::default(),
+            shards: std::array::from_fn(|_| RwLock::default()),
+            pick: foldhash::fast::RandomState::default(),
         }
+    }
+
+    /// The shard holding `key` of any table.
+    fn shard(&self, key: &str) -> &RwLock<HashMap<String, TableRecords>> {
+        let hash = std::hash::BuildHasher::hash_one(&self.pick, key);
+        &self.shards[hash as usize % SHARDS]
     }
 
     /// Changes the capacity; 0 turns the cache off. What is held is dropped.
@@ -77,21 +89,23 @@ impl RecordCache {
         if !self.enabled() {
             return None;
         }
-        let tables = self.tables.read().ok()?;
+        let tables = self.shard(key).read().ok()?;
         tables.get(table)?.records.get(key).cloned()
     }
 
-    /// Notes the generation of `table` before its record is read from the database.
-    pub fn begin_read(&self, table: &str) -> Option<PendingRead> {
+    /// Notes the generation of `table` (in `key`'s shard) before its record `key` is read from
+    /// the database.
+    pub fn begin_read(&self, table: &str, key: &str) -> Option<PendingRead> {
         if !self.enabled() {
             return None;
         }
-        if let Some(records) = self.tables.read().ok()?.get(table) {
+        let shard = self.shard(key);
+        if let Some(records) = shard.read().ok()?.get(table) {
             return Some(PendingRead {
                 generation: records.generation,
             });
         }
-        let mut tables = self.tables.write().ok()?;
+        let mut tables = shard.write().ok()?;
         let records = tables.entry(table.to_string()).or_default();
         Some(PendingRead {
             generation: records.generation,
@@ -108,7 +122,7 @@ impl RecordCache {
         if self.used.load(Ordering::Relaxed) + cost > capacity {
             self.clear();
         }
-        let Ok(mut tables) = self.tables.write() else {
+        let Ok(mut tables) = self.shard(key).write() else {
             return;
         };
         let Some(records) = tables.get_mut(table) else {
@@ -128,31 +142,36 @@ impl RecordCache {
 
     /// Drops what is held of `table` and fails the reads of it in progress.
     pub fn invalidate(&self, table: &str) {
-        let Ok(mut tables) = self.tables.write() else {
-            return;
-        };
-        if let Some(records) = tables.get_mut(table) {
-            records.generation += 1;
-            let freed: usize = records
-                .records
-                .drain()
-                .map(|(key, text)| key.len() + text.len() + ENTRY_OVERHEAD)
-                .sum();
-            self.used.fetch_sub(
-                freed.min(self.used.load(Ordering::Relaxed)),
-                Ordering::Relaxed,
-            );
+        for shard in &self.shards {
+            let Ok(mut tables) = shard.write() else {
+                continue;
+            };
+            if let Some(records) = tables.get_mut(table) {
+                records.generation += 1;
+                let freed: usize = records
+                    .records
+                    .drain()
+                    .map(|(key, text)| key.len() + text.len() + ENTRY_OVERHEAD)
+                    .sum();
+                let _ = self
+                    .used
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                        Some(used.saturating_sub(freed))
+                    });
+            }
         }
     }
 
     /// Drops everything, failing every read in progress.
     pub fn clear(&self) {
-        let Ok(mut tables) = self.tables.write() else {
-            return;
-        };
-        for records in tables.values_mut() {
-            records.generation += 1;
-            records.records.clear();
+        for shard in &self.shards {
+            let Ok(mut tables) = shard.write() else {
+                continue;
+            };
+            for records in tables.values_mut() {
+                records.generation += 1;
+                records.records.clear();
+            }
         }
         self.used.store(0, Ordering::Relaxed);
     }
@@ -185,7 +204,7 @@ mod tests {
     use super::*;
 
     fn cached(cache: &RecordCache, table: &str, key: &str, text: &str) {
-        let read = cache.begin_read(table).expect("enabled");
+        let read = cache.begin_read(table, key).expect("enabled");
         cache.finish_read(read, table, key, text);
     }
 
@@ -209,7 +228,7 @@ mod tests {
     #[test]
     fn a_read_overtaken_by_a_write_is_not_kept() {
         let cache = RecordCache::default();
-        let read = cache.begin_read("acme.items").expect("enabled");
+        let read = cache.begin_read("acme.items", "a").expect("enabled");
         // The write lands between the read's start and its end: what it read may be old.
         cache.invalidate("acme.items");
         cache.finish_read(read, "acme.items", "a", "old");
@@ -227,7 +246,7 @@ mod tests {
         }
         assert!(cache.get("t", "k9").is_some(), "the newest read is kept");
         cache.set_capacity(0);
-        assert!(cache.begin_read("t").is_none());
+        assert!(cache.begin_read("t", "k9").is_none());
         assert_eq!(cache.get("t", "k9"), None);
     }
 

@@ -183,7 +183,7 @@ impl Store {
             return Ok(Some(text));
         }
         let qualified = table.qualified();
-        let read = self.record_cache.begin_read(&qualified);
+        let read = self.record_cache.begin_read(&qualified, key);
         let text = self.get_row(table, key, row_to_text)?;
         if let (Some(read), Some(text)) = (read, &text) {
             self.record_cache.finish_read(read, &qualified, key, text);
