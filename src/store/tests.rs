@@ -390,12 +390,7 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
     };
     {
         let store = Store::open(&path).unwrap();
-        let assets: Collection = serde_json::from_value(json!({
-            "name": "assets",
-            "fields": [{"name": "note", "type": "string", "searchable": true}]
-        }))
-        .unwrap();
-        store.create_collection("acme", &assets).unwrap();
+        create_searchable_assets(&store);
         // What an index of an older svc also had: an insert trigger.
         store
             .conn()
@@ -462,12 +457,7 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
 fn a_create_whose_full_text_row_fails_leaves_no_record() {
     let (_dir, store) = store();
     let t = TableRef::new("acme", "assets").unwrap();
-    let assets: Collection = serde_json::from_value(json!({
-        "name": "assets",
-        "fields": [{"name": "note", "type": "string", "searchable": true}]
-    }))
-    .unwrap();
-    store.create_collection("acme", &assets).unwrap();
+    create_searchable_assets(&store);
     store
         .insert_record(&t, "p1", &obj(json!({"note": "pump"})))
         .unwrap();
@@ -491,4 +481,14 @@ fn a_create_whose_full_text_row_fails_leaves_no_record() {
     assert!(written[0].is_err(), "{written:?}");
     assert!(store.get_record(&t, "p2").unwrap().is_none());
     assert!(store.get_record(&t, "p1").unwrap().is_some());
+}
+
+/// The collection `acme.assets` with one searchable field, `note`.
+fn create_searchable_assets(store: &Store) {
+    let assets: Collection = serde_json::from_value(json!({
+        "name": "assets",
+        "fields": [{"name": "note", "type": "string", "searchable": true}]
+    }))
+    .unwrap();
+    store.create_collection("acme", &assets).unwrap();
 }
