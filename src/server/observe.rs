@@ -1,6 +1,6 @@
-//! The layer that watches every routed request: it adds the request to the request log
-//! (`GET /svc/logs`) and, when the request is a successful administrative change, writes the
-//! audit entry (`GET /svc/audit`) before the answer goes out.
+//! What watches every routed request (run by `middleware::correlate`, inside its timing): it
+//! adds the request to the request log (`GET /svc/logs`) and, when the request is a successful
+//! administrative change, writes the audit entry (`GET /svc/audit`) before the answer goes out.
 
 use super::audit::{self, Change};
 use super::caller::{authenticate, domain_of, Authenticated, API_KEY_HEADER};
