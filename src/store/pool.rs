@@ -43,10 +43,12 @@ impl ManageConnection for Manager {
         let conn = self.sqlite.connect()?;
         let written = Arc::new(Written::default());
         let (cache, noted) = (self.cache.clone(), written.clone());
+        // The first row a checkout writes to a table fails the reads of it already in progress;
+        // reads that begin after it are failed when the connection goes back (see `Conn`), so
+        // the table's further rows need not clear it again (a group commit writes up to 256).
         conn.update_hook(Some(move |_, _: &str, table: &str, _| {
-            if is_record_table(table) {
+            if is_record_table(table) && noted.note(table) {
                 cache.invalidate(table);
-                noted.note(table);
             }
         }));
         Ok(Tracked {

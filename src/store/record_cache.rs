@@ -183,12 +183,16 @@ impl RecordCache {
 pub struct Written(Mutex<Vec<String>>);
 
 impl Written {
-    pub fn note(&self, table: &str) {
-        if let Ok(mut tables) = self.0.lock() {
-            if !tables.iter().any(|t| t == table) {
-                tables.push(table.to_string());
-            }
+    /// Notes `table`; true the first time since the connection left the pool.
+    pub fn note(&self, table: &str) -> bool {
+        let Ok(mut tables) = self.0.lock() else {
+            return true;
+        };
+        if tables.iter().any(|t| t == table) {
+            return false;
         }
+        tables.push(table.to_string());
+        true
     }
 
     pub fn take(&self) -> Vec<String> {
@@ -253,9 +257,9 @@ mod tests {
     #[test]
     fn written_tables_are_noted_once_and_taken_once() {
         let written = Written::default();
-        written.note("a.t");
-        written.note("a.t");
-        written.note("b.t");
+        assert!(written.note("a.t"));
+        assert!(!written.note("a.t"));
+        assert!(written.note("b.t"));
         assert_eq!(written.take(), ["a.t", "b.t"]);
         assert!(written.take().is_empty());
     }

@@ -176,12 +176,9 @@ impl Store {
         self.get_row(table, key, row_to_record)
     }
 
-    /// A record as JSON text, ready to send: from memory when it was read before and its table
-    /// not written since (see `record_cache`).
+    /// A record as JSON text, ready to send, read from the database and kept in memory for the
+    /// next read (see `record_cache`); callers look in [`Store::cached_record_text`] first.
     pub fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
-        if let Some(text) = self.cached_record_text(table, key) {
-            return Ok(Some(text));
-        }
         let qualified = table.qualified();
         let read = self.record_cache.begin_read(&qualified, key);
         let text = self.get_row(table, key, row_to_text)?;
