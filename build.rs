@@ -1,11 +1,10 @@
-//! Embeds the web console (`console/`) into the binary at compile time, and packs the binary's
-//! relocations.
+//! Rebuilds when the web console (`console/`) changes, and packs the binary's relocations.
 
 fn main() {
-    // One line per file on every build is noise; the files are listed in `console/`.
-    // SAFETY: the build script is single-threaded; nothing else reads the environment here.
-    unsafe { std::env::set_var("MEMORY_SERVE_QUIET", "1") };
-    memory_serve::load_directory("console");
+    // `static_serve::embed_assets!` embeds every file of `console/`; a file added or removed
+    // must rebuild the crate (a directory here is scanned whole).
+    println!("cargo:rerun-if-changed=console");
+    println!("cargo:rerun-if-changed=build.rs");
 
     // Size (issue 17): a position-independent executable carries one 24-byte relocation per
     // pointer in its read-only data (1.6 MB of `.rela.dyn`). RELR packs the relative ones into

@@ -27,11 +27,20 @@ fn the_console_is_served_embedded_compressed_and_under_a_strict_policy() {
 
     let page = server
         .req(Method::GET, "/console/")
-        .header("Accept-Encoding", "br")
+        .header("Accept-Encoding", "gzip, deflate, br, zstd")
         .send()
         .expect("GET /console/");
     assert_eq!(page.status(), StatusCode::OK);
-    assert_eq!(header(&page, "content-encoding"), "br");
+    assert_eq!(header(&page, "content-encoding"), "zstd");
+    let gzipped = server
+        .req(Method::GET, "/console/app.js")
+        .header("Accept-Encoding", "gzip")
+        .send()
+        .expect("GET app.js");
+    assert_eq!(gzipped.status(), StatusCode::OK);
+    assert_eq!(header(&gzipped, "content-encoding"), "gzip");
+    assert!(header(&gzipped, "content-type").contains("javascript"));
+    assert_eq!(header(&gzipped, "cache-control"), "no-cache");
     let policy = header(&page, "content-security-policy");
     for rule in [
         "default-src 'none'",

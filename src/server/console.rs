@@ -1,7 +1,7 @@
-//! The web console: the files of `console/`, embedded in the binary at compile time and served
-//! at `/console/` (compressed by what the browser accepts, with ETags), under a strict
-//! Content-Security-Policy: scripts, styles and connections only from svc itself, no inline
-//! script, no framing. `/` sends a browser there. The console holds no power of its own: it
+//! The web console: the files of `console/`, embedded in the binary at compile time with their
+//! gzip and zstd encodings and served at `/console/` (the encoding the browser accepts, ETags
+//! and 304s), under a strict Content-Security-Policy: scripts, styles and connections only from
+//! svc itself, no inline script, no framing. `/` sends a browser there. The console holds no power of its own: it
 //! calls the same REST API with the user's token and domain.
 
 use super::AppState;
@@ -14,12 +14,15 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
      base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+static_serve::embed_assets!("console", compress = true);
+
 pub fn routes() -> Router<AppState> {
-    let files = memory_serve::load!()
-        .index_file(Some("/index.html"))
-        .enable_gzip(true)
-        .enable_brotli(true)
-        .into_router()
+    let files = Router::new()
+        .nest("/console", static_router())
+        .route(
+            "/console/",
+            static_serve::embed_asset!("console/index.html", compress = true),
+        )
         .layer(axum::middleware::map_response(secure));
     Router::new()
         .route("/", get(|| async { Redirect::to("/console/") }))
@@ -27,7 +30,7 @@ pub fn routes() -> Router<AppState> {
             "/console",
             get(|| async { Redirect::permanent("/console/") }),
         )
-        .nest("/console/", files)
+        .merge(files)
 }
 
 async fn secure(mut response: Response) -> Response {
@@ -44,5 +47,8 @@ async fn secure(mut response: Response) -> Response {
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
+    // The files keep their names across releases: a browser asks again each time and gets a
+    // 304 by ETag until an upgrade changes them.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }

@@ -12,6 +12,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
+use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -61,17 +62,17 @@ pub struct Record;
 
 impl utoipa::PartialSchema for Record {
     fn schema() -> RefOr<Schema> {
-        schema_of(json!({
-            "type": "object",
-            "description": "A record: a schemaless JSON object with the fields the server keeps",
-            "properties": {
-                "id": {"type": "string", "description": "The record's id (`table:key`)"},
-                "created_dt": {"type": "string", "description": "RFC 3339 UTC with milliseconds"},
-                "updated_dt": {"type": "string", "description": "RFC 3339 UTC with milliseconds"}
-            },
-            "required": ["id"],
-            "additionalProperties": true
-        }))
+        let string = |description: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(description))
+        };
+        free_form_object("A record: a schemaless JSON object with the fields the server keeps")
+            .property("id", string("The record's id (`table:key`)"))
+            .property("created_dt", string("RFC 3339 UTC with milliseconds"))
+            .property("updated_dt", string("RFC 3339 UTC with milliseconds"))
+            .required("id")
+            .into()
     }
 }
 
@@ -82,18 +83,19 @@ pub struct RecordFields;
 
 impl utoipa::PartialSchema for RecordFields {
     fn schema() -> RefOr<Schema> {
-        schema_of(json!({
-            "type": "object",
-            "description": "The record's fields; `id` names the key to create (optional)",
-            "additionalProperties": true
-        }))
+        free_form_object("The record's fields; `id` names the key to create (optional)").into()
     }
 }
 
 impl utoipa::ToSchema for RecordFields {}
 
-fn schema_of(value: Value) -> RefOr<Schema> {
-    serde_json::from_value(value).unwrap_or_else(|_| RefOr::T(Schema::default()))
+/// A JSON object that may hold any field. Built, not parsed from JSON: parsing would link
+/// utoipa's whole schema deserializer into the binary.
+fn free_form_object(description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(description))
+        .additional_properties(Some(AdditionalProperties::FreeForm(true)))
 }
 
 /// What a status means on any route; a route's own annotation may say more.
