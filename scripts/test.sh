@@ -8,6 +8,8 @@
 #                      /usr/bin/python3 first: a pyenv or venv shim is not an interpreter)
 #   python3-venv, python3-pip  a venv under target/ holding schemathesis (pinned), which
 #                      tests/schemathesis.rs runs against the served OpenAPI document
+#   postgresql         the PostgreSQL engine's tests start a private server of their own
+#                      (initdb in a temporary directory, as an unprivileged user)
 # Needs only the Rust toolchain; system packages come from apt (as root, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || need+=(mosquitto)
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

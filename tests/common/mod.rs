@@ -9,6 +9,7 @@ mod mosquitto;
 mod mqtt;
 mod peer_broker;
 mod pipelined;
+mod postgres;
 mod raw_clients;
 mod raw_mqtt;
 #[allow(unused_imports)]
@@ -21,6 +22,8 @@ pub use mqtt::*;
 pub use peer_broker::*;
 #[allow(unused_imports)]
 pub use pipelined::*;
+#[allow(unused_imports)]
+pub use postgres::*;
 #[allow(unused_imports)]
 pub use raw_clients::*;
 #[allow(unused_imports)]

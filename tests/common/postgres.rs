@@ -1,0 +1,212 @@
+//! A private PostgreSQL server for the tests of the PostgreSQL store engine (issue 18): the
+//! binaries of Debian's `postgresql` package, a cluster initialised in a temporary directory
+//! and run by an unprivileged user (PostgreSQL refuses to run as root), listening on a free
+//! loopback port only, with one password-protected superuser. Each test server takes a fresh
+//! database in it ([`Postgres::fresh_database`]); the outage tests stop and start it again.
+//! Stopped (immediately) when dropped.
+
+use super::*;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+
+/// The superuser of the private cluster.
+const SUPERUSER: &str = "svc";
+
+pub struct Postgres {
+    child: Option<Child>,
+    bin: PathBuf,
+    data: PathBuf,
+    owner: Option<(u32, u32)>,
+    _dir: tempfile::TempDir,
+    password: String,
+    databases: std::sync::atomic::AtomicU32,
+    pub port: u16,
+}
+
+/// The directory of `initdb`, `postgres` and `psql`: the newest `/usr/lib/postgresql/<v>/bin`
+/// (Debian puts them there, off the PATH).
+fn postgres_bin() -> PathBuf {
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("postgres").exists().then_some((version, bin))
+        })
+        .collect();
+    versions.sort();
+    versions
+        .pop()
+        .map(|(_, bin)| bin)
+        .expect("PostgreSQL is not installed (scripts/test.sh installs the postgresql package)")
+}
+
+/// The user and group ids PostgreSQL runs as when the tests run as root: the package's
+/// `postgres` user, else `nobody`.
+fn unprivileged_owner() -> Option<(u32, u32)> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").expect("read /etc/passwd");
+    ["postgres", "nobody"].iter().find_map(|name| {
+        passwd.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split(':').collect();
+            (fields.len() > 3 && fields[0] == *name)
+                .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+                .flatten()
+        })
+    })
+}
+
+impl Postgres {
+    /// Initialises a cluster and starts it; panics with the server's log when it does not come
+    /// up within 30 s.
+    pub fn start() -> Postgres {
+        let bin = postgres_bin();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let owner = unprivileged_owner();
+        let data = dir.path().join("data");
+        let password = format!("pw-{}", uuid::Uuid::new_v4().simple());
+        let pwfile = dir.path().join("pwfile");
+        std::fs::write(&pwfile, &password).expect("write pwfile");
+        if let Some((uid, gid)) = owner {
+            for path in [dir.path(), pwfile.as_path()] {
+                std::os::unix::fs::chown(path, Some(uid), Some(gid)).expect("chown");
+            }
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+                .expect("chmod");
+        }
+        let mut initdb = Command::new(bin.join("initdb"));
+        initdb
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", SUPERUSER, "--auth=scram-sha-256", "--encoding=UTF8"])
+            .args(["--locale=C", "--no-sync"])
+            .arg(format!("--pwfile={}", pwfile.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        as_owner(&mut initdb, owner);
+        let output = initdb.output().expect("run initdb");
+        assert!(
+            output.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let mut postgres = Postgres {
+            child: None,
+            bin,
+            data,
+            owner,
+            _dir: dir,
+            password,
+            databases: Default::default(),
+            port: free_port(),
+        };
+        postgres.start_server();
+        postgres
+    }
+
+    /// Starts the server on its port (again, after [`Postgres::stop`]) and waits until it
+    /// answers a query.
+    pub fn start_server(&mut self) {
+        assert!(self.child.is_none(), "the PostgreSQL server already runs");
+        let log = std::fs::File::create(self._dir.path().join("server.log")).expect("log file");
+        let mut server = Command::new(self.bin.join("postgres"));
+        server
+            .arg("-D")
+            .arg(&self.data)
+            .args([
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "unix_socket_directories=",
+            ])
+            .args(["-c", "fsync=off", "-c", "max_connections=200"])
+            .args(["-p", &self.port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        as_owner(&mut server, self.owner);
+        self.child = Some(server.spawn().expect("start postgres"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.psql("postgres", "SELECT 1").is_err() {
+            if let Some(Some(status)) = self.child.as_mut().map(|c| c.try_wait().ok().flatten()) {
+                panic!("postgres exited with {status}: {}", self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "postgres did not start: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Stops the server at once (as a crash would), keeping its data.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGQUIT: PostgreSQL's immediate shutdown.
+            // SAFETY: kill with a pid we own has no memory effects.
+            unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
+            let _ = child.wait();
+        }
+    }
+
+    /// The URL of a new empty database of its own, as `--database` takes it.
+    pub fn fresh_database(&self) -> String {
+        let n = self
+            .databases
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("test_{n}");
+        self.psql("postgres", &format!("CREATE DATABASE {name}"))
+            .expect("create database");
+        self.url(&name)
+    }
+
+    pub fn url(&self, database: &str) -> String {
+        format!(
+            "postgres://{SUPERUSER}:{}@127.0.0.1:{}/{database}?sslmode=disable",
+            self.password, self.port
+        )
+    }
+
+    /// Runs `sql` in `database` with `psql`; its output (unaligned, tuples only) or its error.
+    pub fn psql(&self, database: &str, sql: &str) -> Result<String, String> {
+        self.psql_at(&self.url(database), sql)
+    }
+
+    /// Runs `sql` with `psql` at `url` (another user or password, say).
+    pub fn psql_at(&self, url: &str, sql: &str) -> Result<String, String> {
+        let output = Command::new(self.bin.join("psql"))
+            .arg(url)
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("run psql: {e}"))?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Runs `command` as `owner` (when the tests run as root).
+fn as_owner(command: &mut Command, owner: Option<(u32, u32)>) {
+    if let Some((uid, gid)) = owner {
+        command.uid(uid).gid(gid).env("HOME", "/tmp");
+    }
+}
