@@ -47,7 +47,7 @@ fn the_private_postgres_gives_each_test_its_own_database_and_survives_a_restart(
     assert_eq!(pg.psql(&a, "SELECT n FROM t").expect("read a"), "7");
 
     // As root, the server runs as another user (PostgreSQL refuses root).
-    let pid = pg.psql("postgres", "SELECT pg_backend_pid()").expect("pid");
+    let pid = pg.server_pid().expect("running");
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its status");
     let uid = status
         .lines()

@@ -155,6 +155,11 @@ impl Postgres {
         }
     }
 
+    /// The process id of the running server (the postmaster).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The URL of a new empty database of its own, as `--database` takes it.
     pub fn fresh_database(&self) -> String {
         let n = self
