@@ -1,8 +1,8 @@
 //! The web console: the files of `console/`, embedded in the binary at compile time with their
 //! gzip and zstd encodings and served at `/console/` (the encoding the browser accepts, ETags
 //! and 304s), under a strict Content-Security-Policy: scripts, styles and connections only from
-//! svc itself, no inline script, no framing. `/` sends a browser there. The console holds no power of its own: it
-//! calls the same REST API with the user's token and domain.
+//! svc itself, no inline script, no framing. `/` sends a browser there. The console holds no
+//! power of its own: it calls the same REST API with the user's token and domain.
 
 use super::AppState;
 use axum::http::{header, HeaderValue};
