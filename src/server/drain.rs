@@ -7,7 +7,8 @@
 
 use axum::body::{Body, Bytes};
 use futures::StreamExt;
-use http_body::{Frame, SizeHint};
+use http_body::{Body as _, Frame, SizeHint};
+use hyper::body::Incoming;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -17,36 +18,24 @@ const DRAIN_FOR: Duration = Duration::from_secs(10);
 
 /// A request body that drains itself if dropped unread. The HTTP listener wraps every request's
 /// body in it before routing (no middleware layer, no extra allocation per request).
-pub struct DrainOnDrop<B>
-where
-    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
-    B::Error: Into<axum::BoxError>,
-{
-    inner: Option<B>,
+pub struct DrainOnDrop {
+    inner: Option<Incoming>,
 }
 
-impl<B> DrainOnDrop<B>
-where
-    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
-    B::Error: Into<axum::BoxError>,
-{
-    pub fn new(body: B) -> DrainOnDrop<B> {
+impl DrainOnDrop {
+    pub fn new(body: Incoming) -> DrainOnDrop {
         DrainOnDrop { inner: Some(body) }
     }
 }
 
-impl<B> http_body::Body for DrainOnDrop<B>
-where
-    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
-    B::Error: Into<axum::BoxError>,
-{
+impl http_body::Body for DrainOnDrop {
     type Data = Bytes;
-    type Error = B::Error;
+    type Error = hyper::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         match self.inner.as_mut() {
             Some(body) => Pin::new(body).poll_frame(cx),
             None => Poll::Ready(None),
@@ -64,11 +53,7 @@ where
     }
 }
 
-impl<B> Drop for DrainOnDrop<B>
-where
-    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
-    B::Error: Into<axum::BoxError>,
-{
+impl Drop for DrainOnDrop {
     fn drop(&mut self) {
         let Some(body) = self.inner.take() else {
             return;
