@@ -9,9 +9,9 @@ const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
+    // Opening an existing database again applies its schema again: that must be idempotent.
+    drop(Store::open(&dir.path().join("t.db")).unwrap());
     let store = Store::open(&dir.path().join("t.db")).unwrap();
-    store.init_historian().unwrap();
-    store.init_historian().unwrap(); // idempotent
     (dir, store)
 }
 

@@ -1,45 +1,30 @@
-//! The only code that speaks SQL. `Store` is the storage interface of the platform with SQLite as
-//! its engine; nothing outside this module depends on SQLite. Methods are synchronous and meant to
-//! run on the blocking pool through [`Store::run`].
+//! The storage interface of the platform and the only code that speaks SQL. [`Store`] is one
+//! handle over one of two engines: SQLite (`sqlite/`, embedded, the default) or PostgreSQL
+//! (`postgres/`, for sites that outgrow one box). Nothing outside this module knows which one
+//! runs: both take the same calls (listed once in [`engine_calls!`]) and return the same
+//! [`types`]. Calls are synchronous and meant to run on the blocking pool through [`Store::run`].
 
-mod audit;
-mod auth;
-mod auth_groups;
-mod auth_profiles;
-mod automation;
-mod backup;
 mod collection_cache;
-mod filter_sql;
-mod fulltext;
-mod hist_journal;
-mod historian;
-mod mqtt_state;
-mod pool;
 mod record_cache;
-mod record_writes;
-mod records;
-mod report;
-mod tags;
-mod upstream_queue;
-mod upstream_secrets;
+mod sqlite;
+mod types;
 
-pub use audit::{AuditEntry, AuditFilter};
-pub use auth::{AuthUser, GrantSet};
-pub use automation::{version_now, RunOwner};
-pub use backup::check_svc_database;
-pub use historian::{HistoryPoint, HistoryWrite};
-pub use mqtt_state::{MqttWrite, StoredMessage, StoredSubscription};
-pub use record_writes::{RecordWrite, RecordWritten, UpdateCheck};
-pub use report::{ReportLimits, ReportRelation};
-pub use tags::{TagRow, NAMESPACES, TAGS};
-
-use pool::{Conn, Pool};
-use r2d2_sqlite::SqliteConnectionManager;
-use record_cache::RecordCache;
 pub use record_cache::DEFAULT_CAPACITY as DEFAULT_RECORD_CACHE_BYTES;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+pub use sqlite::check_svc_database;
+pub use types::*;
+
+use crate::functions::{CodeVersion, RunRecord};
+use crate::historian::Aggregation;
+use crate::ids::TableRef;
+use crate::model::{ApiKeyInfo, Domain, Grant, Group, NamedGrant, UserProfile};
+use crate::query::{Filter, ListQuery};
+use crate::report_sql::CheckedQuery;
+use crate::schema::Collection;
+use crate::upstream::queue::Item;
+use serde_json::{Map, Value};
+use sqlite::SqliteStore;
+use std::path::Path;
+use std::sync::Arc;
 
 /// What went wrong in the store, in terms the API can turn into a status.
 #[derive(Debug, thiserror::Error)]
@@ -57,120 +42,46 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(err: rusqlite::Error) -> StoreError {
-        if let rusqlite::Error::SqliteFailure(code, _) = &err {
-            if code.code == rusqlite::ErrorCode::ConstraintViolation {
-                return StoreError::Conflict(conflict_sentence(&err.to_string()));
-            }
-        }
-        StoreError::Internal(err.to_string())
-    }
-}
-
-impl From<r2d2::Error> for StoreError {
-    fn from(err: r2d2::Error) -> StoreError {
-        StoreError::Internal(format!("no database connection: {err}"))
-    }
-}
-
 impl From<serde_json::Error> for StoreError {
     fn from(err: serde_json::Error) -> StoreError {
         StoreError::Internal(format!("stored JSON is unreadable: {err}"))
     }
 }
 
-/// Turns SQLite's constraint text into a sentence that names what collided.
-fn conflict_sentence(sqlite_text: &str) -> String {
-    if let Some(idx) = sqlite_text.find("index '") {
-        let rest = &sqlite_text[idx + 7..];
-        let name = rest.split('\'').next().unwrap_or_default();
-        if let Some((_, fields)) = name.split_once("__u__") {
-            return format!(
-                "a record with the same {} already exists",
-                fields.replace("__", ", ")
-            );
-        }
-    }
-    if sqlite_text.contains(".key") {
-        return "a record with this id already exists".into();
-    }
-    "the record conflicts with an existing one".into()
+/// The engine behind a [`Store`].
+enum Engine {
+    Sqlite(SqliteStore),
 }
 
-/// Pages the write-ahead log grows to before a commit checkpoints it (SQLite's default is
-/// 1,000): 32 MiB of log at 4 KiB pages.
-const WAL_AUTOCHECKPOINT_PAGES: u32 = 8192;
-
+/// A handle on the platform's storage; cheap to clone (all clones share the engine).
 #[derive(Clone)]
 pub struct Store {
-    pool: Pool,
-    path: Arc<Path>,
-    /// Record tables known to exist, so writes skip `CREATE TABLE IF NOT EXISTS`, each with
-    /// its fields that have a full-text index (which an insert must index).
-    known_tables: Arc<Mutex<HashMap<String, Arc<[String]>>>>,
-    collections: Arc<collection_cache::CollectionCache>,
-    /// Records read by id (see [`RecordCache`]); every connection of `pool` invalidates it.
-    record_cache: Arc<RecordCache>,
+    engine: Arc<Engine>,
+}
+
+/// Declares each call of the storage interface once and forwards it to the running engine,
+/// which must have a method of the same name and signature (checked by the compiler).
+macro_rules! engine_calls {
+    ($( $(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty; )*) => {
+        impl Store {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self $(, $arg: $ty)*) -> $ret {
+                    match &*self.engine {
+                        Engine::Sqlite(engine) => engine.$name($($arg),*),
+                    }
+                }
+            )*
+        }
+    };
 }
 
 impl Store {
-    /// Opens (creating if needed) the database file and brings its system tables up to date.
+    /// Opens (creating if needed) the SQLite database file and brings its schema up to date.
     pub fn open(path: &Path) -> StoreResult<Store> {
-        let record_cache = Arc::new(RecordCache::default());
-        let sqlite = SqliteConnectionManager::file(path).with_init(|c| {
-            c.execute_batch(
-                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
-                 PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON; \
-                 PRAGMA mmap_size=268435456;",
-            )?;
-            // A checkpoint copies every page the log holds back into the database once, however
-            // often it was written since the last one. Writes spread over an index (records by
-            // an indexed field, the historian by series) dirty the same pages again and again:
-            // a longer log lets one checkpoint copy each of them once instead of many times.
-            c.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
-            // rusqlite keeps 16 by default; the broker's batches alone use 14, and evicting
-            // them for every other module's statements would re-prepare them per batch.
-            c.set_prepared_statement_cache_capacity(64);
-            fulltext::register(c)
-        });
-        let pool = r2d2::Pool::builder()
-            .max_size(16)
-            // A local file does not go stale; checking it on every checkout costs a query.
-            .test_on_check_out(false)
-            .build(pool::Manager::new(sqlite, record_cache.clone()))
-            .map_err(|e| StoreError::Internal(format!("cannot open {}: {e}", path.display())))?;
-        let store = Store {
-            pool,
-            path: Arc::from(path),
-            known_tables: Arc::default(),
-            collections: Arc::default(),
-            record_cache,
-        };
-        store.conn()?.execute_batch(auth::SCHEMA)?;
-        fulltext::drop_insert_triggers(&*store.conn()?)?;
-        auth_profiles::migrate(&*store.conn()?)?;
-        store.init_historian()?;
-        store.conn()?.execute_batch(hist_journal::JOURNAL_SCHEMA)?;
-        store.conn()?.execute_batch(automation::AUTOMATION_SCHEMA)?;
-        store.conn()?.execute_batch(audit::AUDIT_SCHEMA)?;
-        store.conn()?.execute_batch(mqtt_state::MQTT_SCHEMA)?;
-        store
-            .conn()?
-            .execute_batch(upstream_secrets::UPSTREAM_SECRETS_SCHEMA)?;
-        store
-            .conn()?
-            .execute_batch(upstream_queue::UPSTREAM_QUEUE_SCHEMA)?;
-        Ok(store)
-    }
-
-    fn conn(&self) -> StoreResult<Conn> {
-        Ok(Conn::new(self.pool.get()?))
-    }
-
-    /// Bytes of record text kept in memory for reads by id; 0 keeps none.
-    pub fn set_record_cache_capacity(&self, bytes: usize) {
-        self.record_cache.set_capacity(bytes);
+        Ok(Store {
+            engine: Arc::new(Engine::Sqlite(SqliteStore::open(path)?)),
+        })
     }
 
     /// Runs blocking store work on tokio's blocking pool.
@@ -188,14 +99,18 @@ impl Store {
         done
     }
 
-    /// Runs a short read (a lookup by key) right here when a connection is idle: that costs
-    /// less than the hand-off to the blocking pool. Otherwise it goes to the blocking pool.
+    /// Runs a short read (a lookup by key) right here when the engine can answer without
+    /// waiting (an idle SQLite connection): that costs less than the hand-off to the blocking
+    /// pool. Otherwise it goes to the blocking pool.
     pub async fn read<R, F>(&self, work: F) -> StoreResult<R>
     where
         F: FnOnce(&Store) -> StoreResult<R> + Send + 'static,
         R: Send + 'static,
     {
-        if self.pool.state().idle_connections > 0 {
+        let inline = match &*self.engine {
+            Engine::Sqlite(engine) => engine.has_idle_connection(),
+        };
+        if inline {
             let started = std::time::Instant::now();
             let done = work(self);
             crate::telemetry::get().store_call("read", started.elapsed());
@@ -204,58 +119,116 @@ impl Store {
             self.run(work).await
         }
     }
-
-    /// A trivial query, for the readiness check: the pool hands out a connection and SQLite
-    /// answers.
-    pub fn ping(&self) -> StoreResult<()> {
-        self.conn()?.query_row("SELECT 1", [], |_| Ok(()))?;
-        Ok(())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Bytes on disk: the database file plus its write-ahead log.
-    pub fn size_bytes(&self) -> u64 {
-        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
-        [&*self.path, wal.as_path()]
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .sum()
-    }
-
-    /// Checkpoints the write-ahead log so the database file is complete on its own.
-    pub fn close(&self) -> StoreResult<()> {
-        self.conn()?
-            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
-        Ok(())
-    }
 }
 
-/// Quotes a validated identifier (it can hold no `"`) for SQL.
-fn quoted(name: &str) -> String {
-    debug_assert!(!name.contains('"'));
-    format!("\"{name}\"")
-}
+engine_calls! {
+    // ---- the engine itself ----
+    /// Bytes of record text kept in memory for reads by id; 0 keeps none.
+    fn set_record_cache_capacity(&self, bytes: usize) -> ();
+    /// A trivial query, for the readiness check.
+    fn ping(&self) -> StoreResult<()>;
+    /// The local file the store keeps (SQLite's database), next to which journals are kept.
+    fn path(&self) -> &Path;
+    /// Bytes the data takes on disk.
+    fn size_bytes(&self) -> u64;
+    /// Leaves the data complete and consistent on its own (SQLite: checkpoints the log).
+    fn close(&self) -> StoreResult<()>;
+    /// Copies a consistent snapshot of the whole database to `dest`.
+    fn snapshot_to(&self, dest: &Path) -> StoreResult<()>;
 
-/// Prepares (and caches) a statement over a record table; `None` when the table was never
-/// written, which reads as empty.
-fn prepare_on_table<'c>(
-    conn: &'c rusqlite::Connection,
-    sql: &str,
-) -> StoreResult<Option<rusqlite::CachedStatement<'c>>> {
-    match conn.prepare_cached(sql) {
-        Ok(stmt) => Ok(Some(stmt)),
-        Err(e) if is_missing_table(&e) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
+    // ---- audit trail ----
+    fn record_audit(&self, entry: &AuditEntry) -> StoreResult<()>;
+    fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>>;
+    fn delete_audit_before(&self, before: &str) -> StoreResult<usize>;
 
-fn is_missing_table(err: &rusqlite::Error) -> bool {
-    err.to_string().starts_with("no such table")
-}
+    // ---- identity: users, domains, groups, permissions, API keys ----
+    fn user_count(&self) -> StoreResult<u64>;
+    fn create_user(&self, username: &str, password_hash: &str, admin: bool) -> StoreResult<AuthUser>;
+    fn user_by_key(&self, key: &str) -> StoreResult<Option<AuthUser>>;
+    fn user_with_password(&self, username: &str) -> StoreResult<Option<(AuthUser, String)>>;
+    fn list_users(&self) -> StoreResult<Vec<AuthUser>>;
+    fn delete_user(&self, key: &str) -> StoreResult<bool>;
+    fn create_domain(&self, name: &str) -> StoreResult<Domain>;
+    fn list_domains(&self) -> StoreResult<Vec<Domain>>;
+    fn create_group(&self, domain: &str, name: &str, grants: &[Grant]) -> StoreResult<Group>;
+    fn list_groups(&self, domain: &str) -> StoreResult<Vec<Group>>;
+    fn add_group_member(&self, domain: &str, group_key: &str, user_key: &str) -> StoreResult<bool>;
+    fn grants_of(&self, user_key: &str, domain: &str) -> StoreResult<GrantSet>;
+    fn add_permissions(&self, domain: &str, actions: &[(String, String)], scopes: &[String]) -> StoreResult<()>;
+    fn custom_actions(&self, domain: &str, feature: &str) -> StoreResult<Vec<String>>;
+    fn create_api_key(&self, user_key: &str, name: &str, prefix: &str, secret_hash: &str) -> StoreResult<ApiKeyInfo>;
+    fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>>;
+    fn delete_api_key(&self, user_key: &str, id: &str) -> StoreResult<bool>;
+    fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<(String, String)>>;
+    fn touch_api_key(&self, key: &str, when: &str) -> StoreResult<()>;
+    fn set_group_grants(&self, domain: &str, group_key: &str, grants: &[Grant]) -> StoreResult<bool>;
+    fn remove_group_member(&self, domain: &str, group_key: &str, user_key: &str) -> StoreResult<bool>;
+    fn delete_group(&self, domain: &str, group_key: &str) -> StoreResult<bool>;
+    fn set_user_profile(&self, user_key: &str, profile: &UserProfile) -> StoreResult<()>;
+    fn user_profile(&self, user_key: &str) -> StoreResult<UserProfile>;
+    fn user_group_ids(&self, user_key: &str, domain: Option<&str>) -> StoreResult<Vec<String>>;
+    fn group_member_ids(&self, domain: &str, group_key: &str) -> StoreResult<Vec<String>>;
+    fn admin_permissions(&self, domain: &str) -> StoreResult<Vec<NamedGrant>>;
+    fn api_keys_of_users(&self, domain: Option<&str>) -> StoreResult<Vec<ApiKeyInfo>>;
+    fn api_key_user(&self, id: &str) -> StoreResult<Option<String>>;
+    fn group_exists(&self, domain: &str, group_key: &str) -> StoreResult<bool>;
+    fn add_group_grants(&self, domain: &str, group_key: &str, grants: &[Grant]) -> StoreResult<bool>;
 
-#[cfg(test)]
-mod tests;
+    // ---- functions and flows ----
+    fn keep_code_version(&self, domain: &str, name: &str, version: &CodeVersion) -> StoreResult<()>;
+    fn code_versions(&self, domain: &str, name: &str) -> StoreResult<Vec<CodeVersion>>;
+    fn forget_function(&self, domain: &str, name: &str) -> StoreResult<()>;
+    fn record_runs(&self, runs: &[(String, RunOwner, RunRecord)]) -> StoreResult<()>;
+    fn runs(&self, domain: &str, owner: RunOwner, name: &str, limit: usize) -> StoreResult<Vec<RunRecord>>;
+
+    // ---- historian ----
+    fn journal_folded(&self) -> StoreResult<u64>;
+    fn fold_history(&self, values: &[HistoryWrite], journaled_upto: Option<u64>) -> StoreResult<()>;
+    /// Writes a batch straight to the historian tables (the server goes through the journal).
+    #[cfg(test)]
+    fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize>;
+    fn history_range(&self, domain: &str, topic: &str, start_ms: i64, end_ms: i64, limit: Option<u64>) -> StoreResult<Vec<HistoryPoint>>;
+    fn history_last(&self, domain: &str, topic: &str, n: u64) -> StoreResult<Vec<HistoryPoint>>;
+    fn history_buckets(&self, domain: &str, topic: &str, start_ms: i64, end_ms: i64, bucket_ms: i64, agg: Aggregation) -> StoreResult<Vec<HistoryPoint>>;
+    fn history_buckets_between(&self, domain: &str, topic: &str, start_ms: i64, end_ms: i64, edges: &[i64], agg: Aggregation) -> StoreResult<Vec<HistoryPoint>>;
+    /// Topics of a domain with stored values (tests check retention with it).
+    #[cfg(test)]
+    fn history_topics(&self, domain: &str) -> StoreResult<Vec<String>>;
+    fn history_delete_before(&self, domain: Option<&str>, topic: Option<&str>, before_ms: i64) -> StoreResult<u64>;
+
+    // ---- the broker's durable state ----
+    fn mqtt_write(&self, writes: &[MqttWrite]) -> StoreResult<()>;
+    fn mqtt_load(&self, now_ms: i64) -> StoreResult<(Vec<StoredMessage>, Vec<StoredSession>)>;
+
+    // ---- records and collections ----
+    fn write_records(&self, group: Vec<RecordWrite>) -> Vec<StoreResult<RecordWritten>>;
+    fn insert_record(&self, table: &TableRef, key: &str, fields: &Map<String, Value>) -> StoreResult<Value>;
+    fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>>;
+    fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>>;
+    fn cached_record_text(&self, table: &TableRef, key: &str) -> Option<String>;
+    fn record_by_field(&self, table: &TableRef, field: &str, value: &Value) -> StoreResult<Option<Value>>;
+    fn list_records(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<Value>>;
+    fn list_records_text(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<String>>;
+    fn count_records(&self, table: &TableRef, filters: &[Filter], or_filters: &[Filter]) -> StoreResult<u64>;
+    fn create_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Value>;
+    fn replace_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Option<Value>>;
+    fn delete_collection(&self, domain: &str, name: &str) -> StoreResult<bool>;
+    fn collection(&self, table: &TableRef) -> StoreResult<Option<Arc<Collection>>>;
+
+    // ---- reports (the read-only SQL route) ----
+    fn report_relations(&self, domain: &str, query: &CheckedQuery) -> StoreResult<Vec<(String, ReportRelation)>>;
+    fn run_report(&self, domain: &str, query: CheckedQuery, relations: &[(String, ReportRelation)], limits: ReportLimits) -> StoreResult<Vec<Map<String, Value>>>;
+
+    // ---- tags and namespaces ----
+    fn tags_of(&self, domain: &str) -> StoreResult<Vec<TagRow>>;
+    fn namespaces_of(&self, domain: &str) -> StoreResult<Vec<String>>;
+
+    // ---- upstream bridges ----
+    fn upstream_queue_write(&self, appends: &[(&str, &Item)], deletes: &[(&str, &[i64])]) -> StoreResult<()>;
+    fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<Item>>;
+    fn upstream_queue_last_seq(&self) -> StoreResult<i64>;
+    fn upstream_queue_clear(&self, upstream: &str) -> StoreResult<()>;
+    fn set_upstream_password(&self, domain: &str, key: &str, password: Option<&str>) -> StoreResult<()>;
+    fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>>;
+    fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>>;
+}

@@ -5,7 +5,7 @@
 //! Durability as for the broker's own state: WAL with `synchronous=NORMAL` keeps every
 //! committed write through a killed process.
 
-use super::{Store, StoreResult};
+use super::{SqliteStore, StoreResult};
 use crate::upstream::queue::Item;
 use rusqlite::params;
 
@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS upstream_outbox (
     qos INTEGER NOT NULL, retain INTEGER NOT NULL, hops INTEGER NOT NULL,
     enqueued_ms INTEGER NOT NULL, binding INTEGER NOT NULL);";
 
-impl Store {
+impl SqliteStore {
     /// Appends messages to upstream queues (queue id, message) and deletes messages from them
     /// (queue id, sequence numbers; runs of consecutive numbers as one range each), all in one
     /// transaction.
@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn appended_messages_come_back_in_order_until_deleted() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(&dir.path().join("q.db")).expect("open");
+        let store = SqliteStore::open(&dir.path().join("q.db")).expect("open");
         let items: Vec<Item> = (1..=6).map(item).collect();
         let rows: Vec<(&str, &Item)> = items.iter().map(|i| ("a.upstreams:x", i)).collect();
         store.upstream_queue_write(&rows, &[]).expect("append");

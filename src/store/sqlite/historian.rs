@@ -14,8 +14,9 @@
 //! (series, ts) gets 0, each later one max(seq) + 1, decided inside the write transaction, so
 //! equal timestamps keep their arrival order and no process state is involved.
 
-use super::{Store, StoreError, StoreResult};
+use super::{SqliteStore, StoreError, StoreResult};
 use crate::historian::Aggregation;
+use crate::store::types::*;
 use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -37,35 +38,6 @@ CREATE TABLE IF NOT EXISTS hist_points (
     PRIMARY KEY (series, ts, seq)
 ) WITHOUT ROWID;
 ";
-
-/// One value to historize.
-// wired into the server by the broker step
-#[allow(dead_code)]
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistoryWrite {
-    pub domain: String,
-    pub topic: String,
-    pub ts_ms: i64,
-    pub value: Value,
-}
-
-/// One stored value, or one bucket of an aggregate query (then `ts_ms` is the bucket start).
-// wired into the server by the broker step
-#[allow(dead_code)]
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistoryPoint {
-    pub ts_ms: i64,
-    pub value: Value,
-}
-
-/// The numeric reading of a value: a JSON number, or a bool as 0/1.
-pub(super) fn numeric(value: &Value) -> Option<f64> {
-    match value {
-        Value::Number(n) => n.as_f64(),
-        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-        _ => None,
-    }
-}
 
 /// An aggregate as JSON: whole numbers (that fit a double exactly) as integers, NULL as null.
 fn number_json(x: Option<f64>) -> Value {
@@ -165,7 +137,7 @@ pub(super) fn insert_points<'v>(
 
 // wired into the server by the broker step
 #[allow(dead_code)]
-impl Store {
+impl SqliteStore {
     /// Creates the historian tables if they are missing.
     pub fn init_historian(&self) -> StoreResult<()> {
         self.conn()?.execute_batch(HISTORIAN_SCHEMA)?;
@@ -173,7 +145,7 @@ impl Store {
     }
 
     /// Writes a batch of values in one transaction; returns how many rows were written. The
-    /// server writes through the historian's journal ([`Store::fold_history`]); tests use this.
+    /// server writes through the historian's journal ([`SqliteStore::fold_history`]); tests use this.
     #[cfg(test)]
     pub fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize> {
         if batch.is_empty() {
@@ -249,7 +221,7 @@ impl Store {
     /// One point per non-empty bucket between consecutive `edges` (ascending): bucket `i`
     /// covers `[edges[i], edges[i + 1])` cut to the window `start_ms..end_ms` and is stamped
     /// `edges[i]`, even when the window starts later. For buckets of unequal length, such as
-    /// local days across a DST change. Aggregates as in [`Store::history_buckets`].
+    /// local days across a DST change. Aggregates as in [`SqliteStore::history_buckets`].
     pub fn history_buckets_between(
         &self,
         domain: &str,
@@ -319,7 +291,7 @@ fn series_id(conn: &rusqlite::Connection, domain: &str, topic: &str) -> StoreRes
 }
 
 /// Buckets of `bucket_ms` aligned to `start_ms` over one series (see
-/// [`Store::history_buckets`]).
+/// [`SqliteStore::history_buckets`]).
 fn fixed_buckets(
     conn: &rusqlite::Connection,
     series: i64,

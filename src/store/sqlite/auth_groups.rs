@@ -2,11 +2,11 @@
 //! it with its memberships. Each is one transaction; `false` when the group (or membership)
 //! does not exist in the domain.
 
-use super::{Store, StoreResult};
+use super::{SqliteStore, StoreResult};
 use crate::model::Grant;
 use rusqlite::{params, TransactionBehavior};
 
-impl Store {
+impl SqliteStore {
     /// Replaces a group's grants with `grants`.
     pub fn set_group_grants(
         &self,

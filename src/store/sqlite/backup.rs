@@ -1,14 +1,14 @@
 //! Online snapshots of the store with SQLite's backup API, and the check that a file is an svc
 //! database before `svc restore` puts it in place.
 
-use super::{Store, StoreError, StoreResult};
+use super::{SqliteStore, StoreError, StoreResult};
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 
-/// Tables every svc database has (created by [`Store::open`]); a file without them is not one.
+/// Tables every svc database has (created by [`SqliteStore::open`]); a file without them is not one.
 const REQUIRED_TABLES: [&str; 4] = ["auth_domains", "auth_users", "auth_groups", "auth_api_keys"];
 
-impl Store {
+impl SqliteStore {
     /// Writes a consistent copy of the database to `dest` while the server keeps running.
     ///
     /// The whole copy is one backup step, so it reads one snapshot of the write-ahead log:

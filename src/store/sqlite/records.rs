@@ -4,18 +4,16 @@
 
 use super::filter_sql::{build_order, build_where, index_expr};
 use super::fulltext;
-use super::{is_missing_table, prepare_on_table, quoted, Store, StoreError, StoreResult};
+use super::{is_missing_table, prepare_on_table, quoted, SqliteStore, StoreError, StoreResult};
 use crate::ids::TableRef;
 use crate::query::{Filter, ListQuery, Op};
 use crate::schema::Collection;
+use crate::store::types::*;
 use crate::time::now_rfc3339;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
-
-/// Name of the system table holding a domain's collection definitions.
-pub const COLLECTIONS: &str = "collections";
 
 fn table_ddl(table: &TableRef) -> String {
     let name = table.qualified();
@@ -89,7 +87,7 @@ fn searchable_fields(
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Creates the table unless it is known to exist; its fields with a full-text index.
     fn ensure_table(&self, conn: &Connection, table: &TableRef) -> StoreResult<Arc<[String]>> {
         let name = table.qualified();
@@ -102,7 +100,7 @@ impl Store {
             return Ok(searchable);
         }
         // A collection written after this reading bumps the generation and clears the
-        // known tables; what was read then is not kept (see `Store::forget_schemas`).
+        // known tables; what was read then is not kept (see `SqliteStore::forget_schemas`).
         let seen = self.collections.generation();
         conn.execute_batch(&table_ddl(table))?;
         let searchable: Arc<[String]> =
@@ -135,7 +133,7 @@ impl Store {
         self.insert_on(&conn, table, key, fields)
     }
 
-    /// [`Store::insert_record`] on a given connection (in its transaction, if one is open).
+    /// [`SqliteStore::insert_record`] on a given connection (in its transaction, if one is open).
     /// One statement: a conflict leaves the transaction as it was.
     pub(super) fn insert_on(
         &self,
@@ -177,7 +175,7 @@ impl Store {
     }
 
     /// A record as JSON text, ready to send, read from the database and kept in memory for the
-    /// next read (see `record_cache`); callers look in [`Store::cached_record_text`] first.
+    /// next read (see `record_cache`); callers look in [`SqliteStore::cached_record_text`] first.
     pub fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
         let qualified = table.qualified();
         let read = self.record_cache.begin_read(&qualified, key);
@@ -242,7 +240,7 @@ impl Store {
 
     /// Merges `patch` into the stored record; `check` sees the stored and the merged document
     /// before the merge is written, and may normalise the merge. Returns `None` when the record
-    /// does not exist. (The server writes through [`Store::write_records`]; this one write in
+    /// does not exist. (The server writes through [`SqliteStore::write_records`]; this one write in
     /// its own transaction is for tests.)
     #[cfg(test)]
     pub fn update_record(
@@ -259,7 +257,7 @@ impl Store {
         Ok(updated)
     }
 
-    /// Deletes a record; false when it did not exist (for tests, as [`Store::update_record`]).
+    /// Deletes a record; false when it did not exist (for tests, as [`SqliteStore::update_record`]).
     #[cfg(test)]
     pub fn delete_record(&self, table: &TableRef, key: &str) -> StoreResult<bool> {
         delete_on(&*self.conn()?, table, key)
@@ -483,7 +481,7 @@ fn written_record(
     Value::Object(record)
 }
 
-/// [`Store::update_record`] on a connection that is in a write transaction. The only write is
+/// [`SqliteStore::update_record`] on a connection that is in a write transaction. The only write is
 /// one statement, after `check` accepted the merge: a refusal leaves the transaction as it was.
 pub(super) fn update_on(
     conn: &Connection,
@@ -522,7 +520,7 @@ pub(super) fn update_on(
     Ok(Some(written_record(table, key, merged, &created, &now)))
 }
 
-/// [`Store::delete_record`] on a given connection; one statement.
+/// [`SqliteStore::delete_record`] on a given connection; one statement.
 pub(super) fn delete_on(conn: &Connection, table: &TableRef, key: &str) -> StoreResult<bool> {
     let sql = format!("DELETE FROM {} WHERE key = ?1", quoted(&table.qualified()));
     match conn

@@ -1,4 +1,4 @@
-//! Store tests on a temporary SQLite file: record round trips, filters translated to SQL,
+//! SqliteStore tests on a temporary SQLite file: record round trips, filters translated to SQL,
 //! collections with their indexes, and that indexed filters really use the index.
 
 use super::*;
@@ -7,9 +7,9 @@ use crate::query::{self, ListQuery};
 use crate::schema::Collection;
 use serde_json::{json, Map, Value};
 
-fn store() -> (tempfile::TempDir, Store) {
+fn store() -> (tempfile::TempDir, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("t.db")).unwrap();
+    let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
     (dir, store)
 }
 
@@ -27,7 +27,7 @@ fn q(pairs: &[(&str, &str)]) -> ListQuery {
 
 /// SQLite's plan (the `detail` column) for the filters of `query` over `table`.
 fn query_plan(
-    store: &Store,
+    store: &SqliteStore,
     table: &TableRef,
     query: &ListQuery,
     searchable: &std::collections::HashSet<String>,
@@ -63,7 +63,7 @@ fn keys(records: &[Value]) -> Vec<String> {
         .collect()
 }
 
-fn seeded() -> (tempfile::TempDir, Store, TableRef) {
+fn seeded() -> (tempfile::TempDir, SqliteStore, TableRef) {
     let (dir, store) = store();
     let t = TableRef::new("acme", "items").unwrap();
     let rows = [
@@ -374,7 +374,7 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
     let path = dir.path().join("svc.db");
     let t = TableRef::new("acme", "assets").unwrap();
     let index = super::fulltext::index_name(&t, "note");
-    let matches = |store: &Store, word: &str| -> i64 {
+    let matches = |store: &SqliteStore, word: &str| -> i64 {
         store
             .conn()
             .unwrap()
@@ -389,7 +389,7 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
             .unwrap()
     };
     {
-        let store = Store::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         create_searchable_assets(&store);
         // What an index of an older svc also had: an insert trigger.
         store
@@ -404,7 +404,7 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
             ))
             .unwrap();
     }
-    let store = Store::open(&path).unwrap();
+    let store = SqliteStore::open(&path).unwrap();
     let triggers: i64 = store
         .conn()
         .unwrap()
@@ -484,7 +484,7 @@ fn a_create_whose_full_text_row_fails_leaves_no_record() {
 }
 
 /// The collection `acme.assets` with one searchable field, `note`.
-fn create_searchable_assets(store: &Store) {
+fn create_searchable_assets(store: &SqliteStore) {
     let assets: Collection = serde_json::from_value(json!({
         "name": "assets",
         "fields": [{"name": "note", "type": "string", "searchable": true}]

@@ -1,9 +1,10 @@
 //! What the SDK shows around a user and a group: a user's profile (names, email, number,
 //! image), the groups it belongs to, a group's members, and grants added to an existing group.
 
-use super::auth::{api_key_from_row, api_key_id, group_id, user_id};
-use super::{Store, StoreResult};
+use super::auth::api_key_from_row;
+use super::{SqliteStore, StoreResult};
 use crate::model::{ApiKeyInfo, Grant, NamedGrant, UserProfile};
+use crate::store::types::*;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 /// Adds the profile column to a users table from before it existed; idempotent.
@@ -19,7 +20,7 @@ pub(super) fn migrate(conn: &rusqlite::Connection) -> StoreResult<()> {
     Ok(())
 }
 
-impl Store {
+impl SqliteStore {
     pub fn set_user_profile(&self, user_key: &str, profile: &UserProfile) -> StoreResult<()> {
         self.conn()?.execute(
             "UPDATE auth_users SET profile = ?2 WHERE key = ?1",

@@ -1,13 +1,13 @@
 //! Tests of the broker's durable state on a temporary SQLite file: every write kind round trips,
 //! a batch is one transaction, the load expires what has expired (with its rows), the state
-//! outlives the `Store` that wrote it, and the tables stay out of every domain's relations.
+//! outlives the `SqliteStore` that wrote it, and the tables stay out of every domain's relations.
 
 use super::*;
 use crate::report_sql;
 
-fn store() -> (tempfile::TempDir, Store) {
+fn store() -> (tempfile::TempDir, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("t.db")).unwrap();
+    let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
     (dir, store)
 }
 
@@ -58,7 +58,7 @@ fn inbound(client_id: &str, packet_id: u16) -> MqttWrite {
 }
 
 /// Rows of `table` for `client_id`, whether or not a load would show them.
-fn rows_of(store: &Store, table: &str, client_id: &str) -> i64 {
+fn rows_of(store: &SqliteStore, table: &str, client_id: &str) -> i64 {
     store
         .conn()
         .unwrap()
@@ -347,16 +347,16 @@ fn the_state_outlives_the_store_that_wrote_it() {
         inbound("c", 77),
     ];
     {
-        let store = Store::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         store.mqtt_write(&writes).unwrap();
         // No close(): the write-ahead log is left as a stopped process leaves it.
     }
-    let first = Store::open(&path).unwrap().mqtt_load(6_000).unwrap();
+    let first = SqliteStore::open(&path).unwrap().mqtt_load(6_000).unwrap();
     assert_eq!(first.0.len(), 1);
     assert_eq!(first.1.len(), 1);
     assert_eq!(first.1[0].queue[0].packet_id, Some(42));
     assert_eq!(first.1[0].inbound_qos2, [77]);
-    let second = Store::open(&path).unwrap().mqtt_load(6_000).unwrap();
+    let second = SqliteStore::open(&path).unwrap().mqtt_load(6_000).unwrap();
     assert_eq!(first, second);
 }
 

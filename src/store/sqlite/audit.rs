@@ -1,7 +1,8 @@
 //! The audit trail: one row per successful administrative change (who, what, when, where),
 //! queried by `GET /svc/audit` and thinned by the `audit_retention` sweep.
 
-use super::{Store, StoreResult};
+use super::{SqliteStore, StoreResult};
+use crate::store::types::*;
 use rusqlite::{params_from_iter, types::Value as SqlValue};
 
 pub(super) const AUDIT_SCHEMA: &str = "
@@ -14,39 +15,7 @@ CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log(time);
 CREATE INDEX IF NOT EXISTS audit_log_domain_time ON audit_log(domain, time);
 ";
 
-/// One administrative change. `summary` is a JSON object already cleared of secrets.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct AuditEntry {
-    pub id: i64,
-    /// RFC 3339 UTC with milliseconds, so text order is time order.
-    pub time: String,
-    pub domain: String,
-    pub user_id: String,
-    pub username: String,
-    /// `token` or `api_key`: which credential made the change.
-    pub via: String,
-    pub action: String,
-    pub resource_type: String,
-    pub resource_id: String,
-    pub summary: serde_json::Value,
-    pub correlation_id: String,
-}
-
-/// Which entries a query returns; every filter is optional and they are ANDed.
-#[derive(Debug, Clone, Default)]
-pub struct AuditFilter {
-    pub domain: Option<String>,
-    pub since: Option<String>,
-    pub until: Option<String>,
-    /// A user id (`svc_admin.users:<key>`) or a username.
-    pub user: Option<String>,
-    pub resource_type: Option<String>,
-    pub action: Option<String>,
-    pub limit: u32,
-    pub offset: u32,
-}
-
-impl Store {
+impl SqliteStore {
     pub fn record_audit(&self, entry: &AuditEntry) -> StoreResult<()> {
         self.conn()?
             .prepare_cached(

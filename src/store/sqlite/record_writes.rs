@@ -8,57 +8,12 @@
 //! A failure that makes SQLite roll back the whole transaction (a full disk, an I/O error) is
 //! detected and fails every write of the group, since none of them was committed.
 
-use super::records::{delete_on, update_on, COLLECTIONS};
-use super::{Store, StoreError, StoreResult};
-use crate::ids::TableRef;
+use super::records::{delete_on, update_on};
+use super::{SqliteStore, StoreError, StoreResult};
+use crate::store::types::*;
 use rusqlite::TransactionBehavior;
-use serde_json::{Map, Value};
 
-/// An update's check, as [`Store::update_record`] takes it.
-pub type UpdateCheck =
-    Box<dyn FnOnce(&Map<String, Value>, &mut Map<String, Value>) -> Result<(), String> + Send>;
-
-/// One record write of a group.
-pub enum RecordWrite {
-    Insert {
-        table: TableRef,
-        key: String,
-        fields: Map<String, Value>,
-    },
-    Update {
-        table: TableRef,
-        key: String,
-        patch: Map<String, Value>,
-        check: UpdateCheck,
-    },
-    Delete {
-        table: TableRef,
-        key: String,
-    },
-}
-
-impl RecordWrite {
-    fn table(&self) -> &TableRef {
-        match self {
-            RecordWrite::Insert { table, .. }
-            | RecordWrite::Update { table, .. }
-            | RecordWrite::Delete { table, .. } => table,
-        }
-    }
-}
-
-/// What a committed write did.
-#[derive(Debug)]
-pub enum RecordWritten {
-    /// The record as stored by an insert or an update.
-    Record(Value),
-    /// The update's or delete's record does not exist.
-    Absent,
-    /// The delete removed the record.
-    Deleted,
-}
-
-impl Store {
+impl SqliteStore {
     /// Applies the writes in order in one immediate transaction and commits it: one result per
     /// write; an `Ok` means committed.
     pub fn write_records(&self, group: Vec<RecordWrite>) -> Vec<StoreResult<RecordWritten>> {
@@ -131,7 +86,8 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::ids::TableRef;
+    use serde_json::{json, Map, Value};
 
     fn obj(value: Value) -> Map<String, Value> {
         match value {
@@ -143,7 +99,7 @@ mod tests {
     #[test]
     fn a_refused_write_does_not_undo_its_group() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(&dir.path().join("svc.db")).expect("open");
+        let store = SqliteStore::open(&dir.path().join("svc.db")).expect("open");
         let t = TableRef::new("acme", "items").expect("table");
         store
             .insert_record(&t, "old", &obj(json!({"n": 0})))

@@ -1,26 +1,10 @@
 //! Reads of the per-domain `tags` and `namespaces` system tables that the tag registry needs.
 
-use super::{prepare_on_table, quoted, Store, StoreResult};
+use super::{prepare_on_table, quoted, SqliteStore, StoreResult};
 use crate::ids::TableRef;
+use crate::store::types::*;
 
-/// Name of the system table holding a domain's tags.
-pub const TAGS: &str = "tags";
-/// Name of the per-domain system table holding the domain's namespaces (UNS branches).
-pub const NAMESPACES: &str = "namespaces";
-
-/// What the registry keeps of a tag record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TagRow {
-    pub path: String,
-    pub historize: bool,
-    /// The tag's own historian retention (a duration such as `30d`), if it has one.
-    pub retention: Option<String>,
-    /// When the tag was declared (RFC 3339), which decides ownership between old duplicates.
-    pub created: String,
-    pub unit: Option<String>,
-}
-
-impl Store {
+impl SqliteStore {
     /// Every tag of a domain, ordered by path.
     pub fn tags_of(&self, domain: &str) -> StoreResult<Vec<TagRow>> {
         let Ok(table) = TableRef::new(domain, TAGS) else {

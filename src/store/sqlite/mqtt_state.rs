@@ -4,7 +4,7 @@
 //!
 //! The broker owns the MQTT meaning of these rows; the store keeps message properties and
 //! subscription options as opaque bytes the broker encodes. Writes arrive as batches of
-//! [`MqttWrite`] applied in one transaction; [`Store::mqtt_load`] hands everything back at start.
+//! [`MqttWrite`] applied in one transaction; [`SqliteStore::mqtt_load`] hands everything back at start.
 //!
 //! Like the rest of the store, a session's rows are deleted explicitly with it (no foreign keys),
 //! and the load also drops rows whose session is gone, so a write that raced a session's deletion
@@ -14,7 +14,8 @@
 //!
 //! In PostgreSQL the same tables, with `bytea` for the blobs and `bigint` for the times.
 
-use super::{Store, StoreError, StoreResult};
+use super::{SqliteStore, StoreError, StoreResult};
+use crate::store::types::*;
 use rusqlite::{params, CachedStatement, Connection, Transaction, TransactionBehavior};
 use std::collections::HashMap;
 
@@ -40,108 +41,6 @@ CREATE TABLE IF NOT EXISTS mqtt_inbound_qos2 (
     client_id TEXT NOT NULL, packet_id INTEGER NOT NULL,
     PRIMARY KEY (client_id, packet_id)) WITHOUT ROWID;
 ";
-
-/// A PUBLISH as kept for a retained topic or a session's queue.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredMessage {
-    pub topic: String,
-    pub payload: Vec<u8>,
-    pub qos: u8,
-    pub retain: bool,
-    /// Opaque, encoded by the broker.
-    pub properties: Vec<u8>,
-    pub received_ms: i64,
-    pub expires_at_ms: Option<i64>,
-}
-
-/// One subscription of a session.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredSubscription {
-    pub filter: String,
-    /// Opaque, encoded by the broker.
-    pub options: Vec<u8>,
-}
-
-/// A message in a session's queue and how far its delivery got.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QueuedMessage {
-    pub seq: i64,
-    pub packet_id: Option<u16>,
-    /// 0 queued, 1 sent awaiting PUBACK/PUBREC, 2 PUBREC received awaiting PUBCOMP.
-    pub state: u8,
-    pub message: StoredMessage,
-}
-
-/// A persistent session with everything it holds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredSession {
-    pub client_id: String,
-    /// User key of the principal that owns the session.
-    pub owner: String,
-    pub expiry_secs: u32,
-    /// `None` while connected.
-    pub disconnected_at_ms: Option<i64>,
-    pub subscriptions: Vec<StoredSubscription>,
-    /// Ordered by seq.
-    pub queue: Vec<QueuedMessage>,
-    /// Packet ids received at QoS 2 awaiting PUBREL.
-    pub inbound_qos2: Vec<u16>,
-}
-
-/// One change to the broker's state; see [`Store::mqtt_write`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum MqttWrite {
-    PutRetained(StoredMessage),
-    DeleteRetained {
-        topic: String,
-    },
-    /// Upsert; keeps the session's subscriptions, queue and inbound ids.
-    PutSession {
-        client_id: String,
-        owner: String,
-        expiry_secs: u32,
-        disconnected_at_ms: Option<i64>,
-    },
-    /// The session and its subscriptions, queue and inbound ids.
-    DeleteSession {
-        client_id: String,
-    },
-    /// Upsert by (client_id, filter).
-    PutSubscription {
-        client_id: String,
-        subscription: StoredSubscription,
-    },
-    DeleteSubscription {
-        client_id: String,
-        filter: String,
-    },
-    /// A seq the session already holds is a conflict (and fails the batch).
-    Enqueue {
-        client_id: String,
-        seq: i64,
-        message: StoredMessage,
-    },
-    /// No change when the message is no longer queued.
-    SetDelivery {
-        client_id: String,
-        seq: i64,
-        packet_id: Option<u16>,
-        state: u8,
-    },
-    Dequeue {
-        client_id: String,
-        seq: i64,
-    },
-    /// Idempotent: a duplicate QoS 2 PUBLISH may carry the same id again.
-    PutInboundQos2 {
-        client_id: String,
-        packet_id: u16,
-    },
-    DeleteInboundQos2 {
-        client_id: String,
-        packet_id: u16,
-    },
-}
 
 /// The statements a batch may need, by index into [`WRITE_SQL`].
 const PUT_RETAINED: usize = 0;
@@ -210,7 +109,7 @@ impl<'t> Statements<'t> {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Applies the writes in order in one transaction: all of them or, on the first failure,
     /// none (the error names the write that failed).
     pub fn mqtt_write(&self, writes: &[MqttWrite]) -> StoreResult<()> {

@@ -7,8 +7,9 @@
 //!
 //! In PostgreSQL the same one-row table, with `folded bigint`.
 
-use super::historian::{insert_points, numeric, PointRef};
-use super::{HistoryWrite, Store, StoreResult};
+use super::historian::{insert_points, PointRef};
+use super::{HistoryWrite, SqliteStore, StoreResult};
+use crate::store::types::*;
 use rusqlite::{OptionalExtension, TransactionBehavior};
 
 /// Creates the mark table; idempotent.
@@ -19,7 +20,7 @@ CREATE TABLE IF NOT EXISTS hist_journal (
 );
 ";
 
-impl Store {
+impl SqliteStore {
     /// The sequence number of the last journal entry already in the series (0: none yet).
     pub fn journal_folded(&self) -> StoreResult<u64> {
         let folded: Option<i64> = self
@@ -72,7 +73,7 @@ mod tests {
     #[test]
     fn the_mark_rises_with_the_values_it_covers_and_never_falls() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
         assert_eq!(store.journal_folded().unwrap(), 0);
         let value = HistoryWrite {
             domain: "d".into(),

@@ -2,15 +2,13 @@
 //! upload can be undone) and the log of runs, kept to the newest [`RUNS_KEPT`] per function or
 //! flow. Both tables carry the domain as a column and are only read by (domain, name).
 
-use super::{Store, StoreResult};
+use super::{SqliteStore, StoreResult};
 use crate::functions::{CodeVersion, RunRecord};
-use crate::time::now_rfc3339;
+use crate::store::types::*;
 use rusqlite::params;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Runs kept per function or flow; older ones are deleted as new ones arrive.
-pub const RUNS_KEPT: i64 = 1000;
 /// One insert in this many (on average) trims its owner's log back to [`RUNS_KEPT`].
 const PRUNE_EVERY: u32 = 50;
 
@@ -42,23 +40,7 @@ CREATE TABLE IF NOT EXISTS fn_runs (
 CREATE INDEX IF NOT EXISTS fn_runs_by_name ON fn_runs (domain, kind, name, id);
 ";
 
-/// Whose runs: a function's or a flow's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunOwner {
-    Function,
-    Flow,
-}
-
-impl RunOwner {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunOwner::Function => "function",
-            RunOwner::Flow => "flow",
-        }
-    }
-}
-
-impl Store {
+impl SqliteStore {
     /// Keeps a version of a function's code; a version already kept is left as it was.
     pub fn keep_code_version(
         &self,
@@ -189,18 +171,6 @@ impl Store {
     }
 }
 
-/// A version stamped now.
-pub fn version_now(version: u64, def: &crate::functions::FunctionDef) -> CodeVersion {
-    CodeVersion {
-        version,
-        language: def.language.clone(),
-        module: def.module,
-        code: def.code.clone(),
-        modules: def.modules.clone(),
-        created_dt: now_rfc3339(),
-    }
-}
-
 /// Inserts one run, and now and then trims its owner's log.
 fn insert_run(
     conn: &rusqlite::Connection,
@@ -261,7 +231,7 @@ mod tests {
     #[test]
     fn every_owner_is_pruned_even_when_owners_take_turns() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
         for _ in 0..3000 {
             for name in ["even", "odd"] {
                 store

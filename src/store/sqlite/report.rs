@@ -9,28 +9,16 @@
 //! passes) and may return at most a set number of rows. In PostgreSQL the same relations are
 //! CTEs over `hist_points` and the `jsonb` tables, with `statement_timeout` as the time limit.
 
-use super::{quoted, Store, StoreError, StoreResult};
+use super::{quoted, SqliteStore, StoreError, StoreResult};
 use crate::ids::{is_identifier, TableRef};
 use crate::report_sql::{CheckedQuery, HISTORIAN};
+use crate::store::types::*;
 use rusqlite::types::ValueRef;
 use serde_json::{Map, Value};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// How long a report may run and how many rows it may return.
-#[derive(Debug, Clone, Copy)]
-pub struct ReportLimits {
-    pub timeout: Duration,
-    pub max_rows: usize,
-}
-
-/// A relation a report names, resolved in the active domain.
-pub enum ReportRelation {
-    Historian,
-    Table(TableRef),
-}
-
-impl Store {
+impl SqliteStore {
     /// The domain's record tables (bare names).
     fn domain_tables(&self, domain: &str) -> StoreResult<Vec<String>> {
         let conn = self.conn()?;
@@ -69,7 +57,7 @@ impl Store {
     }
 
     /// Runs the report over `domain`'s data, its relations resolved by
-    /// [`Store::report_relations`]: rows as JSON objects keyed by column name.
+    /// [`SqliteStore::report_relations`]: rows as JSON objects keyed by column name.
     pub fn run_report(
         &self,
         domain: &str,

@@ -2,10 +2,10 @@
 //! so no record route, filter or export can show or probe a password. Also the read the
 //! upstream supervisor needs: every upstream of a domain with its password.
 
-use super::{prepare_on_table, quoted, Store, StoreResult};
+use super::{prepare_on_table, quoted, SqliteStore, StoreResult};
 use crate::ids::TableRef;
+use crate::store::types::*;
 use rusqlite::{params, OptionalExtension};
-use serde_json::{Map, Value};
 
 /// Creates the table; idempotent. The name holds no `.`, so it is never taken for a domain's
 /// record table (`<domain>.<table>`).
@@ -14,10 +14,7 @@ CREATE TABLE IF NOT EXISTS upstream_secrets (
     domain TEXT NOT NULL, upstream TEXT NOT NULL, password TEXT NOT NULL,
     PRIMARY KEY (domain, upstream));";
 
-/// An upstream record's key, fields and password.
-pub type StoredUpstream = (String, Map<String, Value>, Option<String>);
-
-impl Store {
+impl SqliteStore {
     /// Sets (or with `None` clears) the password of the upstream record `key` of `domain`.
     pub fn set_upstream_password(
         &self,
@@ -91,7 +88,7 @@ mod tests {
     #[test]
     fn a_password_is_set_replaced_and_cleared_per_domain() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("svc.db")).unwrap();
+        let store = SqliteStore::open(&dir.path().join("svc.db")).unwrap();
         store
             .set_upstream_password("acme", "k1", Some("one"))
             .unwrap();

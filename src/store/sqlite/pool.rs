@@ -3,7 +3,7 @@
 //! [`Conn`], the handle the store's methods hold, tells the cache once more when it goes back to
 //! the pool, after whatever it wrote was committed or rolled back.
 
-use super::record_cache::{RecordCache, Written};
+use crate::store::record_cache::{RecordCache, Written};
 use r2d2::{ManageConnection, PooledConnection};
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::Connection;

@@ -1,9 +1,10 @@
 //! Identity tables of the built-in `svc_admin` domain: domains, users, groups with their grants,
 //! per-domain custom actions, and API keys (stored only as hashes).
 
-use super::{Store, StoreError, StoreResult};
-use crate::ids::{new_key, ADMIN_DOMAIN};
-use crate::model::{ApiKeyInfo, Domain, Grant, Group, GroupFeature, NamedGrant, User, UserProfile};
+use super::{SqliteStore, StoreError, StoreResult};
+use crate::ids::new_key;
+use crate::model::{ApiKeyInfo, Domain, Grant, Group, GroupFeature};
+use crate::store::types::*;
 use crate::time::now_rfc3339;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
@@ -33,91 +34,6 @@ CREATE TABLE IF NOT EXISTS auth_api_keys (
     last_used_dt TEXT);
 CREATE INDEX IF NOT EXISTS auth_api_keys_user ON auth_api_keys(user_key);
 ";
-
-/// A user as the server needs it to authorize requests.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthUser {
-    pub key: String,
-    pub username: String,
-    pub admin: bool,
-    pub created_dt: String,
-}
-
-impl AuthUser {
-    /// The user's RecordID, the `sub` of its tokens.
-    pub fn id(&self) -> String {
-        user_id(&self.key)
-    }
-
-    /// The API's view of the user, with its profile and the group ids the viewer may see.
-    pub fn to_model(&self, profile: UserProfile, group_ids: Vec<String>) -> User {
-        User {
-            id: self.id(),
-            username: self.username.clone(),
-            admin: self.admin,
-            created_dt: self.created_dt.clone(),
-            created_dt_sdk: self.created_dt.clone(),
-            profile,
-            group_ids,
-        }
-    }
-}
-
-pub fn user_id(key: &str) -> String {
-    format!("{ADMIN_DOMAIN}.users:{key}")
-}
-
-pub(super) fn group_id(domain: &str, key: &str) -> String {
-    format!("{domain}.groups:{key}")
-}
-
-pub(super) fn api_key_id(key: &str) -> String {
-    format!("{ADMIN_DOMAIN}.api_keys:{key}")
-}
-
-/// Every grant a user holds in one domain, through all of its groups there.
-#[derive(Debug, Clone, Default)]
-pub struct GrantSet(pub Vec<Grant>);
-
-impl GrantSet {
-    /// Actions granted for `feature` at `scope` (grants on scope `*` count everywhere);
-    /// `read-write` implies `read`. Sorted and deduplicated.
-    pub fn actions(&self, feature: &str, scope: &str) -> Vec<String> {
-        let mut actions: Vec<String> = self
-            .0
-            .iter()
-            .filter(|g| g.feature == feature && (g.scope == scope || g.scope == "*"))
-            .flat_map(|g| {
-                if g.action == "read-write" {
-                    vec!["read".to_string(), g.action.clone()]
-                } else {
-                    vec![g.action.clone()]
-                }
-            })
-            .collect();
-        actions.sort();
-        actions.dedup();
-        actions
-    }
-}
-
-impl GrantSet {
-    /// The grants in the SDK's shape, deduplicated.
-    pub fn named(&self) -> Vec<NamedGrant> {
-        let mut named: Vec<NamedGrant> = self
-            .0
-            .iter()
-            .map(|g| NamedGrant {
-                name: g.feature.clone(),
-                action: g.action.clone(),
-                scope: g.scope.clone(),
-            })
-            .collect();
-        named.sort_by(|a, b| (&a.name, &a.scope, &a.action).cmp(&(&b.name, &b.scope, &b.action)));
-        named.dedup();
-        named
-    }
-}
 
 fn user_from_row(row: &Row) -> rusqlite::Result<AuthUser> {
     Ok(AuthUser {
@@ -175,7 +91,7 @@ pub(super) fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
     })
 }
 
-impl Store {
+impl SqliteStore {
     pub fn user_count(&self) -> StoreResult<u64> {
         let n: i64 = self
             .conn()?

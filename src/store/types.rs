@@ -1,0 +1,382 @@
+//! The values the storage interface takes and returns, shared by both engines: what a caller
+//! of [`super::Store`] sees, with no trace of SQL.
+
+use crate::functions::CodeVersion;
+use crate::ids::{TableRef, ADMIN_DOMAIN};
+use crate::model::{Grant, NamedGrant, User, UserProfile};
+use crate::time::now_rfc3339;
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+// ---- Audit trail ----
+
+/// One administrative change. `summary` is a JSON object already cleared of secrets.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AuditEntry {
+    pub id: i64,
+    /// RFC 3339 UTC with milliseconds, so text order is time order.
+    pub time: String,
+    pub domain: String,
+    pub user_id: String,
+    pub username: String,
+    /// `token` or `api_key`: which credential made the change.
+    pub via: String,
+    pub action: String,
+    pub resource_type: String,
+    pub resource_id: String,
+    pub summary: serde_json::Value,
+    pub correlation_id: String,
+}
+
+/// Which entries a query returns; every filter is optional and they are ANDed.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    pub domain: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// A user id (`svc_admin.users:<key>`) or a username.
+    pub user: Option<String>,
+    pub resource_type: Option<String>,
+    pub action: Option<String>,
+    pub limit: u32,
+    pub offset: u32,
+}
+
+// ---- Identity ----
+
+/// A user as the server needs it to authorize requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthUser {
+    pub key: String,
+    pub username: String,
+    pub admin: bool,
+    pub created_dt: String,
+}
+
+impl AuthUser {
+    /// The user's RecordID, the `sub` of its tokens.
+    pub fn id(&self) -> String {
+        user_id(&self.key)
+    }
+
+    /// The API's view of the user, with its profile and the group ids the viewer may see.
+    pub fn to_model(&self, profile: UserProfile, group_ids: Vec<String>) -> User {
+        User {
+            id: self.id(),
+            username: self.username.clone(),
+            admin: self.admin,
+            created_dt: self.created_dt.clone(),
+            created_dt_sdk: self.created_dt.clone(),
+            profile,
+            group_ids,
+        }
+    }
+}
+
+pub fn user_id(key: &str) -> String {
+    format!("{ADMIN_DOMAIN}.users:{key}")
+}
+
+pub fn group_id(domain: &str, key: &str) -> String {
+    format!("{domain}.groups:{key}")
+}
+
+pub fn api_key_id(key: &str) -> String {
+    format!("{ADMIN_DOMAIN}.api_keys:{key}")
+}
+
+/// Every grant a user holds in one domain, through all of its groups there.
+#[derive(Debug, Clone, Default)]
+pub struct GrantSet(pub Vec<Grant>);
+
+impl GrantSet {
+    /// Actions granted for `feature` at `scope` (grants on scope `*` count everywhere);
+    /// `read-write` implies `read`. Sorted and deduplicated.
+    pub fn actions(&self, feature: &str, scope: &str) -> Vec<String> {
+        let mut actions: Vec<String> = self
+            .0
+            .iter()
+            .filter(|g| g.feature == feature && (g.scope == scope || g.scope == "*"))
+            .flat_map(|g| {
+                if g.action == "read-write" {
+                    vec!["read".to_string(), g.action.clone()]
+                } else {
+                    vec![g.action.clone()]
+                }
+            })
+            .collect();
+        actions.sort();
+        actions.dedup();
+        actions
+    }
+}
+
+impl GrantSet {
+    /// The grants in the SDK's shape, deduplicated.
+    pub fn named(&self) -> Vec<NamedGrant> {
+        let mut named: Vec<NamedGrant> = self
+            .0
+            .iter()
+            .map(|g| NamedGrant {
+                name: g.feature.clone(),
+                action: g.action.clone(),
+                scope: g.scope.clone(),
+            })
+            .collect();
+        named.sort_by(|a, b| (&a.name, &a.scope, &a.action).cmp(&(&b.name, &b.scope, &b.action)));
+        named.dedup();
+        named
+    }
+}
+
+// ---- Functions and flows ----
+
+/// Runs kept per function or flow; older ones are deleted as new ones arrive.
+pub const RUNS_KEPT: i64 = 1000;
+
+/// Whose runs: a function's or a flow's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOwner {
+    Function,
+    Flow,
+}
+
+impl RunOwner {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOwner::Function => "function",
+            RunOwner::Flow => "flow",
+        }
+    }
+}
+
+/// A version stamped now.
+pub fn version_now(version: u64, def: &crate::functions::FunctionDef) -> CodeVersion {
+    CodeVersion {
+        version,
+        language: def.language.clone(),
+        module: def.module,
+        code: def.code.clone(),
+        modules: def.modules.clone(),
+        created_dt: now_rfc3339(),
+    }
+}
+
+// ---- Historian ----
+
+/// One value to historize.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryWrite {
+    pub domain: String,
+    pub topic: String,
+    pub ts_ms: i64,
+    pub value: Value,
+}
+
+/// One stored value, or one bucket of an aggregate query (then `ts_ms` is the bucket start).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPoint {
+    pub ts_ms: i64,
+    pub value: Value,
+}
+
+/// The numeric reading of a value: a JSON number, or a bool as 0/1.
+pub fn numeric(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        _ => None,
+    }
+}
+
+// ---- Broker state ----
+
+/// A PUBLISH as kept for a retained topic or a session's queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    pub topic: String,
+    pub payload: Vec<u8>,
+    pub qos: u8,
+    pub retain: bool,
+    /// Opaque, encoded by the broker.
+    pub properties: Vec<u8>,
+    pub received_ms: i64,
+    pub expires_at_ms: Option<i64>,
+}
+
+/// One subscription of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSubscription {
+    pub filter: String,
+    /// Opaque, encoded by the broker.
+    pub options: Vec<u8>,
+}
+
+/// A message in a session's queue and how far its delivery got.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedMessage {
+    pub seq: i64,
+    pub packet_id: Option<u16>,
+    /// 0 queued, 1 sent awaiting PUBACK/PUBREC, 2 PUBREC received awaiting PUBCOMP.
+    pub state: u8,
+    pub message: StoredMessage,
+}
+
+/// A persistent session with everything it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSession {
+    pub client_id: String,
+    /// User key of the principal that owns the session.
+    pub owner: String,
+    pub expiry_secs: u32,
+    /// `None` while connected.
+    pub disconnected_at_ms: Option<i64>,
+    pub subscriptions: Vec<StoredSubscription>,
+    /// Ordered by seq.
+    pub queue: Vec<QueuedMessage>,
+    /// Packet ids received at QoS 2 awaiting PUBREL.
+    pub inbound_qos2: Vec<u16>,
+}
+
+/// One change to the broker's state; see [`Store::mqtt_write`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum MqttWrite {
+    PutRetained(StoredMessage),
+    DeleteRetained {
+        topic: String,
+    },
+    /// Upsert; keeps the session's subscriptions, queue and inbound ids.
+    PutSession {
+        client_id: String,
+        owner: String,
+        expiry_secs: u32,
+        disconnected_at_ms: Option<i64>,
+    },
+    /// The session and its subscriptions, queue and inbound ids.
+    DeleteSession {
+        client_id: String,
+    },
+    /// Upsert by (client_id, filter).
+    PutSubscription {
+        client_id: String,
+        subscription: StoredSubscription,
+    },
+    DeleteSubscription {
+        client_id: String,
+        filter: String,
+    },
+    /// A seq the session already holds is a conflict (and fails the batch).
+    Enqueue {
+        client_id: String,
+        seq: i64,
+        message: StoredMessage,
+    },
+    /// No change when the message is no longer queued.
+    SetDelivery {
+        client_id: String,
+        seq: i64,
+        packet_id: Option<u16>,
+        state: u8,
+    },
+    Dequeue {
+        client_id: String,
+        seq: i64,
+    },
+    /// Idempotent: a duplicate QoS 2 PUBLISH may carry the same id again.
+    PutInboundQos2 {
+        client_id: String,
+        packet_id: u16,
+    },
+    DeleteInboundQos2 {
+        client_id: String,
+        packet_id: u16,
+    },
+}
+
+// ---- Records ----
+
+/// An update's check, as [`Store::update_record`] takes it.
+pub type UpdateCheck =
+    Box<dyn FnOnce(&Map<String, Value>, &mut Map<String, Value>) -> Result<(), String> + Send>;
+
+/// One record write of a group.
+pub enum RecordWrite {
+    Insert {
+        table: TableRef,
+        key: String,
+        fields: Map<String, Value>,
+    },
+    Update {
+        table: TableRef,
+        key: String,
+        patch: Map<String, Value>,
+        check: UpdateCheck,
+    },
+    Delete {
+        table: TableRef,
+        key: String,
+    },
+}
+
+impl RecordWrite {
+    pub fn table(&self) -> &TableRef {
+        match self {
+            RecordWrite::Insert { table, .. }
+            | RecordWrite::Update { table, .. }
+            | RecordWrite::Delete { table, .. } => table,
+        }
+    }
+}
+
+/// What a committed write did.
+#[derive(Debug)]
+pub enum RecordWritten {
+    /// The record as stored by an insert or an update.
+    Record(Value),
+    /// The update's or delete's record does not exist.
+    Absent,
+    /// The delete removed the record.
+    Deleted,
+}
+
+/// Name of the system table holding a domain's collection definitions.
+pub const COLLECTIONS: &str = "collections";
+
+// ---- Reports ----
+
+/// How long a report may run and how many rows it may return.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportLimits {
+    pub timeout: Duration,
+    pub max_rows: usize,
+}
+
+/// A relation a report names, resolved in the active domain.
+pub enum ReportRelation {
+    Historian,
+    Table(TableRef),
+}
+
+// ---- Tags ----
+
+/// Name of the system table holding a domain's tags.
+pub const TAGS: &str = "tags";
+/// Name of the per-domain system table holding the domain's namespaces (UNS branches).
+pub const NAMESPACES: &str = "namespaces";
+
+/// What the registry keeps of a tag record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagRow {
+    pub path: String,
+    pub historize: bool,
+    /// The tag's own historian retention (a duration such as `30d`), if it has one.
+    pub retention: Option<String>,
+    /// When the tag was declared (RFC 3339), which decides ownership between old duplicates.
+    pub created: String,
+    pub unit: Option<String>,
+}
+
+// ---- Upstreams ----
+
+/// An upstream record's key, fields and password.
+pub type StoredUpstream = (String, Map<String, Value>, Option<String>);
