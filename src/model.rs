@@ -317,9 +317,19 @@ pub struct Bind {
 
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StorageInfo {
+    /// `sqlite` or `postgres`.
     pub engine: String,
-    pub path: String,
+    /// SQLite's database file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     pub size_bytes: u64,
+    /// PostgreSQL's `host:port` (never its password).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
 }
 
 /// The latest value of a tag (`GET /svc/tag/values`).

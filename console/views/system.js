@@ -52,7 +52,7 @@ export function render(main) {
       facts("#device", [
         ["Device", info.device_name],
         ["Version", info.version],
-        ["Storage", `${info.storage.engine}, ${info.storage.path}`],
+        ["Storage", storagePlace(info.storage)],
         ["Size", `${(info.storage.size_bytes / 1048576).toFixed(1)} MiB`],
       ]);
       main.querySelector("#listeners").replaceChildren(
@@ -150,4 +150,12 @@ function duration(secs) {
   if (secs % 3600 === 0) return `${secs / 3600} h`;
   if (secs % 60 === 0) return `${secs / 60} min`;
   return `${secs} s`;
+}
+
+/** Where the data lives: SQLite's file, or PostgreSQL's database, host and version. */
+function storagePlace(storage) {
+  if (storage.engine === "postgres") {
+    return `PostgreSQL ${storage.server_version}, ${storage.database} on ${storage.host}`;
+  }
+  return `SQLite, ${storage.path}`;
 }

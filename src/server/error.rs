@@ -57,6 +57,7 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(m) => ApiError::conflict(m),
             StoreError::Invalid(m) => ApiError::bad_request(m),
             StoreError::Unprocessable(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m),
+            StoreError::Unavailable(m) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, m),
             StoreError::Internal(m) => ApiError {
                 detail: Some(format!("store failure: {m}")),
                 ..ApiError::internal("the server failed to access its storage")

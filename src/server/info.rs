@@ -57,10 +57,16 @@ pub async fn device_info(State(state): State<AppState>, _who: Identity) -> Json<
                 wss: listener(addrs.and_then(|a| a.wss), settings.wss_port, tls),
             },
         },
-        storage: StorageInfo {
-            engine: "sqlite".into(),
-            path: state.store.path().display().to_string(),
-            size_bytes,
+        storage: {
+            let described = state.store.describe();
+            StorageInfo {
+                engine: described.engine.into(),
+                path: described.path,
+                size_bytes,
+                host: described.host,
+                database: described.database,
+                server_version: described.server_version,
+            }
         },
         version: env!("CARGO_PKG_VERSION").to_string(),
         python: Some(crate::functions::python::report()),

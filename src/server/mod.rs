@@ -154,8 +154,8 @@ async fn serve(settings: Settings) -> Result<()> {
         .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
     // Held until the process ends: `svc restore` refuses a directory a server is using.
     let _data_dir_lock = backup::lock_data_dir(&settings.data_dir)?;
-    let store =
-        Store::open(&settings.data_dir.join("svc.db")).context("cannot open the database")?;
+    let store = Store::connect(&settings.database, &settings.data_dir)
+        .with_context(|| format!("cannot open the database {}", settings.database.describe()))?;
     store.set_record_cache_capacity(settings.record_cache_size);
     bootstrap_admin(&store, &settings)?;
     let secret = match &settings.jwt_secret {

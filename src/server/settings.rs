@@ -19,6 +19,10 @@ pub struct ServeArgs {
     /// Directory holding svc.db, uploaded files and the JWT secret [default: ./svc-data]
     #[arg(long, env = "SVC_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Where the data lives: postgres://user:password@host:port/db?sslmode=disable for a
+    /// PostgreSQL database several instances may share [default: svc.db in the data dir]
+    #[arg(long, env = "SVC_DATABASE")]
+    pub database: Option<String>,
     /// REST port; also serves MQTT over WebSocket at /mqtt; 0 picks a free port [default: 6188]
     #[arg(long, env = "SVC_HTTP_PORT")]
     pub http_port: Option<u16>,
@@ -122,6 +126,8 @@ pub struct ServeArgs {
 /// Resolved settings, every default applied.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The store's engine and place (`--database`).
+    pub database: crate::store::Location,
     pub data_dir: PathBuf,
     pub http_port: u16,
     pub mqtt_port: u16,
@@ -266,14 +272,19 @@ impl Settings {
                 .unwrap_or(login_defaults.per_address),
             window: login_window,
         };
+        let data_dir = args
+            .data_dir
+            .or(file.data_dir)
+            .unwrap_or_else(|| PathBuf::from("./svc-data"));
+        let database =
+            crate::store::Location::parse(args.database.or(file.database).as_deref(), &data_dir)
+                .map_err(|e| anyhow::anyhow!("invalid database: {e}"))?;
         Ok(Settings {
+            database,
             metrics_public: args.metrics_public.or(file.metrics_public).unwrap_or(false),
             login_limits,
             mqtt_limits,
-            data_dir: args
-                .data_dir
-                .or(file.data_dir)
-                .unwrap_or_else(|| PathBuf::from("./svc-data")),
+            data_dir,
             http_port: args.http_port.or(file.http_port).unwrap_or(6188),
             mqtt_port: args.mqtt_port.or(file.mqtt_port).unwrap_or(1883),
             ws_port: args.ws_port.or(file.ws_port).unwrap_or(8083),

@@ -3,10 +3,22 @@
 
 use crate::functions::CodeVersion;
 use crate::ids::{TableRef, ADMIN_DOMAIN};
-use crate::model::{Grant, NamedGrant, User, UserProfile};
+use crate::model::{Grant, Group, GroupFeature, NamedGrant, User, UserProfile};
 use crate::time::now_rfc3339;
 use serde_json::{Map, Value};
 use std::time::Duration;
+
+/// Which engine runs and where: the `storage` part of `GET /svc/`.
+#[derive(Debug, Clone)]
+pub struct StorageDescription {
+    pub engine: &'static str,
+    /// SQLite's database file.
+    pub path: Option<String>,
+    /// PostgreSQL's `host:port`, database and server version.
+    pub host: Option<String>,
+    pub database: Option<String>,
+    pub server_version: Option<String>,
+}
 
 // ---- Audit trail ----
 
@@ -126,6 +138,77 @@ impl GrantSet {
         named.sort_by(|a, b| (&a.name, &a.scope, &a.action).cmp(&(&b.name, &b.scope, &b.action)));
         named.dedup();
         named
+    }
+}
+
+/// What an administrator holds in a domain: `read` and `read-write` on the platform's own
+/// features and every feature with custom actions, plus those actions, at scope `*`. `custom`
+/// is the domain's (feature, action) pairs.
+pub fn admin_grants(custom: &[(String, String)]) -> Vec<NamedGrant> {
+    // Every feature a route checks (the system tables' included), so that an
+    // administrator's effective permissions say what the routes allow.
+    const BUILT_IN: [&str; 12] = [
+        "api_keys",
+        "audit",
+        "collections",
+        "flows",
+        "groups",
+        "historian",
+        "logs",
+        "namespace",
+        "processes",
+        "tags",
+        "upstreams",
+        "users",
+    ];
+    let mut features: Vec<String> = BUILT_IN.iter().map(|f| f.to_string()).collect();
+    features.extend(custom.iter().map(|(f, _)| f.clone()));
+    features.sort();
+    features.dedup();
+    let grant = |name: &str, action: &str| NamedGrant {
+        name: name.to_string(),
+        action: action.to_string(),
+        scope: "*".to_string(),
+    };
+    let mut all = Vec::new();
+    for feature in &features {
+        all.push(grant(feature, "read"));
+        all.push(grant(feature, "read-write"));
+        for (_, action) in custom.iter().filter(|(f, _)| f == feature) {
+            all.push(grant(feature, action));
+        }
+    }
+    all
+}
+
+/// `current` with those of `added` it lacks, in order.
+pub fn merged_grants(mut current: Vec<Grant>, added: &[Grant]) -> Vec<Grant> {
+    for grant in added {
+        if !current.contains(grant) {
+            current.push(grant.clone());
+        }
+    }
+    current
+}
+
+/// A group as the API shows it; members are filled in by the caller that lists them.
+pub fn group_model(domain: &str, key: &str, name: String, grants: Vec<Grant>) -> Group {
+    let features = grants
+        .iter()
+        .map(|g| GroupFeature {
+            name: g.feature.clone(),
+            action: g.action.clone(),
+            domain: format!("domains:{domain}"),
+            scope: g.scope.clone(),
+        })
+        .collect();
+    Group {
+        id: group_id(domain, key),
+        name,
+        domain: format!("domains:{domain}"),
+        grants,
+        features,
+        user_ids: Vec::new(),
     }
 }
 

@@ -215,8 +215,11 @@ mod tests {
             },
             storage: StorageInfo {
                 engine: "sqlite".into(),
-                path: String::new(),
+                path: None,
                 size_bytes: 0,
+                host: None,
+                database: None,
+                server_version: None,
             },
             version: "0".into(),
             python: None,

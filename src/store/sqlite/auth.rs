@@ -3,7 +3,7 @@
 
 use super::{SqliteStore, StoreError, StoreResult};
 use crate::ids::new_key;
-use crate::model::{ApiKeyInfo, Domain, Grant, Group, GroupFeature};
+use crate::model::{ApiKeyInfo, Domain, Grant, Group};
 use crate::store::types::*;
 use crate::time::now_rfc3339;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
@@ -56,27 +56,6 @@ fn group_from_row(row: &Row) -> rusqlite::Result<Group> {
         row.get(2)?,
         serde_json::from_str(&grants).unwrap_or_default(),
     ))
-}
-
-/// A group as the API shows it; members are filled in by the caller that lists them.
-fn group_model(domain: &str, key: &str, name: String, grants: Vec<Grant>) -> Group {
-    let features = grants
-        .iter()
-        .map(|g| GroupFeature {
-            name: g.feature.clone(),
-            action: g.action.clone(),
-            domain: format!("domains:{domain}"),
-            scope: g.scope.clone(),
-        })
-        .collect();
-    Group {
-        id: group_id(domain, key),
-        name,
-        domain: format!("domains:{domain}"),
-        grants,
-        features,
-        user_ids: Vec::new(),
-    }
 }
 
 pub(super) fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {

@@ -72,22 +72,6 @@ impl SqliteStore {
     /// What an administrator holds in a domain: `read` and `read-write` on the platform's own
     /// features and every feature with custom actions, plus those actions, at scope `*`.
     pub fn admin_permissions(&self, domain: &str) -> StoreResult<Vec<NamedGrant>> {
-        // Every feature a route checks (the system tables' included), so that an
-        // administrator's effective permissions say what the routes allow.
-        const BUILT_IN: [&str; 12] = [
-            "api_keys",
-            "audit",
-            "collections",
-            "flows",
-            "groups",
-            "historian",
-            "logs",
-            "namespace",
-            "processes",
-            "tags",
-            "upstreams",
-            "users",
-        ];
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT feature, action FROM auth_actions WHERE domain = ?1 ORDER BY feature, action",
@@ -95,24 +79,7 @@ impl SqliteStore {
         let custom: Vec<(String, String)> = stmt
             .query_map([domain], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        let mut features: Vec<String> = BUILT_IN.iter().map(|f| f.to_string()).collect();
-        features.extend(custom.iter().map(|(f, _)| f.clone()));
-        features.sort();
-        features.dedup();
-        let grant = |name: &str, action: &str| NamedGrant {
-            name: name.to_string(),
-            action: action.to_string(),
-            scope: "*".to_string(),
-        };
-        let mut all = Vec::new();
-        for feature in &features {
-            all.push(grant(feature, "read"));
-            all.push(grant(feature, "read-write"));
-            for (_, action) in custom.iter().filter(|(f, _)| f == feature) {
-                all.push(grant(feature, action));
-            }
-        }
-        Ok(all)
+        Ok(admin_grants(&custom))
     }
 
     /// Every user's API keys with their owner; only those of users in a group of `domain` when
@@ -173,12 +140,7 @@ impl SqliteStore {
         let Some(current) = current else {
             return Ok(false);
         };
-        let mut all: Vec<Grant> = serde_json::from_str(&current)?;
-        for grant in grants {
-            if !all.contains(grant) {
-                all.push(grant.clone());
-            }
-        }
+        let all = merged_grants(serde_json::from_str(&current)?, grants);
         tx.execute(
             "UPDATE auth_groups SET grants = ?3 WHERE domain = ?1 AND key = ?2",
             params![domain, group_key, serde_json::to_string(&all)?],

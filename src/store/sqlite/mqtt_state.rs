@@ -312,6 +312,7 @@ fn in_context(err: StoreError, context: &str) -> StoreError {
         StoreError::Invalid(m) => StoreError::Invalid(format!("{context}: {m}")),
         StoreError::Unprocessable(m) => StoreError::Unprocessable(format!("{context}: {m}")),
         StoreError::Internal(m) => StoreError::Internal(format!("{context}: {m}")),
+        StoreError::Unavailable(m) => StoreError::Unavailable(format!("{context}: {m}")),
     }
 }
 

@@ -1,0 +1,51 @@
+//! The PostgreSQL schema as versioned files (`migrations/NNNN_name.sql`), applied in order at
+//! open. Each runs in one transaction with the row that records it in `svc_schema_migrations`,
+//! under an advisory lock, so instances that start together apply each file exactly once and a
+//! failed file leaves nothing half done.
+
+use super::super::StoreResult;
+use deadpool_postgres::Pool;
+
+/// Every migration, oldest first: (version, file text). Versions only ever grow.
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("migrations/0001_identity.sql")),
+    (2, include_str!("migrations/0002_audit.sql")),
+];
+
+/// Key of the advisory lock that serialises migrations between instances ("svc-migr").
+const MIGRATION_LOCK: i64 = 0x7376_632d_6d69_6772;
+
+/// Applies the migrations the database lacks; returns the version it is at.
+pub async fn apply(pool: &Pool) -> StoreResult<i32> {
+    let mut client = pool.get().await?;
+    client
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS svc_schema_migrations (
+                version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await?;
+    let mut at = 0;
+    for (version, sql) in MIGRATIONS {
+        let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await?;
+        let applied = tx
+            .query_opt(
+                "SELECT 1 FROM svc_schema_migrations WHERE version = $1",
+                &[version],
+            )
+            .await?
+            .is_some();
+        if !applied {
+            tx.batch_execute(sql).await?;
+            tx.execute(
+                "INSERT INTO svc_schema_migrations (version) VALUES ($1)",
+                &[version],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        at = *version;
+    }
+    Ok(at)
+}

@@ -1,0 +1,238 @@
+//! The PostgreSQL engine: for sites that outgrow one box, and for several `svc serve`
+//! instances sharing one database. tokio-postgres connections in a deadpool pool, driven by a
+//! small runtime of the engine's own so that the storage interface stays synchronous (callers
+//! run it on the blocking pool, as with SQLite). The schema is the versioned files of
+//! `migrations/`, applied at open.
+
+mod audit;
+mod auth;
+mod migrations;
+
+use super::location::PostgresTarget;
+use super::{StoreError, StoreResult};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
+
+/// Connections kept open to the server.
+const POOL_SIZE: usize = 16;
+/// How long opening a connection may take before the server counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Parameters of a statement, as tokio-postgres takes them.
+pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+pub struct PgStore {
+    pool: Pool,
+    /// Drives the pool's connections; its own, so the interface can block on it from any
+    /// thread that is not one of its workers. Always `Some` until dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+    target: PostgresTarget,
+    /// The instance's data directory, where its local journals live.
+    local_dir: PathBuf,
+    server_version: String,
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(err: tokio_postgres::Error) -> StoreError {
+        match err.code() {
+            Some(code) if *code == SqlState::UNIQUE_VIOLATION => {
+                StoreError::Conflict("the record conflicts with an existing one".into())
+            }
+            Some(code) if *code == SqlState::QUERY_CANCELED => {
+                StoreError::Unprocessable("the query ran longer than its time limit".into())
+            }
+            Some(code) if *code == SqlState::READ_ONLY_SQL_TRANSACTION => {
+                StoreError::Invalid("the query must only read".into())
+            }
+            Some(_) => StoreError::Internal(db_message(&err)),
+            None => StoreError::Unavailable(format!("the database is unreachable: {err}")),
+        }
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(err: deadpool_postgres::PoolError) -> StoreError {
+        StoreError::Unavailable(format!("the database is unreachable: {err}"))
+    }
+}
+
+/// The server's own message for an error it reported (tokio-postgres' Display says only
+/// "db error").
+fn db_message(err: &tokio_postgres::Error) -> String {
+    err.as_db_error()
+        .map(|db| db.message().to_string())
+        .unwrap_or_else(|| err.to_string())
+}
+
+impl PgStore {
+    /// Connects, checks the server answers, and applies the migrations it lacks.
+    pub fn open(target: &PostgresTarget, local_dir: &Path) -> StoreResult<PgStore> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("svc-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Internal(format!("cannot start the database runtime: {e}")))?;
+        let mut config = target.config.clone();
+        config
+            .connect_timeout(CONNECT_TIMEOUT)
+            .application_name("svc");
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = {
+            let _entered = runtime.enter();
+            Pool::builder(manager)
+                .max_size(POOL_SIZE)
+                .runtime(deadpool_postgres::Runtime::Tokio1)
+                .wait_timeout(Some(CONNECT_TIMEOUT))
+                .create_timeout(Some(CONNECT_TIMEOUT))
+                .build()
+                .map_err(|e| StoreError::Internal(format!("cannot build the pool: {e}")))?
+        };
+        let mut store = PgStore {
+            pool,
+            runtime: Some(runtime),
+            target: target.clone(),
+            local_dir: local_dir.to_path_buf(),
+            server_version: String::new(),
+        };
+        store.server_version = store
+            .query_one("SHOW server_version", &[])?
+            .get::<_, String>(0);
+        store.block(migrations::apply(&store.pool))?;
+        Ok(store)
+    }
+
+    /// Runs `work` to completion on the engine's runtime. From a tokio worker thread (a caller
+    /// that did not go through the blocking pool) the worker is handed over first, so the call
+    /// blocks only itself.
+    pub(super) fn block<T>(&self, work: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+        let on_worker = tokio::runtime::Handle::try_current().is_ok_and(|handle| {
+            handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        });
+        let Some(runtime) = &self.runtime else {
+            return Err(StoreError::Unavailable("the store is closed".into()));
+        };
+        if on_worker {
+            tokio::task::block_in_place(|| runtime.block_on(work))
+        } else {
+            runtime.block_on(work)
+        }
+    }
+
+    pub(super) async fn client(&self) -> StoreResult<deadpool_postgres::Client> {
+        Ok(self.pool.get().await?)
+    }
+
+    /// Every row of one statement.
+    pub(super) fn query(&self, sql: &str, params: Params) -> StoreResult<Vec<Row>> {
+        self.block(async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql).await?;
+            Ok(client.query(&statement, params).await?)
+        })
+    }
+
+    /// The row of a statement that returns exactly one.
+    pub(super) fn query_one(&self, sql: &str, params: Params) -> StoreResult<Row> {
+        self.block(async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql).await?;
+            Ok(client.query_one(&statement, params).await?)
+        })
+    }
+
+    /// The row of a statement that returns at most one.
+    pub(super) fn query_opt(&self, sql: &str, params: Params) -> StoreResult<Option<Row>> {
+        self.block(async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql).await?;
+            Ok(client.query_opt(&statement, params).await?)
+        })
+    }
+
+    /// Runs one statement; the rows it changed.
+    pub(super) fn execute(&self, sql: &str, params: Params) -> StoreResult<u64> {
+        self.block(async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql).await?;
+            Ok(client.execute(&statement, params).await?)
+        })
+    }
+
+    /// Whether a call may run on the caller's own thread: never, every call waits on the
+    /// network.
+    pub fn has_idle_connection(&self) -> bool {
+        false
+    }
+
+    /// The records cache is SQLite's: here another instance may write any record, so reads
+    /// by id always ask the server.
+    pub fn set_record_cache_capacity(&self, _bytes: usize) {}
+
+    pub fn ping(&self) -> StoreResult<()> {
+        self.query_one("SELECT 1", &[]).map(|_| ())
+    }
+
+    /// The instance's data directory, next to which local journals are kept.
+    pub fn path(&self) -> &Path {
+        &self.local_dir
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.query_one("SELECT pg_database_size(current_database())", &[])
+            .map(|row| row.get::<_, i64>(0).max(0) as u64)
+            .unwrap_or(0)
+    }
+
+    /// Nothing to leave consistent: every commit already is.
+    pub fn close(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// A snapshot of a shared PostgreSQL database is the database administrator's (pg_dump,
+    /// base backups): one instance of several cannot take it consistently for all.
+    pub fn snapshot_to(&self, _dest: &Path) -> StoreResult<()> {
+        Err(StoreError::Invalid(
+            "snapshots are taken of the SQLite store only; back PostgreSQL up with pg_dump or \
+             base backups"
+                .into(),
+        ))
+    }
+
+    pub fn target(&self) -> &PostgresTarget {
+        &self.target
+    }
+
+    pub fn server_version(&self) -> &str {
+        &self.server_version
+    }
+}
+
+impl Drop for PgStore {
+    /// Lets the runtime's threads wind down on their own: the last handle may be dropped on an
+    /// async task, where waiting for them is not allowed.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// A sentence for a conflict on one of the identity tables' unique keys.
+pub(super) fn conflict_as(err: StoreError, sentence: impl FnOnce() -> String) -> StoreError {
+    match err {
+        StoreError::Conflict(_) => StoreError::Conflict(sentence()),
+        other => other,
+    }
+}
