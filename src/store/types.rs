@@ -3,7 +3,7 @@
 
 use crate::functions::CodeVersion;
 use crate::ids::{TableRef, ADMIN_DOMAIN};
-use crate::model::{Grant, Group, GroupFeature, NamedGrant, User, UserProfile};
+use crate::model::{ApiKeyInfo, Domain, Grant, Group, GroupFeature, NamedGrant, User, UserProfile};
 use crate::time::now_rfc3339;
 use serde_json::{Map, Value};
 use std::time::Duration;
@@ -95,6 +95,45 @@ pub fn group_id(domain: &str, key: &str) -> String {
 
 pub fn api_key_id(key: &str) -> String {
     format!("{ADMIN_DOMAIN}.api_keys:{key}")
+}
+
+impl AuthUser {
+    /// A new user, with a fresh key, created now.
+    pub fn fresh(username: &str, admin: bool) -> AuthUser {
+        AuthUser {
+            key: crate::ids::new_key(),
+            username: username.to_string(),
+            admin,
+            created_dt: now_rfc3339(),
+        }
+    }
+}
+
+/// A domain as the API shows it.
+pub fn domain_model(name: String, created_dt: String) -> Domain {
+    Domain {
+        id: format!("domains:{name}"),
+        name,
+        created_dt,
+    }
+}
+
+/// An API key as the API shows it (its owner filled in by the callers that list everyone's).
+pub fn api_key_model(
+    key: &str,
+    name: String,
+    prefix: String,
+    created_dt: String,
+    last_used_dt: Option<String>,
+) -> ApiKeyInfo {
+    ApiKeyInfo {
+        id: api_key_id(key),
+        name,
+        prefix,
+        created_dt,
+        last_used_dt,
+        user_id: None,
+    }
 }
 
 /// Every grant a user holds in one domain, through all of its groups there.

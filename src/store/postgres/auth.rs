@@ -35,14 +35,7 @@ fn group_from_row(row: &Row) -> Group {
 
 fn api_key_from_row(row: &Row) -> ApiKeyInfo {
     let key: String = row.get(0);
-    ApiKeyInfo {
-        id: api_key_id(&key),
-        name: row.get(1),
-        prefix: row.get(2),
-        created_dt: row.get(3),
-        last_used_dt: row.get(4),
-        user_id: None,
-    }
+    api_key_model(&key, row.get(1), row.get(2), row.get(3), row.get(4))
 }
 
 /// The bare key of an API key given by id or bare key.
@@ -64,12 +57,7 @@ impl PgStore {
         password_hash: &str,
         admin: bool,
     ) -> StoreResult<AuthUser> {
-        let user = AuthUser {
-            key: new_key(),
-            username: username.to_string(),
-            admin,
-            created_dt: now_rfc3339(),
-        };
+        let user = AuthUser::fresh(username, admin);
         self.execute(
             "INSERT INTO auth_users (key, username, password_hash, admin, created_dt, profile) \
              VALUES ($1, $2, $3, $4, $5, '{}')",
@@ -143,11 +131,7 @@ impl PgStore {
             &[&name, &created_dt],
         )
         .map_err(|e| conflict_as(e, || format!("domain `{name}` already exists")))?;
-        Ok(Domain {
-            id: format!("domains:{name}"),
-            name: name.to_string(),
-            created_dt,
-        })
+        Ok(domain_model(name.to_string(), created_dt))
     }
 
     pub fn list_domains(&self) -> StoreResult<Vec<Domain>> {
@@ -157,14 +141,7 @@ impl PgStore {
                 &[],
             )?
             .iter()
-            .map(|row| {
-                let name: String = row.get(0);
-                Domain {
-                    id: format!("domains:{name}"),
-                    name,
-                    created_dt: row.get(1),
-                }
-            })
+            .map(|row| domain_model(row.get(0), row.get(1)))
             .collect())
     }
 
@@ -289,14 +266,13 @@ impl PgStore {
              VALUES ($1, $2, $3, $4, $5, $6)",
             &[&key, &user_key, &name, &prefix, &secret_hash, &created_dt],
         )?;
-        Ok(ApiKeyInfo {
-            id: api_key_id(&key),
-            name: name.to_string(),
-            prefix: prefix.to_string(),
+        Ok(api_key_model(
+            &key,
+            name.to_string(),
+            prefix.to_string(),
             created_dt,
-            last_used_dt: None,
-            user_id: None,
-        })
+            None,
+        ))
     }
 
     pub fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>> {

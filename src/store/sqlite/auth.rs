@@ -60,14 +60,13 @@ fn group_from_row(row: &Row) -> rusqlite::Result<Group> {
 
 pub(super) fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
     let key: String = row.get(0)?;
-    Ok(ApiKeyInfo {
-        id: api_key_id(&key),
-        name: row.get(1)?,
-        prefix: row.get(2)?,
-        created_dt: row.get(3)?,
-        last_used_dt: row.get(4)?,
-        user_id: None,
-    })
+    Ok(api_key_model(
+        &key,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+    ))
 }
 
 impl SqliteStore {
@@ -84,12 +83,7 @@ impl SqliteStore {
         password_hash: &str,
         admin: bool,
     ) -> StoreResult<AuthUser> {
-        let user = AuthUser {
-            key: new_key(),
-            username: username.to_string(),
-            admin,
-            created_dt: now_rfc3339(),
-        };
+        let user = AuthUser::fresh(username, admin);
         self.conn()?
             .execute(
                 "INSERT INTO auth_users (key, username, password_hash, admin, created_dt) \
@@ -168,24 +162,13 @@ impl SqliteStore {
                 }
                 other => other,
             })?;
-        Ok(Domain {
-            id: format!("domains:{name}"),
-            name: name.to_string(),
-            created_dt,
-        })
+        Ok(domain_model(name.to_string(), created_dt))
     }
 
     pub fn list_domains(&self) -> StoreResult<Vec<Domain>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare("SELECT name, created_dt FROM auth_domains ORDER BY name")?;
-        let rows = stmt.query_map([], |row| {
-            let name: String = row.get(0)?;
-            Ok(Domain {
-                id: format!("domains:{name}"),
-                name,
-                created_dt: row.get(1)?,
-            })
-        })?;
+        let rows = stmt.query_map([], |row| Ok(domain_model(row.get(0)?, row.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -309,14 +292,13 @@ impl SqliteStore {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![key, user_key, name, prefix, secret_hash, created_dt],
         )?;
-        Ok(ApiKeyInfo {
-            id: api_key_id(&key),
-            name: name.to_string(),
-            prefix: prefix.to_string(),
+        Ok(api_key_model(
+            &key,
+            name.to_string(),
+            prefix.to_string(),
             created_dt,
-            last_used_dt: None,
-            user_id: None,
-        })
+            None,
+        ))
     }
 
     pub fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>> {
