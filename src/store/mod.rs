@@ -50,6 +50,19 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+impl StoreError {
+    /// The same error, its message prefixed with `context`.
+    pub fn in_context(self, context: &str) -> StoreError {
+        match self {
+            StoreError::Conflict(m) => StoreError::Conflict(format!("{context}: {m}")),
+            StoreError::Invalid(m) => StoreError::Invalid(format!("{context}: {m}")),
+            StoreError::Unprocessable(m) => StoreError::Unprocessable(format!("{context}: {m}")),
+            StoreError::Internal(m) => StoreError::Internal(format!("{context}: {m}")),
+            StoreError::Unavailable(m) => StoreError::Unavailable(format!("{context}: {m}")),
+        }
+    }
+}
+
 impl From<serde_json::Error> for StoreError {
     fn from(err: serde_json::Error) -> StoreError {
         StoreError::Internal(format!("stored JSON is unreadable: {err}"))
@@ -271,34 +284,6 @@ engine_calls! {
     fn api_key_user(&self, id: &str) -> StoreResult<Option<String>>;
     fn group_exists(&self, domain: &str, group_key: &str) -> StoreResult<bool>;
     fn add_group_grants(&self, domain: &str, group_key: &str, grants: &[Grant]) -> StoreResult<bool>;
-}
-
-pending_on_postgres! {
-    // ---- functions and flows ----
-    fn keep_code_version(&self, domain: &str, name: &str, version: &CodeVersion) -> StoreResult<()>;
-    fn code_versions(&self, domain: &str, name: &str) -> StoreResult<Vec<CodeVersion>>;
-    fn forget_function(&self, domain: &str, name: &str) -> StoreResult<()>;
-    fn record_runs(&self, runs: &[(String, RunOwner, RunRecord)]) -> StoreResult<()>;
-    fn runs(&self, domain: &str, owner: RunOwner, name: &str, limit: usize) -> StoreResult<Vec<RunRecord>>;
-
-    // ---- historian ----
-    fn journal_folded(&self) -> StoreResult<u64>;
-    fn fold_history(&self, values: &[HistoryWrite], journaled_upto: Option<u64>) -> StoreResult<()>;
-    /// Writes a batch straight to the historian tables (the server goes through the journal).
-    #[cfg(test)]
-    fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize>;
-    fn history_range(&self, domain: &str, topic: &str, start_ms: i64, end_ms: i64, limit: Option<u64>) -> StoreResult<Vec<HistoryPoint>>;
-    fn history_last(&self, domain: &str, topic: &str, n: u64) -> StoreResult<Vec<HistoryPoint>>;
-    fn history_buckets(&self, domain: &str, topic: &str, start_ms: i64, end_ms: i64, bucket_ms: i64, agg: Aggregation) -> StoreResult<Vec<HistoryPoint>>;
-    fn history_buckets_between(&self, domain: &str, topic: &str, start_ms: i64, end_ms: i64, edges: &[i64], agg: Aggregation) -> StoreResult<Vec<HistoryPoint>>;
-    /// Topics of a domain with stored values (tests check retention with it).
-    #[cfg(test)]
-    fn history_topics(&self, domain: &str) -> StoreResult<Vec<String>>;
-    fn history_delete_before(&self, domain: Option<&str>, topic: Option<&str>, before_ms: i64) -> StoreResult<u64>;
-
-    // ---- the broker's durable state ----
-    fn mqtt_write(&self, writes: &[MqttWrite]) -> StoreResult<()>;
-    fn mqtt_load(&self, now_ms: i64) -> StoreResult<(Vec<StoredMessage>, Vec<StoredSession>)>;
 
     // ---- records and collections ----
     fn write_records(&self, group: Vec<RecordWrite>) -> Vec<StoreResult<RecordWritten>>;
@@ -315,20 +300,50 @@ pending_on_postgres! {
     fn delete_collection(&self, domain: &str, name: &str) -> StoreResult<bool>;
     fn collection(&self, table: &TableRef) -> StoreResult<Option<Arc<Collection>>>;
 
-    // ---- reports (the read-only SQL route) ----
-    fn report_relations(&self, domain: &str, query: &CheckedQuery) -> StoreResult<Vec<(String, ReportRelation)>>;
-    fn run_report(&self, domain: &str, query: CheckedQuery, relations: &[(String, ReportRelation)], limits: ReportLimits) -> StoreResult<Vec<Map<String, Value>>>;
-
     // ---- tags and namespaces ----
     fn tags_of(&self, domain: &str) -> StoreResult<Vec<TagRow>>;
     fn namespaces_of(&self, domain: &str) -> StoreResult<Vec<String>>;
+
+    // ---- upstream passwords ----
+    fn set_upstream_password(&self, domain: &str, key: &str, password: Option<&str>) -> StoreResult<()>;
+    fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>>;
+    fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>>;
+
+    // ---- historian ----
+    fn journal_folded(&self) -> StoreResult<u64>;
+    fn fold_history(&self, values: &[HistoryWrite], journaled_upto: Option<u64>) -> StoreResult<()>;
+    /// Writes a batch straight to the historian tables (the server goes through the journal).
+    #[cfg(test)]
+    fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize>;
+    fn history_range(&self, domain: &str, topic: &str, start_ms: i64, end_ms: i64, limit: Option<u64>) -> StoreResult<Vec<HistoryPoint>>;
+    fn history_last(&self, domain: &str, topic: &str, n: u64) -> StoreResult<Vec<HistoryPoint>>;
+    fn history_buckets(&self, domain: &str, topic: &str, start_ms: i64, end_ms: i64, bucket_ms: i64, agg: Aggregation) -> StoreResult<Vec<HistoryPoint>>;
+    fn history_buckets_between(&self, domain: &str, topic: &str, start_ms: i64, end_ms: i64, edges: &[i64], agg: Aggregation) -> StoreResult<Vec<HistoryPoint>>;
+    /// Topics of a domain with stored values (tests check retention with it).
+    #[cfg(test)]
+    fn history_topics(&self, domain: &str) -> StoreResult<Vec<String>>;
+    fn history_delete_before(&self, domain: Option<&str>, topic: Option<&str>, before_ms: i64) -> StoreResult<u64>;
 
     // ---- upstream bridges ----
     fn upstream_queue_write(&self, appends: &[(&str, &Item)], deletes: &[(&str, &[i64])]) -> StoreResult<()>;
     fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<Item>>;
     fn upstream_queue_last_seq(&self) -> StoreResult<i64>;
     fn upstream_queue_clear(&self, upstream: &str) -> StoreResult<()>;
-    fn set_upstream_password(&self, domain: &str, key: &str, password: Option<&str>) -> StoreResult<()>;
-    fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>>;
-    fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>>;
+
+    // ---- the broker's durable state ----
+    fn mqtt_write(&self, writes: &[MqttWrite]) -> StoreResult<()>;
+    fn mqtt_load(&self, now_ms: i64) -> StoreResult<(Vec<StoredMessage>, Vec<StoredSession>)>;
+}
+
+pending_on_postgres! {
+    // ---- functions and flows ----
+    fn keep_code_version(&self, domain: &str, name: &str, version: &CodeVersion) -> StoreResult<()>;
+    fn code_versions(&self, domain: &str, name: &str) -> StoreResult<Vec<CodeVersion>>;
+    fn forget_function(&self, domain: &str, name: &str) -> StoreResult<()>;
+    fn record_runs(&self, runs: &[(String, RunOwner, RunRecord)]) -> StoreResult<()>;
+    fn runs(&self, domain: &str, owner: RunOwner, name: &str, limit: usize) -> StoreResult<Vec<RunRecord>>;
+
+    // ---- reports (the read-only SQL route) ----
+    fn report_relations(&self, domain: &str, query: &CheckedQuery) -> StoreResult<Vec<(String, ReportRelation)>>;
+    fn run_report(&self, domain: &str, query: CheckedQuery, relations: &[(String, ReportRelation)], limits: ReportLimits) -> StoreResult<Vec<Map<String, Value>>>;
 }

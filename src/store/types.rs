@@ -1,11 +1,13 @@
 //! The values the storage interface takes and returns, shared by both engines: what a caller
 //! of [`super::Store`] sees, with no trace of SQL.
 
+use super::{StoreError, StoreResult};
 use crate::functions::CodeVersion;
 use crate::ids::{TableRef, ADMIN_DOMAIN};
 use crate::model::{ApiKeyInfo, Domain, Grant, Group, GroupFeature, NamedGrant, User, UserProfile};
 use crate::time::now_rfc3339;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// Which engine runs and where: the `storage` part of `GET /svc/`.
@@ -311,6 +313,15 @@ pub fn numeric(value: &Value) -> Option<f64> {
     }
 }
 
+/// An aggregate as JSON: whole numbers (that fit a double exactly) as integers, NULL as null.
+pub fn number_json(x: Option<f64>) -> Value {
+    match x {
+        Some(x) if x.fract() == 0.0 && x.abs() <= 9_007_199_254_740_992.0 => Value::from(x as i64),
+        Some(x) => Value::from(x),
+        None => Value::Null,
+    }
+}
+
 // ---- Broker state ----
 
 /// A PUBLISH as kept for a retained topic or a session's queue.
@@ -415,6 +426,60 @@ pub enum MqttWrite {
     },
 }
 
+/// Refuses a QoS that MQTT does not have.
+pub fn check_qos(qos: u8) -> StoreResult<()> {
+    if qos > 2 {
+        return Err(StoreError::Invalid(format!("QoS {qos} is not 0, 1 or 2")));
+    }
+    Ok(())
+}
+
+impl MqttWrite {
+    /// What the write is, for an error message.
+    pub fn label(&self) -> String {
+        match self {
+            MqttWrite::PutRetained(m) => format!("retain on `{}`", m.topic),
+            MqttWrite::DeleteRetained { topic } => format!("delete retained on `{topic}`"),
+            MqttWrite::PutSession { client_id, .. } => format!("put session `{client_id}`"),
+            MqttWrite::DeleteSession { client_id } => format!("delete session `{client_id}`"),
+            MqttWrite::PutSubscription {
+                client_id,
+                subscription,
+            } => format!("subscribe `{client_id}` to `{}`", subscription.filter),
+            MqttWrite::DeleteSubscription { client_id, filter } => {
+                format!("unsubscribe `{client_id}` from `{filter}`")
+            }
+            MqttWrite::Enqueue { client_id, seq, .. } => {
+                format!("enqueue #{seq} for `{client_id}`")
+            }
+            MqttWrite::SetDelivery { client_id, seq, .. } => {
+                format!("delivery state of #{seq} for `{client_id}`")
+            }
+            MqttWrite::Dequeue { client_id, seq } => format!("dequeue #{seq} for `{client_id}`"),
+            MqttWrite::PutInboundQos2 {
+                client_id,
+                packet_id,
+            } => format!("inbound QoS 2 id {packet_id} of `{client_id}`"),
+            MqttWrite::DeleteInboundQos2 {
+                client_id,
+                packet_id,
+            } => format!("release inbound QoS 2 id {packet_id} of `{client_id}`"),
+        }
+    }
+}
+
+/// The session a child row belongs to (`index`: client id → position in `sessions`).
+pub fn session_of<'s>(
+    sessions: &'s mut [StoredSession],
+    index: &HashMap<String, usize>,
+    client_id: &str,
+) -> StoreResult<&'s mut StoredSession> {
+    let i = index.get(client_id).copied().ok_or_else(|| {
+        StoreError::Internal(format!("stored MQTT row of unknown session `{client_id}`"))
+    })?;
+    Ok(&mut sessions[i])
+}
+
 // ---- Records ----
 
 /// An update's check, as [`Store::update_record`] takes it.
@@ -464,6 +529,32 @@ pub enum RecordWritten {
 /// Name of the system table holding a domain's collection definitions.
 pub const COLLECTIONS: &str = "collections";
 
+/// Drops the server-owned fields from a document before it is stored.
+pub fn stored_fields(fields: &Map<String, Value>) -> Map<String, Value> {
+    fields
+        .iter()
+        .filter(|(k, _)| !crate::schema::is_system_field(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The record as the API returns it, from what was just written (no read back); the same
+/// members in the same order as the engines' record texts give.
+pub fn written_record(
+    table: &TableRef,
+    key: &str,
+    stored: Map<String, Value>,
+    created: &str,
+    updated: &str,
+) -> Value {
+    let mut record = Map::new();
+    record.insert("id".into(), Value::String(table.record_id(key)));
+    record.insert("created_dt".into(), Value::String(created.into()));
+    record.insert("updated_dt".into(), Value::String(updated.into()));
+    record.extend(stored);
+    Value::Object(record)
+}
+
 // ---- Reports ----
 
 /// How long a report may run and how many rows it may return.
@@ -502,3 +593,17 @@ pub struct TagRow {
 
 /// An upstream record's key, fields and password.
 pub type StoredUpstream = (String, Map<String, Value>, Option<String>);
+
+/// Sorted runs of consecutive numbers, as (first, last).
+pub fn seq_runs(seqs: &[i64]) -> Vec<(i64, i64)> {
+    let mut sorted = seqs.to_vec();
+    sorted.sort_unstable();
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for seq in sorted {
+        match runs.last_mut() {
+            Some((_, last)) if seq <= *last + 1 => *last = seq.max(*last),
+            _ => runs.push((seq, seq)),
+        }
+    }
+    runs
+}

@@ -10,6 +10,10 @@ use deadpool_postgres::Pool;
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_identity.sql")),
     (2, include_str!("migrations/0002_audit.sql")),
+    (3, include_str!("migrations/0003_records.sql")),
+    (4, include_str!("migrations/0004_historian.sql")),
+    (5, include_str!("migrations/0005_upstream_queue.sql")),
+    (6, include_str!("migrations/0006_broker.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").

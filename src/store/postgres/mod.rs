@@ -6,13 +6,23 @@
 
 mod audit;
 mod auth;
+mod filter_sql;
+mod historian;
 mod migrations;
+mod mqtt_state;
+mod names;
+mod record_writes;
+mod records;
+mod tags;
+mod upstream_queue;
 
 use super::location::PostgresTarget;
 use super::{StoreError, StoreResult};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
@@ -32,9 +42,19 @@ pub struct PgStore {
     /// thread that is not one of its workers. Always `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
     target: PostgresTarget,
-    /// The instance's data directory, where its local journals live.
-    local_dir: PathBuf,
+    /// Where this instance's local files go (its journals): `svc-postgres` in its data
+    /// directory, as a name to put suffixes on.
+    local_path: PathBuf,
+    /// This instance's id (kept in its data directory), which keys its journal mark.
+    instance: String,
     server_version: String,
+    /// Record tables this instance created or found, so writes skip `CREATE … IF NOT EXISTS`.
+    /// Tables are never dropped, so what another instance does cannot make this wrong.
+    known_tables: Mutex<HashSet<String>>,
+    /// Starts of the historian partitions known to exist.
+    known_partitions: Mutex<HashSet<i64>>,
+    /// Historian series ids by (domain, topic); series are never deleted.
+    series: Mutex<HashMap<(String, String), i64>>,
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -103,8 +123,12 @@ impl PgStore {
             pool,
             runtime: Some(runtime),
             target: target.clone(),
-            local_dir: local_dir.to_path_buf(),
+            local_path: local_dir.join("svc-postgres"),
+            instance: instance_id(local_dir)?,
             server_version: String::new(),
+            known_tables: Mutex::default(),
+            known_partitions: Mutex::default(),
+            series: Mutex::default(),
         };
         store.server_version = store
             .query_one("SHOW server_version", &[])?
@@ -184,9 +208,9 @@ impl PgStore {
         self.query_one("SELECT 1", &[]).map(|_| ())
     }
 
-    /// The instance's data directory, next to which local journals are kept.
+    /// The name in the instance's data directory that its local journals are named after.
     pub fn path(&self) -> &Path {
-        &self.local_dir
+        &self.local_path
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -227,6 +251,22 @@ impl Drop for PgStore {
             runtime.shutdown_background();
         }
     }
+}
+
+/// The id of the instance whose data directory is `local_dir`: read from its `instance.id`,
+/// written there (random) on the first start.
+fn instance_id(local_dir: &Path) -> StoreResult<String> {
+    let file = local_dir.join("instance.id");
+    if let Ok(id) = std::fs::read_to_string(&file) {
+        if !id.trim().is_empty() {
+            return Ok(id.trim().to_string());
+        }
+    }
+    let id = crate::ids::new_key();
+    std::fs::create_dir_all(local_dir)
+        .and_then(|()| std::fs::write(&file, &id))
+        .map_err(|e| StoreError::Internal(format!("cannot write {}: {e}", file.display())))?;
+    Ok(id)
 }
 
 /// A sentence for a conflict on one of the identity tables' unique keys.

@@ -39,15 +39,6 @@ CREATE TABLE IF NOT EXISTS hist_points (
 ) WITHOUT ROWID;
 ";
 
-/// An aggregate as JSON: whole numbers (that fit a double exactly) as integers, NULL as null.
-fn number_json(x: Option<f64>) -> Value {
-    match x {
-        Some(x) if x.fract() == 0.0 && x.abs() <= 9_007_199_254_740_992.0 => Value::from(x as i64),
-        Some(x) => Value::from(x),
-        None => Value::Null,
-    }
-}
-
 fn parse_value(text: &str) -> StoreResult<Value> {
     Ok(serde_json::from_str(text)?)
 }

@@ -119,7 +119,7 @@ impl SqliteStore {
             let mut statements = Statements::new(&tx);
             for (index, write) in writes.iter().enumerate() {
                 apply(&mut statements, write).map_err(|e| {
-                    in_context(e, &format!("MQTT write #{index} ({})", label(write)))
+                    e.in_context(&format!("MQTT write #{index} ({})", write.label()))
                 })?;
             }
         }
@@ -268,54 +268,6 @@ fn apply(s: &mut Statements<'_>, write: &MqttWrite) -> StoreResult<()> {
     Ok(())
 }
 
-fn check_qos(qos: u8) -> StoreResult<()> {
-    if qos > 2 {
-        return Err(StoreError::Invalid(format!("QoS {qos} is not 0, 1 or 2")));
-    }
-    Ok(())
-}
-
-/// What a write is, for an error message.
-fn label(write: &MqttWrite) -> String {
-    match write {
-        MqttWrite::PutRetained(m) => format!("retain on `{}`", m.topic),
-        MqttWrite::DeleteRetained { topic } => format!("delete retained on `{topic}`"),
-        MqttWrite::PutSession { client_id, .. } => format!("put session `{client_id}`"),
-        MqttWrite::DeleteSession { client_id } => format!("delete session `{client_id}`"),
-        MqttWrite::PutSubscription {
-            client_id,
-            subscription,
-        } => format!("subscribe `{client_id}` to `{}`", subscription.filter),
-        MqttWrite::DeleteSubscription { client_id, filter } => {
-            format!("unsubscribe `{client_id}` from `{filter}`")
-        }
-        MqttWrite::Enqueue { client_id, seq, .. } => format!("enqueue #{seq} for `{client_id}`"),
-        MqttWrite::SetDelivery { client_id, seq, .. } => {
-            format!("delivery state of #{seq} for `{client_id}`")
-        }
-        MqttWrite::Dequeue { client_id, seq } => format!("dequeue #{seq} for `{client_id}`"),
-        MqttWrite::PutInboundQos2 {
-            client_id,
-            packet_id,
-        } => format!("inbound QoS 2 id {packet_id} of `{client_id}`"),
-        MqttWrite::DeleteInboundQos2 {
-            client_id,
-            packet_id,
-        } => format!("release inbound QoS 2 id {packet_id} of `{client_id}`"),
-    }
-}
-
-/// The same error, its message prefixed with `context`.
-fn in_context(err: StoreError, context: &str) -> StoreError {
-    match err {
-        StoreError::Conflict(m) => StoreError::Conflict(format!("{context}: {m}")),
-        StoreError::Invalid(m) => StoreError::Invalid(format!("{context}: {m}")),
-        StoreError::Unprocessable(m) => StoreError::Unprocessable(format!("{context}: {m}")),
-        StoreError::Internal(m) => StoreError::Internal(format!("{context}: {m}")),
-        StoreError::Unavailable(m) => StoreError::Unavailable(format!("{context}: {m}")),
-    }
-}
-
 /// Deletes the disconnected sessions whose expiry has passed at `now_ms`, with their rows, by
 /// key (no scan of the queue); returns how many. An expiry of `u32::MAX` seconds (MQTT's
 /// "never") lands 136 years out, so plain arithmetic serves it.
@@ -433,18 +385,6 @@ fn load_sessions(tx: &Transaction<'_>) -> StoreResult<Vec<StoredSession>> {
             .push(r.get(1)?);
     }
     Ok(sessions)
-}
-
-/// The session a child row belongs to.
-fn session_of<'s>(
-    sessions: &'s mut [StoredSession],
-    index: &HashMap<String, usize>,
-    client_id: &str,
-) -> StoreResult<&'s mut StoredSession> {
-    let i = index.get(client_id).copied().ok_or_else(|| {
-        StoreError::Internal(format!("stored MQTT row of unknown session `{client_id}`"))
-    })?;
-    Ok(&mut sessions[i])
 }
 
 #[cfg(test)]

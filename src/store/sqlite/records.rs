@@ -64,15 +64,6 @@ fn row_to_record(table: &TableRef, row: &Row) -> rusqlite::Result<Value> {
     })
 }
 
-/// Drops the server-owned fields from a document before it is stored.
-fn stored_fields(fields: &Map<String, Value>) -> Map<String, Value> {
-    fields
-        .iter()
-        .filter(|(k, _)| !crate::schema::is_system_field(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
 /// The fields with a full-text index, looked up only when a filter asks for `@@`.
 fn searchable_fields(
     conn: &rusqlite::Connection,
@@ -462,23 +453,6 @@ impl SqliteStore {
         }
         Ok(Some(serde_json::from_value(Value::Object(doc))?))
     }
-}
-
-/// The record as the API returns it, from what was just written (no read back); the same
-/// members in the same order as [`row_to_text`] gives.
-fn written_record(
-    table: &TableRef,
-    key: &str,
-    stored: Map<String, Value>,
-    created: &str,
-    updated: &str,
-) -> Value {
-    let mut record = Map::new();
-    record.insert("id".into(), Value::String(table.record_id(key)));
-    record.insert("created_dt".into(), Value::String(created.into()));
-    record.insert("updated_dt".into(), Value::String(updated.into()));
-    record.extend(stored);
-    Value::Object(record)
 }
 
 /// [`SqliteStore::update_record`] on a connection that is in a write transaction. The only write is

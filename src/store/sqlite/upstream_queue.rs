@@ -6,6 +6,7 @@
 //! committed write through a killed process.
 
 use super::{SqliteStore, StoreResult};
+use crate::store::types::seq_runs;
 use crate::upstream::queue::Item;
 use rusqlite::params;
 
@@ -55,7 +56,7 @@ impl SqliteStore {
                 "DELETE FROM upstream_outbox WHERE seq BETWEEN ?2 AND ?3 AND upstream = ?1",
             )?;
             for (upstream, seqs) in deletes {
-                for (first, last) in runs(seqs) {
+                for (first, last) in seq_runs(seqs) {
                     delete.execute(params![upstream, first, last])?;
                 }
             }
@@ -103,20 +104,6 @@ impl SqliteStore {
         )?;
         Ok(())
     }
-}
-
-/// Sorted runs of consecutive numbers, as (first, last).
-fn runs(seqs: &[i64]) -> Vec<(i64, i64)> {
-    let mut sorted = seqs.to_vec();
-    sorted.sort_unstable();
-    let mut runs: Vec<(i64, i64)> = Vec::new();
-    for seq in sorted {
-        match runs.last_mut() {
-            Some((_, last)) if seq <= *last + 1 => *last = seq.max(*last),
-            _ => runs.push((seq, seq)),
-        }
-    }
-    runs
 }
 
 #[cfg(test)]

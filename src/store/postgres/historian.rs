@@ -1,0 +1,423 @@
+//! The historian on PostgreSQL: `hist_points` partitioned by time, one partition per UTC day
+//! (`hist_points_pYYYYMMDD`), created ahead of the values that land in it and dropped whole by
+//! retention; values go in through one multi-row `INSERT … SELECT FROM unnest(…)` per batch, in
+//! the transaction that raises this instance's journal mark. Aggregates run in SQL, median
+//! included (`percentile_cont`).
+
+use super::PgStore;
+use crate::historian::Aggregation;
+use crate::store::types::*;
+use crate::store::{StoreError, StoreResult};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// One partition's span: a UTC day, in milliseconds.
+const PARTITION_MS: i64 = 86_400_000;
+
+/// The start of the partition holding `ts_ms`.
+fn partition_start(ts_ms: i64) -> i64 {
+    ts_ms.div_euclid(PARTITION_MS) * PARTITION_MS
+}
+
+/// The partition's table name: `hist_points_p20260101` (or `…_m…` before 1970).
+fn partition_name(start_ms: i64) -> String {
+    let day = chrono::DateTime::from_timestamp_millis(start_ms)
+        .map(|t| t.format("%Y%m%d").to_string())
+        .unwrap_or_else(|| format!("x{}", start_ms.unsigned_abs()));
+    let sign = if start_ms < 0 { "m" } else { "p" };
+    format!("hist_points_{sign}{day}")
+}
+
+fn parse_value(text: &str) -> StoreResult<Value> {
+    Ok(serde_json::from_str(text)?)
+}
+
+fn points_of(rows: &[tokio_postgres::Row]) -> StoreResult<Vec<HistoryPoint>> {
+    rows.iter()
+        .map(|row| {
+            Ok(HistoryPoint {
+                ts_ms: row.get(0),
+                value: parse_value(row.get(1))?,
+            })
+        })
+        .collect()
+}
+
+impl PgStore {
+    /// Creates the partitions the timestamps need that this instance has not seen, each under
+    /// an advisory lock on its name (another instance may be creating it too).
+    fn ensure_partitions(&self, timestamps: impl Iterator<Item = i64>) -> StoreResult<()> {
+        let mut needed: Vec<i64> = timestamps.map(partition_start).collect();
+        needed.sort_unstable();
+        needed.dedup();
+        let missing: Vec<i64> = match self.known_partitions.lock() {
+            Ok(known) => needed.into_iter().filter(|p| !known.contains(p)).collect(),
+            Err(_) => needed,
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        self.block(async {
+            let mut client = self.client().await?;
+            for start in &missing {
+                let name = partition_name(*start);
+                let tx = client.transaction().await?;
+                tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&name])
+                    .await?;
+                tx.batch_execute(&format!(
+                    "CREATE TABLE IF NOT EXISTS \"{name}\" PARTITION OF hist_points \
+                     FOR VALUES FROM ({start}) TO ({end})",
+                    end = start.saturating_add(PARTITION_MS)
+                ))
+                .await?;
+                tx.commit().await?;
+            }
+            Ok(())
+        })?;
+        if let Ok(mut known) = self.known_partitions.lock() {
+            known.extend(missing);
+        }
+        Ok(())
+    }
+
+    /// Ids of the series of `keys`, creating those that do not exist (series are never
+    /// deleted, so ids once seen are kept in memory).
+    fn series_ids(&self, keys: &[(&str, &str)]) -> StoreResult<HashMap<(String, String), i64>> {
+        let mut ids = HashMap::new();
+        let mut unknown: Vec<(String, String)> = Vec::new();
+        if let Ok(cache) = self.series.lock() {
+            for (domain, topic) in keys {
+                let key = (domain.to_string(), topic.to_string());
+                match cache.get(&key) {
+                    Some(id) => {
+                        ids.insert(key, *id);
+                    }
+                    None => unknown.push(key),
+                }
+            }
+        }
+        unknown.sort();
+        unknown.dedup();
+        if unknown.is_empty() {
+            return Ok(ids);
+        }
+        let (domains, topics): (Vec<String>, Vec<String>) = unknown.into_iter().unzip();
+        let rows = self.block(async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "INSERT INTO hist_series (domain, topic) \
+                     SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING",
+                    &[&domains, &topics],
+                )
+                .await?;
+            Ok(client
+                .query(
+                    "SELECT s.id, s.domain, s.topic FROM hist_series s \
+                     JOIN unnest($1::text[], $2::text[]) AS k(domain, topic) \
+                     ON s.domain = k.domain AND s.topic = k.topic",
+                    &[&domains, &topics],
+                )
+                .await?)
+        })?;
+        let mut cache = self.series.lock().ok();
+        for row in rows {
+            let key: (String, String) = (row.get(1), row.get(2));
+            let id: i64 = row.get(0);
+            if let Some(cache) = cache.as_mut() {
+                cache.insert(key.clone(), id);
+            }
+            ids.insert(key, id);
+        }
+        Ok(ids)
+    }
+
+    fn series_id(&self, domain: &str, topic: &str) -> StoreResult<Option<i64>> {
+        let key = (domain.to_string(), topic.to_string());
+        if let Some(id) = self.series.lock().ok().and_then(|c| c.get(&key).copied()) {
+            return Ok(Some(id));
+        }
+        Ok(self
+            .query_opt(
+                "SELECT id FROM hist_series WHERE domain = $1 AND topic = $2",
+                &[&domain, &topic],
+            )?
+            .map(|row| row.get(0)))
+    }
+
+    /// The sequence number of the last journal entry of this instance already in the points.
+    pub fn journal_folded(&self) -> StoreResult<u64> {
+        Ok(self
+            .query_opt(
+                "SELECT folded FROM hist_journal WHERE instance = $1",
+                &[&self.instance],
+            )?
+            .map_or(0, |row| u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)))
+    }
+
+    /// Writes values into their series in one transaction and, when they include journal
+    /// entries, raises this instance's mark to `journaled_upto` in that same transaction.
+    pub fn fold_history(
+        &self,
+        values: &[HistoryWrite],
+        journaled_upto: Option<u64>,
+    ) -> StoreResult<()> {
+        self.ensure_partitions(values.iter().map(|w| w.ts_ms))?;
+        let keys: Vec<(&str, &str)> = values
+            .iter()
+            .map(|w| (w.domain.as_str(), w.topic.as_str()))
+            .collect();
+        let ids = self.series_ids(&keys)?;
+        // Values of one series at one timestamp keep their arrival order: the n-th of them in
+        // this batch goes n after what the table already holds there.
+        let mut ordinal: HashMap<(i64, i64), i32> = HashMap::new();
+        let (mut series, mut ts, mut ord, mut num, mut text) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for w in values {
+            let key = (w.domain.clone(), w.topic.clone());
+            let Some(id) = ids.get(&key).copied() else {
+                return Err(StoreError::Internal(format!(
+                    "no series for {} {}",
+                    w.domain, w.topic
+                )));
+            };
+            let n = ordinal.entry((id, w.ts_ms)).or_insert(0);
+            series.push(id);
+            ts.push(w.ts_ms);
+            ord.push(*n);
+            *n += 1;
+            num.push(numeric(&w.value));
+            text.push(w.value.to_string());
+        }
+        let upto = journaled_upto.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            tx.execute(
+                "INSERT INTO hist_points (series, ts, seq, num, value) \
+                 SELECT u.series, u.ts, u.ord + coalesce((SELECT max(p.seq) + 1 FROM hist_points p \
+                     WHERE p.series = u.series AND p.ts = u.ts), 0), u.num, u.value \
+                 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::float8[], $5::text[]) \
+                     AS u(series, ts, ord, num, value)",
+                &[&series, &ts, &ord, &num, &text],
+            )
+            .await?;
+            if let Some(upto) = upto {
+                tx.execute(
+                    "INSERT INTO hist_journal (instance, folded) VALUES ($1, $2) \
+                     ON CONFLICT (instance) DO UPDATE \
+                     SET folded = greatest(hist_journal.folded, excluded.folded)",
+                    &[&self.instance, &upto],
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    #[cfg(test)]
+    pub fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize> {
+        self.fold_history(batch, None)?;
+        Ok(batch.len())
+    }
+
+    /// Values with `start_ms <= ts < end_ms`, oldest first, at most `limit`.
+    pub fn history_range(
+        &self,
+        domain: &str,
+        topic: &str,
+        start_ms: i64,
+        end_ms: i64,
+        limit: Option<u64>,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(Vec::new());
+        };
+        let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        points_of(&self.query(
+            "SELECT ts, value FROM hist_points WHERE series = $1 AND ts >= $2 AND ts < $3 \
+             ORDER BY ts, seq LIMIT $4",
+            &[&series, &start_ms, &end_ms, &limit],
+        )?)
+    }
+
+    /// The newest `n` values, newest first.
+    pub fn history_last(
+        &self,
+        domain: &str,
+        topic: &str,
+        n: u64,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(Vec::new());
+        };
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        points_of(&self.query(
+            "SELECT ts, value FROM hist_points WHERE series = $1 \
+             ORDER BY ts DESC, seq DESC LIMIT $2",
+            &[&series, &n],
+        )?)
+    }
+
+    /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms`, stamped with the
+    /// bucket start (as the SQLite engine's).
+    pub fn history_buckets(
+        &self,
+        domain: &str,
+        topic: &str,
+        start_ms: i64,
+        end_ms: i64,
+        bucket_ms: i64,
+        agg: Aggregation,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        if bucket_ms < 1 {
+            return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
+        }
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(Vec::new());
+        };
+        self.fixed_buckets(series, start_ms, end_ms, bucket_ms, agg)
+    }
+
+    /// One point per non-empty bucket between consecutive `edges`, stamped with its edge.
+    pub fn history_buckets_between(
+        &self,
+        domain: &str,
+        topic: &str,
+        start_ms: i64,
+        end_ms: i64,
+        edges: &[i64],
+        agg: Aggregation,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(Vec::new());
+        };
+        let mut points = Vec::new();
+        for pair in edges.windows(2) {
+            let (lo, hi) = (pair[0].max(start_ms), pair[1].min(end_ms));
+            if lo >= hi {
+                continue;
+            }
+            for point in self.fixed_buckets(series, lo, hi, hi - lo, agg)? {
+                points.push(HistoryPoint {
+                    ts_ms: pair[0],
+                    ..point
+                });
+            }
+        }
+        Ok(points)
+    }
+
+    fn fixed_buckets(
+        &self,
+        series: i64,
+        start_ms: i64,
+        end_ms: i64,
+        bucket_ms: i64,
+        agg: Aggregation,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        let sql_agg = match agg {
+            Aggregation::Mean => "avg(num)::text",
+            Aggregation::Sum => "sum(num)::text",
+            Aggregation::Min => "min(num)::text",
+            Aggregation::Max => "max(num)::text",
+            Aggregation::Count => "count(*)::text",
+            Aggregation::Median => "(percentile_cont(0.5) WITHIN GROUP (ORDER BY num))::text",
+            Aggregation::First => "(array_agg(value ORDER BY ts, seq))[1]",
+            Aggregation::Last => "(array_agg(value ORDER BY ts DESC, seq DESC))[1]",
+        };
+        let rows = self.query(
+            &format!(
+                "SELECT (ts - $2) / $4 AS k, {sql_agg} FROM hist_points \
+                 WHERE series = $1 AND ts >= $2 AND ts < $3 GROUP BY k ORDER BY k"
+            ),
+            &[&series, &start_ms, &end_ms, &bucket_ms],
+        )?;
+        rows.iter()
+            .map(|row| {
+                let k: i64 = row.get(0);
+                let text: Option<&str> = row.get(1);
+                let value = match (agg, text) {
+                    (Aggregation::First | Aggregation::Last, Some(text)) => parse_value(text)?,
+                    (Aggregation::Count, Some(text)) => {
+                        Value::from(text.parse::<i64>().unwrap_or(0))
+                    }
+                    (_, text) => number_json(text.and_then(|t| t.parse::<f64>().ok())),
+                };
+                Ok(HistoryPoint {
+                    ts_ms: start_ms + k * bucket_ms,
+                    value,
+                })
+            })
+            .collect()
+    }
+
+    #[cfg(test)]
+    pub fn history_topics(&self, domain: &str) -> StoreResult<Vec<String>> {
+        Ok(self
+            .query(
+                "SELECT topic FROM hist_series s WHERE domain = $1 \
+                 AND EXISTS (SELECT 1 FROM hist_points p WHERE p.series = s.id) ORDER BY topic",
+                &[&domain],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect())
+    }
+
+    /// Retention: deletes values older than `before_ms`, of one domain and/or topic or of all.
+    /// For all, whole partitions older than the cut are dropped (no row-by-row delete) and
+    /// only the partition the cut falls in is deleted from.
+    pub fn history_delete_before(
+        &self,
+        domain: Option<&str>,
+        topic: Option<&str>,
+        before_ms: i64,
+    ) -> StoreResult<u64> {
+        let mut deleted = 0u64;
+        if domain.is_none() && topic.is_none() {
+            let expired = self.query(
+                "SELECT c.relname, \
+                     (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''?(-?\\d+)'))[1]::bigint \
+                 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+                 WHERE i.inhparent = 'hist_points'::regclass",
+                &[],
+            )?;
+            for row in expired {
+                let (name, end): (String, Option<i64>) = (row.get(0), row.get(1));
+                if end.is_some_and(|end| end <= before_ms) {
+                    let counted =
+                        self.query_one(&format!("SELECT count(*) FROM \"{name}\""), &[])?;
+                    deleted += counted.get::<_, i64>(0).max(0) as u64;
+                    self.execute(&format!("DROP TABLE IF EXISTS \"{name}\""), &[])?;
+                    if let Ok(mut known) = self.known_partitions.lock() {
+                        known.remove(&(end.unwrap_or(0) - PARTITION_MS));
+                    }
+                }
+            }
+        }
+        deleted += self.execute(
+            "DELETE FROM hist_points WHERE ts < $3 AND series IN \
+             (SELECT id FROM hist_series WHERE ($1::text IS NULL OR domain = $1) \
+              AND ($2::text IS NULL OR topic = $2))",
+            &[&domain, &topic, &before_ms],
+        )?;
+        Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_are_utc_days_named_by_their_date() {
+        let t = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+        assert_eq!(partition_start(t + 5), t);
+        assert_eq!(partition_start(t - 1), t - PARTITION_MS);
+        assert_eq!(partition_name(t), "hist_points_p20260101");
+        assert_eq!(partition_start(-1), -PARTITION_MS);
+        assert_eq!(partition_name(-PARTITION_MS), "hist_points_m19691231");
+    }
+}
