@@ -40,4 +40,12 @@ if [ "$("$venv/bin/schemathesis" --version 2>/dev/null | grep -o '[0-9][0-9.]*$'
   "$venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-exec cargo test --locked "$@"
+# The whole suite on each store engine: SQLite (the embedded default), then PostgreSQL, where
+# every test server gets a fresh database on a private cluster its test binary starts
+# (tests/common/postgres.rs).
+status=0
+echo "== the suite on the SQLite engine"
+cargo test --locked "$@" || status=$?
+echo "== the suite on the PostgreSQL engine"
+SVC_TEST_ENGINE=postgres cargo test --locked "$@" || status=$?
+exit "$status"

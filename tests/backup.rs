@@ -34,9 +34,13 @@ fn reading_ids(server: &Server) -> Vec<String> {
         .collect()
 }
 
+/// Snapshots are of the SQLite store (a PostgreSQL database is backed up with its own tools):
+/// these tests pin it whatever engine the run uses.
+const SQLITE: &[&str] = &["--database", "sqlite"];
+
 #[test]
 fn a_backup_taken_while_writing_restores_every_acknowledged_record() {
-    let mut server = Server::start();
+    let mut server = Server::start_with(SQLITE);
     server.create_domain("acme");
     let cli = admin_cli(&server);
     let acked: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
@@ -123,7 +127,7 @@ fn a_backup_taken_while_writing_restores_every_acknowledged_record() {
 
 #[test]
 fn restore_refuses_files_that_are_not_svc_databases() {
-    let server = Server::start();
+    let server = Server::start_with(SQLITE);
     let cli = Cli::new(&server);
     let dir = tempfile::tempdir().expect("tempdir");
     let data_dir = dir.path().join("data");
@@ -174,7 +178,14 @@ fn snapshot_files(data_dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn the_schedule_writes_snapshots_and_keeps_backup_keep() {
-    let server = Server::start_with(&["--backup-schedule", "* * * * * *", "--backup-keep", "2"]);
+    let server = Server::start_with(&[
+        "--backup-schedule",
+        "* * * * * *",
+        "--backup-keep",
+        "2",
+        "--database",
+        "sqlite",
+    ]);
     server.create_domain("acme");
     server.create_record(ACME, "readings", &json!({"v": 1}));
     // Four ticks of a once-a-second schedule: more snapshots were made than are kept.
@@ -215,7 +226,7 @@ fn the_schedule_writes_snapshots_and_keeps_backup_keep() {
 
 #[test]
 fn svc_info_shows_the_last_backup() {
-    let server = Server::start();
+    let server = Server::start_with(SQLITE);
     let cli = admin_cli(&server);
     let before = cli.json(&["info"]);
     assert!(before.get("last_backup").is_none(), "{before}");

@@ -33,7 +33,12 @@ fn login_stores_a_private_profile_and_logout_forgets_it() {
     // The stored token works.
     let info = cli.json(&["info"]);
     assert_eq!(info["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(info["storage"]["engine"], "sqlite");
+    let engine = if common::on_postgres() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    assert_eq!(info["storage"]["engine"], engine);
     // Logout: the next command says to log in.
     cli.ok(&["logout"]);
     assert!(!std::fs::read_to_string(&path).unwrap().contains("token"));

@@ -66,14 +66,44 @@ fn check_info(server: &Server, info: &Value) {
     assert_eq!(port_of(&bind["ws"]["port"]), ready_port(server, "ws"));
     assert_eq!(port_of(&bind["mqtts"]["port"]), 8883);
     assert_eq!(port_of(&bind["wss"]["port"]), 443);
-    assert_eq!(info["storage"]["engine"], json!("sqlite"));
-    assert!(info["storage"]["path"].is_string(), "{info}");
+    check_storage(&info["storage"]);
     assert!(
         info["storage"]["size_bytes"]
             .as_u64()
             .is_some_and(|n| n > 0),
         "{info}"
     );
+}
+
+/// The storage report of the engine this run uses: SQLite's file, or PostgreSQL's host,
+/// database and server version (and never its password).
+fn check_storage(storage: &Value) {
+    if on_postgres() {
+        assert_eq!(storage["engine"], json!("postgres"), "{storage}");
+        assert!(storage["path"].is_null(), "{storage}");
+        assert!(
+            storage["host"]
+                .as_str()
+                .is_some_and(|h| h.starts_with("127.0.0.1:")),
+            "{storage}"
+        );
+        assert!(
+            storage["database"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("test_")),
+            "{storage}"
+        );
+        assert!(
+            storage["server_version"]
+                .as_str()
+                .is_some_and(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit())),
+            "{storage}"
+        );
+        assert!(!storage.to_string().contains("pw-"), "password: {storage}");
+    } else {
+        assert_eq!(storage["engine"], json!("sqlite"), "{storage}");
+        assert!(storage["path"].is_string(), "{storage}");
+    }
 }
 
 #[test]
@@ -122,7 +152,8 @@ fn device_info_with_api_key() {
 
 #[test]
 fn storage_path_is_in_the_data_dir() {
-    let server = Server::start();
+    // SQLite's file is what has a path in the data dir.
+    let server = Server::start_with(&["--database", "sqlite"]);
     let info = server.get_json("domains:svc_admin", "/svc/");
     let path = std::path::PathBuf::from(info["storage"]["path"].as_str().unwrap());
     let canon = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());

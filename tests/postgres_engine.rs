@@ -28,7 +28,7 @@ fn serve_once(database: &str) -> (bool, String) {
     let ready = BufReader::new(stdout)
         .lines()
         .map_while(Result::ok)
-        .any(|line| line.contains("\"ready\""));
+        .any(|line| line.starts_with("ready "));
     if ready {
         // SAFETY: kill has no memory preconditions; the pid is our child's.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };

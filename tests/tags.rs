@@ -35,15 +35,18 @@ fn old_duplicate_declarations_leave_the_earliest_owner() {
     server.create_tag("domains:a", "a/line/temp", true);
     server.create_tag("domains:b", "b/line/temp", false);
     assert!(server.terminate().success());
-    let db = rusqlite::Connection::open(server.data_dir.join("svc.db")).unwrap();
-    db.execute(
-        "INSERT INTO \"b.tags\" (key, data, created_dt, updated_dt) VALUES \
-         ('olddup', '{\"path\":\"a/line/temp\",\"historize\":true}', \
-          '2001-01-01T00:00:00.000Z', '2001-01-01T00:00:00.000Z')",
-        [],
-    )
-    .unwrap();
-    drop(db);
+    let values = "('olddup', '{\"path\":\"a/line/temp\",\"historize\":true}', \
+                  '2001-01-01T00:00:00.000Z', '2001-01-01T00:00:00.000Z')";
+    server.store_sql(
+        &format!(
+            "INSERT INTO \"b.tags\" (key, data, created_dt, updated_dt) VALUES {values} \
+             RETURNING key"
+        ),
+        &format!(
+            "INSERT INTO \"d_b\".\"tags\" (key, data, created_dt, updated_dt) VALUES {values} \
+             RETURNING key"
+        ),
+    );
     server.restart();
     let b_tags = server.string_list(Some("domains:b"), "/svc/tag/list");
     assert_eq!(

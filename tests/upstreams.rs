@@ -31,13 +31,11 @@ fn put(server: &Server, id: &str, body: Value) -> Value {
 
 /// The password stored for upstream record `key` of `domain`, read from the database file.
 fn stored_password(server: &Server, key: &str) -> Option<String> {
-    let db = rusqlite::Connection::open(server.data_dir.join("svc.db")).expect("open the db");
-    db.query_row(
-        "SELECT password FROM upstream_secrets WHERE domain = 'acme' AND upstream = ?1",
-        [key],
-        |r| r.get(0),
-    )
-    .ok()
+    // `key` is the server's generated record key: letters and digits only.
+    let sql = format!(
+        "SELECT password FROM upstream_secrets WHERE domain = 'acme' AND upstream = '{key}'"
+    );
+    server.store_sql(&sql, &sql)
 }
 
 fn setup() -> Server {

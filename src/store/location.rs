@@ -23,16 +23,16 @@ pub struct PostgresTarget {
 }
 
 impl Location {
-    /// `None` (or `sqlite://<dir>`) is the SQLite file in that data directory; a `postgres://`
-    /// or `postgresql://` URL is a PostgreSQL database.
+    /// `None`, `sqlite` or `sqlite://` is the SQLite file in `data_dir`, `sqlite://<dir>` the
+    /// one in `<dir>`; a `postgres://` or `postgresql://` URL is a PostgreSQL database.
     pub fn parse(database: Option<&str>, data_dir: &Path) -> Result<Location, String> {
         let Some(text) = database.map(str::trim).filter(|t| !t.is_empty()) else {
             return Ok(Location::Sqlite(data_dir.join(SQLITE_FILE)));
         };
+        if text == "sqlite" || text == "sqlite://" {
+            return Ok(Location::Sqlite(data_dir.join(SQLITE_FILE)));
+        }
         if let Some(dir) = text.strip_prefix("sqlite://") {
-            if dir.is_empty() {
-                return Err("sqlite:// needs the data directory after it".into());
-            }
             return Ok(Location::Sqlite(Path::new(dir).join(SQLITE_FILE)));
         }
         if !(text.starts_with("postgres://") || text.starts_with("postgresql://")) {
@@ -103,6 +103,8 @@ mod tests {
         assert!(matches!(at, Location::Sqlite(p) if p == Path::new("/d/svc.db")));
         let at = Location::parse(Some("sqlite:///x"), Path::new("/d")).unwrap();
         assert!(matches!(at, Location::Sqlite(p) if p == Path::new("/x/svc.db")));
+        let at = Location::parse(Some("sqlite"), Path::new("/d")).unwrap();
+        assert!(matches!(at, Location::Sqlite(p) if p == Path::new("/d/svc.db")));
     }
 
     #[test]

@@ -75,36 +75,6 @@ enum Engine {
     Postgres(Box<PgStore>),
 }
 
-/// What a call the PostgreSQL engine does not carry out yet answers (issue 18 is ported area
-/// by area; the list is `pending_on_postgres!`).
-trait NotYetOnPostgres {
-    fn not_yet(call: &str) -> Self;
-}
-
-fn not_yet_error(call: &str) -> StoreError {
-    StoreError::Unavailable(format!(
-        "this svc build does not yet store this on PostgreSQL ({call})"
-    ))
-}
-
-impl<T> NotYetOnPostgres for StoreResult<T> {
-    fn not_yet(call: &str) -> Self {
-        Err(not_yet_error(call))
-    }
-}
-
-impl<T> NotYetOnPostgres for Vec<StoreResult<T>> {
-    fn not_yet(call: &str) -> Self {
-        vec![Err(not_yet_error(call))]
-    }
-}
-
-impl<T> NotYetOnPostgres for Option<T> {
-    fn not_yet(_call: &str) -> Self {
-        None
-    }
-}
-
 /// A handle on the platform's storage; cheap to clone (all clones share the engine).
 #[derive(Clone)]
 pub struct Store {
@@ -122,24 +92,6 @@ macro_rules! engine_calls {
                     match &*self.engine {
                         Engine::Sqlite(engine) => engine.$name($($arg),*),
                         Engine::Postgres(engine) => engine.$name($($arg),*),
-                    }
-                }
-            )*
-        }
-    };
-}
-
-/// Calls only the SQLite engine carries out so far; on PostgreSQL they answer
-/// [`NotYetOnPostgres`].
-macro_rules! pending_on_postgres {
-    ($( $(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty; )*) => {
-        impl Store {
-            $(
-                $(#[$doc])*
-                pub fn $name(&self $(, $arg: $ty)*) -> $ret {
-                    match &*self.engine {
-                        Engine::Sqlite(engine) => engine.$name($($arg),*),
-                        Engine::Postgres(_) => NotYetOnPostgres::not_yet(stringify!($name)),
                     }
                 }
             )*
@@ -333,9 +285,7 @@ engine_calls! {
     // ---- the broker's durable state ----
     fn mqtt_write(&self, writes: &[MqttWrite]) -> StoreResult<()>;
     fn mqtt_load(&self, now_ms: i64) -> StoreResult<(Vec<StoredMessage>, Vec<StoredSession>)>;
-}
 
-pending_on_postgres! {
     // ---- functions and flows ----
     fn keep_code_version(&self, domain: &str, name: &str, version: &CodeVersion) -> StoreResult<()>;
     fn code_versions(&self, domain: &str, name: &str) -> StoreResult<Vec<CodeVersion>>;

@@ -257,6 +257,8 @@ pub fn group_model(domain: &str, key: &str, name: String, grants: Vec<Grant>) ->
 
 /// Runs kept per function or flow; older ones are deleted as new ones arrive.
 pub const RUNS_KEPT: i64 = 1000;
+/// One insert in this many (on average) trims its owner's log back to [`RUNS_KEPT`].
+pub const PRUNE_EVERY: u32 = 50;
 
 /// Whose runs: a function's or a flow's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -568,6 +570,31 @@ pub struct ReportLimits {
 pub enum ReportRelation {
     Historian,
     Table(TableRef),
+}
+
+/// Each relation of a report query as the historian or one of `tables` (the domain's; names
+/// match case-insensitively); anything else → 400.
+pub fn resolve_report_relations(
+    domain: &str,
+    query: &crate::report_sql::CheckedQuery,
+    tables: &[String],
+) -> StoreResult<Vec<(String, ReportRelation)>> {
+    use crate::report_sql::HISTORIAN;
+    let mut relations = Vec::with_capacity(query.relations.len());
+    for relation in &query.relations {
+        if relation == HISTORIAN {
+            relations.push((relation.clone(), ReportRelation::Historian));
+            continue;
+        }
+        let Some(table) = tables.iter().find(|t| t.to_lowercase() == *relation) else {
+            return Err(StoreError::Invalid(format!(
+                "relation `{relation}` is neither `{HISTORIAN}` nor a table of domain `{domain}`"
+            )));
+        };
+        let table = TableRef::new(domain, table).map_err(StoreError::Invalid)?;
+        relations.push((relation.clone(), ReportRelation::Table(table)));
+    }
+    Ok(relations)
 }
 
 // ---- Tags ----

@@ -79,7 +79,10 @@ impl Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let data_dir = dir.path().join("data");
         std::fs::create_dir_all(&data_dir).expect("create data dir");
-        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        if on_postgres() && !extra.iter().any(|arg| arg == "--database") {
+            extra.extend(["--database".into(), shared_postgres().fresh_database()]);
+        }
         let (child, ready, stdout_lines) = spawn_serve(dir.path(), &data_dir, &extra, false);
         let http = ready_http(&ready);
         let client = Client::builder()
@@ -140,6 +143,44 @@ impl Server {
         self.ready = ready;
         self.stdout_lines = stdout_lines;
         self.admin_token = OnceLock::new();
+    }
+
+    /// Runs one statement straight on the server's store, bypassing svc (to plant what the API
+    /// cannot write, or to read what it never shows): `sqlite` on the SQLite file, or
+    /// `postgres` on its PostgreSQL database. The first column of the first row, as text.
+    pub fn store_sql(&self, sqlite: &str, postgres: &str) -> Option<String> {
+        let database = self
+            .extra
+            .iter()
+            .position(|arg| arg == "--database")
+            .and_then(|i| self.extra.get(i + 1))
+            .filter(|url| url.starts_with("postgres"));
+        match database {
+            Some(url) => shared_postgres()
+                .psql_at(url, postgres)
+                .expect("psql on the server's database")
+                .lines()
+                .next()
+                .map(str::to_string)
+                .filter(|line| !line.is_empty()),
+            None => {
+                let db = rusqlite::Connection::open(self.data_dir.join("svc.db"))
+                    .expect("open the SQLite store");
+                let mut stmt = db.prepare(sqlite).expect("prepare");
+                let mut rows = stmt.query([]).expect("run");
+                rows.next()
+                    .expect("a row")
+                    .map(|row| match row.get_ref(0).expect("column 0") {
+                        rusqlite::types::ValueRef::Null => String::new(),
+                        rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+                        rusqlite::types::ValueRef::Real(x) => x.to_string(),
+                        rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
+                            String::from_utf8_lossy(t).into_owned()
+                        }
+                    })
+                    .filter(|text| !text.is_empty())
+            }
+        }
     }
 
     /// The server's stderr so far (for diagnostics).

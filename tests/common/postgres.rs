@@ -66,7 +66,11 @@ impl Postgres {
     /// up within 30 s.
     pub fn start() -> Postgres {
         let bin = postgres_bin();
-        let dir = tempfile::tempdir().expect("temp dir");
+        sweep_abandoned_clusters();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{CLUSTER_PREFIX}{}-", std::process::id()))
+            .tempdir()
+            .expect("temp dir");
         let owner = unprivileged_owner();
         let data = dir.path().join("data");
         let password = format!("pw-{}", uuid::Uuid::new_v4().simple());
@@ -130,6 +134,15 @@ impl Postgres {
             .stdout(Stdio::null())
             .stderr(log);
         as_owner(&mut server, self.owner);
+        // The server stops (immediately) when the thread that started it ends, even when the
+        // test process is killed: no cluster outlives its tests.
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            server.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT);
+                Ok(())
+            });
+        }
         self.child = Some(server.spawn().expect("start postgres"));
         let deadline = Instant::now() + Duration::from_secs(30);
         while self.psql("postgres", "SELECT 1").is_err() {
@@ -210,6 +223,55 @@ impl Drop for Postgres {
 }
 
 /// Runs `command` as `owner` (when the tests run as root).
+/// The start of the temporary directory of every test cluster: then the test process's pid.
+const CLUSTER_PREFIX: &str = "svc-test-postgres-";
+
+/// Removes the directories of clusters whose test process has ended (one that shares its
+/// cluster across tests, see [`shared_postgres`], cannot remove its own).
+fn sweep_abandoned_clusters() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(CLUSTER_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The PostgreSQL server of this test process when its servers run on the PostgreSQL engine
+/// (`SVC_TEST_ENGINE=postgres`): started once, from a thread that lives as long as the process
+/// (so the server's parent-death signal comes only when the process ends).
+pub fn shared_postgres() -> &'static Postgres {
+    static SHARED: OnceLock<Postgres> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("shared-postgres".into())
+            .spawn(move || {
+                let _ = tx.send(Postgres::start());
+                loop {
+                    std::thread::park();
+                }
+            })
+            .expect("spawn the shared PostgreSQL thread");
+        rx.recv().expect("the shared PostgreSQL server")
+    })
+}
+
+/// Whether this test run puts its servers on the PostgreSQL engine.
+pub fn on_postgres() -> bool {
+    std::env::var("SVC_TEST_ENGINE").is_ok_and(|engine| engine == "postgres")
+}
+
 fn as_owner(command: &mut Command, owner: Option<(u32, u32)>) {
     if let Some((uid, gid)) = owner {
         command.uid(uid).gid(gid).env("HOME", "/tmp");

@@ -14,6 +14,8 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (4, include_str!("migrations/0004_historian.sql")),
     (5, include_str!("migrations/0005_upstream_queue.sql")),
     (6, include_str!("migrations/0006_broker.sql")),
+    (7, include_str!("migrations/0007_automation.sql")),
+    (8, include_str!("migrations/0008_report_numbers.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").

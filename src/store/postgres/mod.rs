@@ -6,6 +6,7 @@
 
 mod audit;
 mod auth;
+mod automation;
 mod filter_sql;
 mod historian;
 mod migrations;
@@ -13,6 +14,7 @@ mod mqtt_state;
 mod names;
 mod record_writes;
 mod records;
+mod report;
 mod tags;
 mod upstream_queue;
 
@@ -101,7 +103,10 @@ impl PgStore {
         let mut config = target.config.clone();
         config
             .connect_timeout(CONNECT_TIMEOUT)
-            .application_name("svc");
+            .application_name("svc")
+            // NOTICEs ("… already exists, skipping") are the expected answers of idempotent
+            // DDL, not news for the log.
+            .options("-c client_min_messages=warning");
         let manager = Manager::from_config(
             config,
             NoTls,

@@ -41,7 +41,7 @@ impl PgStore {
                          THEN data->>'retention' END, created_dt, \
                      CASE WHEN jsonb_typeof(data->'unit') = 'string' THEN data->>'unit' END \
                      FROM {t} WHERE jsonb_typeof(data->'path') = 'string' \
-                     ORDER BY 1 COLLATE \"C\""
+                     ORDER BY data->>'path' COLLATE \"C\""
                 )
             },
             &[],
@@ -66,7 +66,7 @@ impl PgStore {
             |t| {
                 format!(
                     "SELECT data->>'path' FROM {t} WHERE jsonb_typeof(data->'path') = 'string' \
-                     ORDER BY 1 COLLATE \"C\""
+                     ORDER BY data->>'path' COLLATE \"C\""
                 )
             },
             &[],

@@ -9,9 +9,6 @@ use rusqlite::params;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// One insert in this many (on average) trims its owner's log back to [`RUNS_KEPT`].
-const PRUNE_EVERY: u32 = 50;
-
 pub(super) const AUTOMATION_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS fn_versions (
     domain TEXT NOT NULL,

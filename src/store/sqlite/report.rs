@@ -11,7 +11,7 @@
 
 use super::{quoted, SqliteStore, StoreError, StoreResult};
 use crate::ids::{is_identifier, TableRef};
-use crate::report_sql::{CheckedQuery, HISTORIAN};
+use crate::report_sql::CheckedQuery;
 use crate::store::types::*;
 use rusqlite::types::ValueRef;
 use serde_json::{Map, Value};
@@ -38,22 +38,7 @@ impl SqliteStore {
         domain: &str,
         query: &CheckedQuery,
     ) -> StoreResult<Vec<(String, ReportRelation)>> {
-        let tables = self.domain_tables(domain)?;
-        let mut relations = Vec::with_capacity(query.relations.len());
-        for relation in &query.relations {
-            if relation == HISTORIAN {
-                relations.push((relation.clone(), ReportRelation::Historian));
-                continue;
-            }
-            let Some(table) = tables.iter().find(|t| t.to_lowercase() == *relation) else {
-                return Err(StoreError::Invalid(format!(
-                    "relation `{relation}` is neither `{HISTORIAN}` nor a table of domain `{domain}`"
-                )));
-            };
-            let table = TableRef::new(domain, table).map_err(StoreError::Invalid)?;
-            relations.push((relation.clone(), ReportRelation::Table(table)));
-        }
-        Ok(relations)
+        resolve_report_relations(domain, query, &self.domain_tables(domain)?)
     }
 
     /// Runs the report over `domain`'s data, its relations resolved by
