@@ -6,8 +6,11 @@
 mod common;
 
 use common::*;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 /// Runs `svc serve` on `database` in a fresh data directory until it prints its `ready` line
 /// (then stops it) or exits by itself; what it printed, and whether it became ready.
@@ -120,4 +123,77 @@ fn the_engine_applies_its_migrations_once_and_keeps_identity_in_postgres() {
     assert_eq!(migrations(&pg), applied, "{second}");
     assert_eq!(admins(&pg), "admin", "{second}");
     assert!(!second.contains(&password), "the password leaked: {second}");
+}
+
+/// While PostgreSQL is down: REST answers 503 with a sentence, MQTT keeps routing live values,
+/// and historized values acknowledged at QoS 1 wait in the historian's journal; when it is back
+/// svc reconnects by itself, answers again and writes every one of those values.
+#[test]
+fn a_postgres_outage_is_503_live_values_keep_flowing_and_history_catches_up() {
+    let mut pg = Postgres::start();
+    let url = pg.fresh_database();
+    let server = Server::start_with(&["--database", &url]);
+    server.create_domain("plant");
+    server.create_tag("domains:plant", "plant/line1/temp", true);
+    let record = server.create_record("domains:plant", "orders", &json!({"qty": 1}));
+    let record_path = rec_path(record["id"].as_str().expect("id"));
+    let up = server
+        .admin_in("domains:plant", Method::GET, &record_path)
+        .send()
+        .expect("GET while up");
+    assert_eq!(up.status(), StatusCode::OK);
+    let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "outage-watcher");
+    watcher.subscribe("plant/#", 1);
+    let mut feed = server.mqtt_admin(Proto::V5, Via::Tcp, "outage-feed");
+
+    pg.stop();
+    let down = server
+        .admin_in("domains:plant", Method::GET, &record_path)
+        .send()
+        .expect("GET while down");
+    let status = down.status();
+    let body = down.text().expect("body");
+    assert_eq!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{body}\n{}",
+        server.stderr()
+    );
+    assert!(body.contains("unreachable"), "{body}");
+    const T0: i64 = 1_767_225_600_000;
+    for i in 0..5 {
+        let payload = json!({"value": i, "timestamp": T0 + i * 1000}).to_string();
+        assert_eq!(
+            feed.publish("plant/line1/temp", payload, 1, false),
+            "Success"
+        );
+        let live = watcher.expect_publish("plant/line1/temp");
+        let text = String::from_utf8_lossy(&live.payload).into_owned();
+        assert!(text.contains(&format!("\"value\":{i}")), "{text}");
+    }
+
+    pg.start_server();
+    server.poll(Duration::from_secs(15), "svc answering again", || {
+        let resp = server
+            .admin_in("domains:plant", Method::GET, &record_path)
+            .send()
+            .ok()?;
+        (resp.status() == StatusCode::OK).then_some(())
+    });
+    let history = server.poll(Duration::from_secs(20), "the 5 values in the historian", || {
+        let resp = server
+            .admin_in("domains:plant", Method::PATCH, "/svc/historian")
+            .json(&json!({"topic": "plant/line1/temp", "start_time": "2026-01-01T00:00:00Z", "range": "1m"}))
+            .send()
+            .ok()?;
+        let points: Value = resp.json().ok()?;
+        (points.as_array().map_or(0, Vec::len) == 5).then_some(points)
+    });
+    let values: Vec<i64> = history
+        .as_array()
+        .expect("points")
+        .iter()
+        .map(|p| p["value"].as_i64().expect("a number"))
+        .collect();
+    assert_eq!(values, [0, 1, 2, 3, 4]);
 }
