@@ -197,3 +197,54 @@ fn a_postgres_outage_is_503_live_values_keep_flowing_and_history_catches_up() {
         .collect();
     assert_eq!(values, [0, 1, 2, 3, 4]);
 }
+
+/// Two `svc serve` instances on one PostgreSQL database are one platform: a user made on one
+/// logs in on the other, a token from one is good on the other (the JWT secret lives in the
+/// database), and an API key revoked or a user deleted on one is refused by the other within
+/// a second, although the other had just cached them.
+#[test]
+fn two_instances_on_one_database_share_identity_and_forget_it_together() {
+    let pg = Postgres::start();
+    let url = pg.fresh_database();
+    let a = Server::start_with(&["--database", &url]);
+    let b = Server::start_with(&["--database", &url]);
+    let who = |server: &Server, token: &str| {
+        server
+            .with_token(token, Method::GET, "/svc/")
+            .send()
+            .expect("GET /svc/")
+            .status()
+    };
+    let user_id = a.create_user("operator", "Op3rator-pass!");
+    let token_b = b.login("operator", "Op3rator-pass!");
+    let token_a = a.login("operator", "Op3rator-pass!");
+    assert_eq!(who(&b, &token_a), StatusCode::OK, "a token from a, on b");
+    assert_eq!(who(&a, &token_b), StatusCode::OK, "a token from b, on a");
+
+    let (key_id, key) = a.create_api_key(&a.admin_token(), "line1");
+    let with_key = |server: &Server| {
+        server
+            .req(Method::GET, "/svc/")
+            .header("X-Svc-Api-Key", &key)
+            .send()
+            .expect("GET /svc/ with a key")
+            .status()
+    };
+    assert_eq!(with_key(&b), StatusCode::OK, "the key, cached on b");
+    a.revoke_api_key(&a.admin_token(), &key_id);
+    b.poll(Duration::from_secs(1), "b refusing the revoked key", || {
+        (with_key(&b) == StatusCode::UNAUTHORIZED).then_some(())
+    });
+
+    assert_eq!(who(&b, &token_b), StatusCode::OK, "the user, cached on b");
+    let deleted = a
+        .admin(Method::DELETE, &format!("/auth/user/{}", enc(&user_id)))
+        .send()
+        .expect("delete the user");
+    assert_eq!(deleted.status(), StatusCode::OK);
+    b.poll(
+        Duration::from_secs(1),
+        "b refusing the deleted user",
+        || (who(&b, &token_b) == StatusCode::UNAUTHORIZED).then_some(()),
+    );
+}

@@ -158,9 +158,17 @@ async fn serve(settings: Settings) -> Result<()> {
         .with_context(|| format!("cannot open the database {}", settings.database.describe()))?;
     store.set_record_cache_capacity(settings.record_cache_size);
     bootstrap_admin(&store, &settings)?;
+    // A configured secret, else the one instances sharing the store share, else this data
+    // directory's own.
     let secret = match &settings.jwt_secret {
         Some(secret) => secret.as_bytes().to_vec(),
-        None => credentials::load_or_create_secret(&settings.data_dir)?,
+        None => match store
+            .shared_jwt_secret()
+            .context("cannot read the shared JWT secret")?
+        {
+            Some(shared) => shared,
+            None => credentials::load_or_create_secret(&settings.data_dir)?,
+        },
     };
     let jwt = Arc::new(Jwt::new(&secret, settings.token_ttl));
 
@@ -215,6 +223,9 @@ async fn serve(settings: Settings) -> Result<()> {
     spawn_retention(&state);
     audit::spawn_retention(&state);
     backup::spawn_schedule(&state);
+    // Identity another instance changed must not be served from this one's cache.
+    let auth_cache = state.auth_cache.clone();
+    store.on_identity_change(Arc::new(move || auth_cache.clear()));
     let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;

@@ -124,7 +124,7 @@ mod tests {
             "mysql://x/y",
             "postgres://",
             "postgres://h:notaport/db",
-            "sqlite://",
+            "sqlite3",
         ] {
             let err = Location::parse(Some(bad), Path::new("/d")).unwrap_err();
             assert!(!err.is_empty(), "{bad}");

@@ -199,6 +199,14 @@ engine_calls! {
     /// Copies a consistent snapshot of the whole database to `dest`.
     fn snapshot_to(&self, dest: &Path) -> StoreResult<()>;
 
+    // ---- instances sharing the store ----
+    /// The JWT secret every instance on this store signs with; `None` when the store has one
+    /// instance only (SQLite), whose secret stays in its data directory.
+    fn shared_jwt_secret(&self) -> StoreResult<Option<Vec<u8>>>;
+    /// Calls `changed` when another instance may have changed identity data (users, keys,
+    /// groups, grants), so cached identity must be dropped.
+    fn on_identity_change(&self, changed: Arc<dyn Fn() + Send + Sync>) -> ();
+
     // ---- audit trail ----
     fn record_audit(&self, entry: &AuditEntry) -> StoreResult<()>;
     fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>>;

@@ -16,6 +16,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (6, include_str!("migrations/0006_broker.sql")),
     (7, include_str!("migrations/0007_automation.sql")),
     (8, include_str!("migrations/0008_report_numbers.sql")),
+    (9, include_str!("migrations/0009_instances.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").

@@ -9,6 +9,7 @@ mod auth;
 mod automation;
 mod filter_sql;
 mod historian;
+mod instances;
 mod migrations;
 mod mqtt_state;
 mod names;
@@ -44,6 +45,8 @@ pub struct PgStore {
     /// thread that is not one of its workers. Always `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
     target: PostgresTarget,
+    /// How to connect (the target's, with svc's options), for the connections outside the pool.
+    config: tokio_postgres::Config,
     /// Where this instance's local files go (its journals): `svc-postgres` in its data
     /// directory, as a name to put suffixes on.
     local_path: PathBuf,
@@ -108,7 +111,7 @@ impl PgStore {
             // DDL, not news for the log.
             .options("-c client_min_messages=warning");
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -128,6 +131,7 @@ impl PgStore {
             pool,
             runtime: Some(runtime),
             target: target.clone(),
+            config,
             local_path: local_dir.join("svc-postgres"),
             instance: instance_id(local_dir)?,
             server_version: String::new(),

@@ -142,6 +142,14 @@ impl SqliteStore {
         self.record_cache.set_capacity(bytes);
     }
 
+    /// One instance owns an SQLite file: its JWT secret stays in its data directory.
+    pub fn shared_jwt_secret(&self) -> StoreResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// One instance owns an SQLite file: its own writes clear its caches, no one else writes.
+    pub fn on_identity_change(&self, _changed: Arc<dyn Fn() + Send + Sync>) {}
+
     /// Whether a pooled connection is idle, so a short read may run on the caller's thread.
     pub fn has_idle_connection(&self) -> bool {
         self.pool.state().idle_connections > 0
