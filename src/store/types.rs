@@ -324,6 +324,32 @@ pub fn number_json(x: Option<f64>) -> Value {
     }
 }
 
+/// Buckets between consecutive `edges` (ascending): bucket `i` covers `[edges[i], edges[i + 1])`
+/// cut to the window `start_ms..end_ms` and is stamped `edges[i]`, even when the window starts
+/// later. `fixed(lo, hi)` aggregates one cut bucket as a single fixed bucket (at most one
+/// point). For buckets of unequal length, such as local days across a DST change.
+pub fn buckets_between(
+    start_ms: i64,
+    end_ms: i64,
+    edges: &[i64],
+    mut fixed: impl FnMut(i64, i64) -> StoreResult<Vec<HistoryPoint>>,
+) -> StoreResult<Vec<HistoryPoint>> {
+    let mut points = Vec::new();
+    for pair in edges.windows(2) {
+        let (lo, hi) = (pair[0].max(start_ms), pair[1].min(end_ms));
+        if lo >= hi {
+            continue;
+        }
+        for point in fixed(lo, hi)? {
+            points.push(HistoryPoint {
+                ts_ms: pair[0],
+                ..point
+            });
+        }
+    }
+    Ok(points)
+}
+
 // ---- Broker state ----
 
 /// A PUBLISH as kept for a retained topic or a session's queue.
@@ -555,6 +581,19 @@ pub fn written_record(
     record.insert("updated_dt".into(), Value::String(updated.into()));
     record.extend(stored);
     Value::Object(record)
+}
+
+/// A collection definition from its record in the domain's `collections` table.
+pub fn collection_of_record(
+    record: Option<Value>,
+) -> StoreResult<Option<crate::schema::Collection>> {
+    let Some(Value::Object(mut doc)) = record else {
+        return Ok(None);
+    };
+    for system in ["id", "created_dt", "updated_dt"] {
+        doc.remove(system);
+    }
+    Ok(Some(serde_json::from_value(Value::Object(doc))?))
 }
 
 // ---- Reports ----

@@ -293,20 +293,9 @@ impl PgStore {
         let Some(series) = self.series_id(domain, topic)? else {
             return Ok(Vec::new());
         };
-        let mut points = Vec::new();
-        for pair in edges.windows(2) {
-            let (lo, hi) = (pair[0].max(start_ms), pair[1].min(end_ms));
-            if lo >= hi {
-                continue;
-            }
-            for point in self.fixed_buckets(series, lo, hi, hi - lo, agg)? {
-                points.push(HistoryPoint {
-                    ts_ms: pair[0],
-                    ..point
-                });
-            }
-        }
-        Ok(points)
+        buckets_between(start_ms, end_ms, edges, |lo, hi| {
+            self.fixed_buckets(series, lo, hi, hi - lo, agg)
+        })
     }
 
     fn fixed_buckets(

@@ -337,13 +337,7 @@ impl PgStore {
     /// The collection defined for a table, read each time: another instance may change it.
     pub fn collection(&self, table: &TableRef) -> StoreResult<Option<Arc<Collection>>> {
         let defs = TableRef::new(&table.domain, COLLECTIONS).map_err(StoreError::Invalid)?;
-        let Some(Value::Object(mut doc)) = self.get_record(&defs, &table.table)? else {
-            return Ok(None);
-        };
-        for system in ["id", "created_dt", "updated_dt"] {
-            doc.remove(system);
-        }
-        Ok(Some(Arc::new(serde_json::from_value(Value::Object(doc))?)))
+        Ok(collection_of_record(self.get_record(&defs, &table.table)?)?.map(Arc::new))
     }
 }
 

@@ -226,21 +226,9 @@ impl SqliteStore {
         let Some(series) = series_id(&conn, domain, topic)? else {
             return Ok(Vec::new());
         };
-        let mut points = Vec::new();
-        for pair in edges.windows(2) {
-            let (lo, hi) = (pair[0].max(start_ms), pair[1].min(end_ms));
-            if lo >= hi {
-                continue;
-            }
-            // The cut bucket as one fixed bucket: at most one point, restamped.
-            for point in fixed_buckets(&conn, series, lo, hi, hi - lo, agg)? {
-                points.push(HistoryPoint {
-                    ts_ms: pair[0],
-                    ..point
-                });
-            }
-        }
-        Ok(points)
+        buckets_between(start_ms, end_ms, edges, |lo, hi| {
+            fixed_buckets(&conn, series, lo, hi, hi - lo, agg)
+        })
     }
 
     /// Topics of a domain that have at least one stored value, sorted.

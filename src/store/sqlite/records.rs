@@ -445,13 +445,7 @@ impl SqliteStore {
 
     fn read_collection(&self, table: &TableRef) -> StoreResult<Option<Collection>> {
         let defs = TableRef::new(&table.domain, COLLECTIONS).map_err(StoreError::Invalid)?;
-        let Some(Value::Object(mut doc)) = self.get_record(&defs, &table.table)? else {
-            return Ok(None);
-        };
-        for system in ["id", "created_dt", "updated_dt"] {
-            doc.remove(system);
-        }
-        Ok(Some(serde_json::from_value(Value::Object(doc))?))
+        collection_of_record(self.get_record(&defs, &table.table)?)
     }
 }
 
