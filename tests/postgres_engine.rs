@@ -248,3 +248,67 @@ fn two_instances_on_one_database_share_identity_and_forget_it_together() {
         || (who(&b, &token_b) == StatusCode::UNAUTHORIZED).then_some(()),
     );
 }
+
+/// The historian's points go into day partitions created as values need them, and retention
+/// drops whole partitions that hold only expired days (a value older than the retention is
+/// gone, a recent one stays).
+#[test]
+fn historian_partitions_are_made_for_the_values_and_dropped_by_retention() {
+    let pg = Postgres::start();
+    let url = pg.fresh_database();
+    let mut server = Server::start_with(&["--database", &url, "--historian-retention", "30d"]);
+    server.create_domain("plant");
+    server.create_tag("domains:plant", "plant/line1/temp", true);
+    let now = chrono::Utc::now().timestamp_millis();
+    let old = now - 40 * 86_400_000;
+    let recent = now - 3_600_000;
+    let mut feed = server.mqtt_admin(Proto::V5, Via::Tcp, "retention-feed");
+    for (ts, value) in [(old, 1), (recent, 2)] {
+        let payload = json!({"value": value, "timestamp": ts}).to_string();
+        assert_eq!(
+            feed.publish("plant/line1/temp", payload, 1, false),
+            "Success"
+        );
+    }
+    let partition = |ts: i64| {
+        let day = chrono::DateTime::from_timestamp_millis(ts).expect("a time");
+        format!("hist_points_p{}", day.format("%Y%m%d"))
+    };
+    let db = url
+        .rsplit('/')
+        .next()
+        .and_then(|tail| tail.split('?').next())
+        .expect("database name")
+        .to_string();
+    let partitions = || {
+        pg.psql(
+            &db,
+            "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_inherits i \
+             JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'hist_points'::regclass",
+        )
+        .expect("partitions")
+    };
+    let both = format!("{},{}", partition(old), partition(recent));
+    server.poll(Duration::from_secs(10), "both day partitions", || {
+        (partitions() == both).then_some(())
+    });
+    let stored = |server: &Server| -> usize {
+        pg.psql(&db, "SELECT count(*) FROM hist_points")
+            .expect("count")
+            .parse()
+            .expect("a count")
+    };
+    server.poll(Duration::from_secs(10), "both values stored", || {
+        (stored(&server) == 2).then_some(())
+    });
+
+    // The sweep runs at start (and every minute): the 40-day-old partition goes whole.
+    assert!(server.terminate().success());
+    server.restart();
+    server.poll(
+        Duration::from_secs(10),
+        "the expired partition dropped",
+        || (partitions() == partition(recent)).then_some(()),
+    );
+    assert_eq!(stored(&server), 1, "the recent value stays");
+}

@@ -316,8 +316,30 @@ impl TagRegistry {
 /// Deletes historian values older than each tag's retention; run periodically.
 pub async fn sweep_retention(store: &Store, registry: &TagRegistry, global: Option<Duration>) {
     let now = chrono::Utc::now().timestamp_millis();
-    for (domain, topic, keep) in registry.retentions(global) {
-        let before = now.saturating_sub(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX));
+    let cut =
+        |keep: Duration| now.saturating_sub(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX));
+    let retentions = registry.retentions(global);
+    // With a global retention every series has one: what is older than the longest of them is
+    // expired everywhere, and goes in one sweep of the whole historian (on PostgreSQL, whole
+    // day partitions are dropped rather than their rows deleted).
+    if let Some(longest) = global.map(|g| {
+        retentions
+            .iter()
+            .map(|(_, _, keep)| *keep)
+            .fold(g, Duration::max)
+    }) {
+        let before = cut(longest);
+        match store
+            .run(move |s| s.history_delete_before(None, None, before))
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "historian retention, every series"),
+            Err(e) => tracing::warn!(error = %e, "historian retention of every series failed"),
+        }
+    }
+    for (domain, topic, keep) in retentions {
+        let before = cut(keep);
         let (d, t) = (domain.clone(), topic.clone());
         match store
             .run(move |s| s.history_delete_before(Some(&d), Some(&t), before))

@@ -10,6 +10,37 @@ use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
 use serde_json::Value;
 use std::collections::HashMap;
+use tokio_postgres::error::SqlState;
+
+/// The rows of one batch of points, column by column (as `unnest` takes them).
+struct PointColumns {
+    series: Vec<i64>,
+    ts: Vec<i64>,
+    ord: Vec<i32>,
+    num: Vec<Option<f64>>,
+    text: Vec<String>,
+}
+
+/// Why an insert of points failed.
+enum InsertError {
+    /// A value's time has no partition (PostgreSQL's check violation on routing).
+    NoPartition,
+    Store(StoreError),
+}
+
+impl From<InsertError> for StoreError {
+    fn from(err: InsertError) -> StoreError {
+        match err {
+            InsertError::NoPartition => {
+                StoreError::Internal("no historian partition holds the values' times".into())
+            }
+            InsertError::Store(e) => e,
+        }
+    }
+}
+
+/// The marker of [`InsertError::NoPartition`] on its way out of the async block.
+const NO_PARTITION: &str = "no historian partition for a value";
 
 /// One partition's span: a UTC day, in milliseconds.
 const PARTITION_MS: i64 = 86_400_000;
@@ -190,7 +221,30 @@ impl PgStore {
             text.push(w.value.to_string());
         }
         let upto = journaled_upto.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        self.block(async {
+        let columns = PointColumns {
+            series,
+            ts,
+            ord,
+            num,
+            text,
+        };
+        match self.insert_points(&columns, upto) {
+            // Another instance's retention dropped a partition this one still believed in:
+            // forget them all, create what the values need, and try once more.
+            Err(InsertError::NoPartition) => {
+                if let Ok(mut known) = self.known_partitions.lock() {
+                    known.clear();
+                }
+                self.ensure_partitions(values.iter().map(|w| w.ts_ms))?;
+                self.insert_points(&columns, upto).map_err(StoreError::from)
+            }
+            other => other.map_err(StoreError::from),
+        }
+    }
+
+    /// One attempt at the insert and the mark, in one transaction.
+    fn insert_points(&self, c: &PointColumns, upto: Option<i64>) -> Result<(), InsertError> {
+        let attempt = self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             tx.execute(
@@ -199,9 +253,16 @@ impl PgStore {
                      WHERE p.series = u.series AND p.ts = u.ts), 0), u.num, u.value \
                  FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::float8[], $5::text[]) \
                      AS u(series, ts, ord, num, value)",
-                &[&series, &ts, &ord, &num, &text],
+                &[&c.series, &c.ts, &c.ord, &c.num, &c.text],
             )
-            .await?;
+            .await
+            .map_err(|e| {
+                if e.code() == Some(&SqlState::CHECK_VIOLATION) {
+                    StoreError::Invalid(NO_PARTITION.into())
+                } else {
+                    e.into()
+                }
+            })?;
             if let Some(upto) = upto {
                 tx.execute(
                     "INSERT INTO hist_journal (instance, folded) VALUES ($1, $2) \
@@ -213,7 +274,12 @@ impl PgStore {
             }
             tx.commit().await?;
             Ok(())
-        })
+        });
+        match attempt {
+            Err(StoreError::Invalid(m)) if m == NO_PARTITION => Err(InsertError::NoPartition),
+            Err(e) => Err(InsertError::Store(e)),
+            Ok(()) => Ok(()),
+        }
     }
 
     #[cfg(test)]
