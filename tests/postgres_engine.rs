@@ -292,14 +292,14 @@ fn historian_partitions_are_made_for_the_values_and_dropped_by_retention() {
     server.poll(Duration::from_secs(10), "both day partitions", || {
         (partitions() == both).then_some(())
     });
-    let stored = |server: &Server| -> usize {
+    let stored = || -> usize {
         pg.psql(&db, "SELECT count(*) FROM hist_points")
             .expect("count")
             .parse()
             .expect("a count")
     };
     server.poll(Duration::from_secs(10), "both values stored", || {
-        (stored(&server) == 2).then_some(())
+        (stored() == 2).then_some(())
     });
 
     // The sweep runs at start (and every minute): the 40-day-old partition goes whole.
@@ -310,5 +310,5 @@ fn historian_partitions_are_made_for_the_values_and_dropped_by_retention() {
         "the expired partition dropped",
         || (partitions() == partition(recent)).then_some(()),
     );
-    assert_eq!(stored(&server), 1, "the recent value stays");
+    assert_eq!(stored(), 1, "the recent value stays");
 }
