@@ -42,10 +42,21 @@ fn status_with_token(server: &Server, token: &str) -> StatusCode {
         .status()
 }
 
-/// Finds the form in which the server uses `<data_dir>/jwt.secret` by signing a fresh, valid
-/// token with each candidate and keeping the one the server accepts.
+/// The JWT secret the server signs with: `<data_dir>/jwt.secret` on SQLite, or the one
+/// instances sharing a PostgreSQL database keep in it.
+fn stored_secret(server: &Server) -> Vec<u8> {
+    if !on_postgres() {
+        return std::fs::read(server.data_dir.join("jwt.secret")).expect("read jwt.secret");
+    }
+    let sql = "SELECT encode(value, 'hex') FROM svc_secrets WHERE name = 'jwt'";
+    let hex = server.store_sql(sql, sql).expect("the shared JWT secret");
+    hex::decode(hex).expect("hex")
+}
+
+/// Finds the form in which the server uses its stored secret by signing a fresh, valid token
+/// with each candidate and keeping the one the server accepts.
 fn server_secret(server: &Server, claims: &Value) -> Vec<u8> {
-    let raw = std::fs::read(server.data_dir.join("jwt.secret")).expect("read jwt.secret");
+    let raw = stored_secret(server);
     let trimmed = String::from_utf8_lossy(&raw).trim().as_bytes().to_vec();
     for candidate in [raw.clone(), trimmed] {
         if status_with_token(server, &sign(claims, Algorithm::HS256, &candidate)) == StatusCode::OK
@@ -234,6 +245,12 @@ fn expired_jwt_is_rejected() {
 fn jwt_secret_file_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let server = Server::start();
+    if on_postgres() {
+        // Shared through the database, never written to the data dir.
+        assert!(!server.data_dir.join("jwt.secret").exists());
+        assert_eq!(stored_secret(&server).len(), 32);
+        return;
+    }
     let meta = std::fs::metadata(server.data_dir.join("jwt.secret")).expect("jwt.secret exists");
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert!(meta.len() > 0);
