@@ -138,8 +138,8 @@ fn every_fence_of_the_python_sandbox_holds_and_the_server_keeps_answering() {
         .expect("http port")
         .to_string();
     let outside = std::env::temp_dir().join(format!("svc-escape-{}", std::process::id()));
-    // The JWT secret: in the data dir whichever engine holds the data.
-    let data_db = server.data_dir.join("jwt.secret");
+    // The data dir's lock file: there whichever engine holds the data.
+    let data_db = server.data_dir.join("svc.lock");
     let attempts: Vec<(&str, String, &[&str])> = vec![
         (
             "socket",
