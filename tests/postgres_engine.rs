@@ -312,3 +312,20 @@ fn historian_partitions_are_made_for_the_values_and_dropped_by_retention() {
     );
     assert_eq!(stored(), 1, "the recent value stays");
 }
+
+/// A value PostgreSQL cannot hold (text with a NUL character, which `jsonb` refuses) is the
+/// caller's 400 with a sentence, not a server error, and stores nothing.
+#[test]
+fn a_value_postgres_cannot_hold_is_a_400_that_stores_nothing() {
+    let pg = Postgres::start();
+    let server = Server::start_with(&["--database", &pg.fresh_database()]);
+    server.create_domain("plant");
+    server.create_record("domains:plant", "notes", &json!({"text": "kept"}));
+    let refused = server
+        .admin_in("domains:plant", Method::POST, "/svc/notes")
+        .json(&json!({"text": "a\u{0}b"}))
+        .send()
+        .expect("POST");
+    assert_error(refused, StatusCode::BAD_REQUEST, &["cannot store"]);
+    assert_eq!(server.count("domains:plant", "notes"), 1);
+}

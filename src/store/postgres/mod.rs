@@ -74,6 +74,12 @@ impl From<tokio_postgres::Error> for StoreError {
             Some(code) if *code == SqlState::READ_ONLY_SQL_TRANSACTION => {
                 StoreError::Invalid("the query must only read".into())
             }
+            // Class 22, data exceptions: a value the request carried that PostgreSQL cannot
+            // hold (text with a NUL character, a number beyond `numeric`), the caller's to fix.
+            Some(code) if code.code().starts_with("22") => StoreError::Invalid(format!(
+                "the database cannot store a value of this request: {}",
+                db_message(&err)
+            )),
             Some(_) => StoreError::Internal(db_message(&err)),
             None => StoreError::Unavailable(format!("the database is unreachable: {err}")),
         }
