@@ -331,6 +331,31 @@ impl Broker {
             .map_err(|e| anyhow::anyhow!("cannot deliver the message: {e}"))
     }
 
+    /// Delivers a message another instance on the same store accepted (and stored, and acted
+    /// on): to this broker's subscribers and retained messages only, not to the policy.
+    pub async fn deliver_from_peer(
+        &self,
+        topic: &str,
+        payload: Bytes,
+        qos: u8,
+        retain: bool,
+        received_ms: i64,
+    ) -> Result<()> {
+        let publication = Arc::new(Publication {
+            topic: topic.into(),
+            payload,
+            qos: publication::qos_of(qos),
+            retain,
+            properties: None,
+            received_ms,
+            sender: None,
+        });
+        self.hub
+            .deliver_all(&[publication], Vec::new())
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot deliver the message: {e}"))
+    }
+
     /// The connected clients that announced themselves as bridges of another svc.
     pub fn bridges(&self) -> Vec<Bridge> {
         let mut bridges: Vec<Bridge> = self

@@ -33,6 +33,7 @@ mod namespace_index;
 mod namespaces;
 mod observe;
 mod openapi;
+mod peers;
 mod processes;
 mod record_writer;
 mod records;
@@ -88,6 +89,8 @@ pub struct Shared {
     /// Set once the broker is up; the broker's policy needs the state first.
     pub broker: Arc<OnceLock<Broker>>,
     pub automation: automation::Automation,
+    /// The other instances sharing the store (none on SQLite).
+    pub peers: peers::Peers,
     pub upstreams: Arc<crate::upstream::supervisor::Supervisor>,
     /// The run log of functions and flows, written by groups (see [`RunLog`]).
     pub run_log: RunLog,
@@ -204,6 +207,7 @@ async fn serve(settings: Settings) -> Result<()> {
             .context("cannot start the historian writer")?,
         broker: broker_cell.clone(),
         automation: automation::Automation::default(),
+        peers: peers::Peers::start(store.clone()),
         upstreams: crate::upstream::supervisor::Supervisor::new(
             store.clone(),
             upstreams::status_publisher(broker_cell.clone()),
@@ -237,6 +241,8 @@ async fn serve(settings: Settings) -> Result<()> {
             e.message
         )
     })?;
+    // Once what the other instances' notices act on (the broker, the deployments) is up.
+    peers::listen(&state);
     start_upstreams(&state).await?;
     let mut listeners = vec![
         ("http", state.http_addr),

@@ -174,6 +174,7 @@ impl Policy for PlatformPolicy {
             .commit_many(durable)
             .await
             .map_err(|e| e.to_string())?;
+        self.state.peers.relay(&messages);
         let outbound: Vec<Outbound<'_>> = messages
             .iter()
             .map(|m| Outbound {

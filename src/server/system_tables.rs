@@ -30,8 +30,21 @@ pub enum SystemTable {
 }
 
 impl SystemTable {
+    pub const ALL: [SystemTable; 5] = [
+        SystemTable::Tags,
+        SystemTable::Namespaces,
+        SystemTable::Upstreams,
+        SystemTable::Processes,
+        SystemTable::Flows,
+    ];
+
     pub fn of(table: &TableRef) -> Option<SystemTable> {
-        match table.table.as_str() {
+        SystemTable::named(&table.table)
+    }
+
+    /// The system table called `name`.
+    pub fn named(name: &str) -> Option<SystemTable> {
+        match name {
             TAGS => Some(SystemTable::Tags),
             NAMESPACES => Some(SystemTable::Namespaces),
             UPSTREAMS => Some(SystemTable::Upstreams),
@@ -52,7 +65,7 @@ impl SystemTable {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             SystemTable::Tags => TAGS,
             SystemTable::Namespaces => NAMESPACES,
@@ -305,32 +318,42 @@ impl SystemTable {
         }
     }
 
-    /// Brings derived state in step after `record` was written (or, with `None`, deleted).
+    /// Brings derived state in step after `record` was written (or, with `None`, deleted),
+    /// here and on the other instances sharing the store.
     pub async fn after_write(
         self,
         state: &AppState,
         domain: &str,
         written: Option<&Value>,
     ) -> ApiResult<()> {
+        if let (SystemTable::Processes, Some(def)) = (
+            self,
+            written
+                .and_then(Value::as_object)
+                .and_then(|f| FunctionDef::from_fields(f).ok()),
+        ) {
+            let version = version_now(def.version, &def);
+            let domain = domain.to_string();
+            state
+                .store
+                .run(move |s| s.keep_code_version(&domain, &def.name, &version))
+                .await?;
+        }
+        self.reload(state, domain).await?;
+        state.peers.changed(domain, self).await;
+        Ok(())
+    }
+
+    /// Re-reads what the server derives from this table of `domain` (the tag index, the
+    /// upstream bridges, the deployed functions and flows).
+    pub async fn reload(self, state: &AppState, domain: &str) -> ApiResult<()> {
         match self {
             SystemTable::Tags => state.tags.reload(&state.store, domain).await?,
             SystemTable::Namespaces => state.tags.reload_namespaces(&state.store, domain).await?,
             SystemTable::Upstreams => state.upstreams.reload_domain(domain).await,
-            SystemTable::Processes => {
-                if let Some(def) = written
-                    .and_then(Value::as_object)
-                    .and_then(|f| FunctionDef::from_fields(f).ok())
-                {
-                    let version = version_now(def.version, &def);
-                    let domain = domain.to_string();
-                    state
-                        .store
-                        .run(move |s| s.keep_code_version(&domain, &def.name, &version))
-                        .await?;
-                }
-                state.automation.reload(state, domain).await?;
+            SystemTable::Processes | SystemTable::Flows => {
+                state.automation.reload(state, domain).await?
             }
-            SystemTable::Flows => state.automation.reload(state, domain).await?,
         }
         Ok(())
     }

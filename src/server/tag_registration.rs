@@ -106,5 +106,6 @@ async fn register(state: &AppState, topics: &[String]) {
         if let Err(e) = state.tags.reload(&state.store, &domain).await {
             tracing::warn!(error = %e, domain, "cannot reload a domain's tags");
         }
+        state.peers.changed(&domain, SystemTable::Tags).await;
     }
 }

@@ -206,6 +206,14 @@ engine_calls! {
     /// Calls `changed` when another instance may have changed identity data (users, keys,
     /// groups, grants), so cached identity must be dropped.
     fn on_identity_change(&self, changed: Arc<dyn Fn() + Send + Sync>) -> ();
+    /// Calls `heard` with each notice another instance on this store sent, in order.
+    fn on_peer_notice(&self, heard: Arc<dyn Fn(PeerNotice) + Send + Sync>) -> ();
+    /// Whether another instance is alive on this store (so notices have someone to reach).
+    fn has_peers(&self) -> bool;
+    /// Sends a notice (a kind and a body, both the caller's) to every other instance.
+    fn tell_peers(&self, kind: &str, body: &[u8]) -> StoreResult<()>;
+    /// Whether this instance is the one that runs what must run once for all instances.
+    fn leadership(&self) -> Leadership;
 
     // ---- audit trail ----
     fn record_audit(&self, entry: &AuditEntry) -> StoreResult<()>;

@@ -558,12 +558,17 @@ async fn fire_inject(context: Arc<Context>, node: String, schedule: crate::sched
         Some(NodeKind::Inject(config)) => config.clone(),
         _ => return,
     };
+    let leadership = context.state.store.leadership();
     loop {
         let now = chrono::Utc::now();
         let Some(next) = schedule.next_after(now) else {
             return;
         };
         tokio::time::sleep((next - now).to_std().unwrap_or_default()).await;
+        // One firing for all the instances sharing the store: the leader's.
+        if !leadership.is_leader() {
+            continue;
+        }
         let payload = config
             .payload
             .clone()

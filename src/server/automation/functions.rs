@@ -8,7 +8,7 @@ use crate::functions::engine::{self, Outcome, RunError};
 use crate::functions::{FunctionDef, RunRecord};
 use crate::schedule::Schedule;
 use crate::server::AppState;
-use crate::store::RunOwner;
+use crate::store::{Leadership, RunOwner};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -56,6 +56,7 @@ impl Deployed {
             for trigger in &def.triggers {
                 if let Some(Ok(schedule)) = trigger.schedule() {
                     tasks.spawn(fire_on_schedule(
+                        state.store.leadership(),
                         schedule,
                         trigger.kind(),
                         jobs.clone(),
@@ -140,8 +141,10 @@ async fn run_job(
 }
 
 /// Fires a timer trigger; a firing while the function is still busy is skipped, so slow runs
-/// never pile up behind a fast schedule.
+/// never pile up behind a fast schedule. Only the leading instance of those sharing the store
+/// fires, so a timer fires once however many run.
 async fn fire_on_schedule(
+    leadership: Leadership,
     schedule: Schedule,
     trigger: &'static str,
     jobs: mpsc::Sender<Job>,
@@ -155,6 +158,9 @@ async fn fire_on_schedule(
         };
         let wait = (next - now).to_std().unwrap_or_default();
         tokio::time::sleep(wait).await;
+        if !leadership.is_leader() {
+            continue;
+        }
         if !allow_overlap && pending.load(Ordering::SeqCst) > 0 {
             tracing::debug!("skipped a {trigger} firing: the previous run is still going");
             continue;

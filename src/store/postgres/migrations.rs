@@ -17,6 +17,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (7, include_str!("migrations/0007_automation.sql")),
     (8, include_str!("migrations/0008_report_numbers.sql")),
     (9, include_str!("migrations/0009_instances.sql")),
+    (10, include_str!("migrations/0010_peers.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").

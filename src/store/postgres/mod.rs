@@ -10,6 +10,7 @@ mod automation;
 mod filter_sql;
 mod historian;
 mod instances;
+mod leadership;
 mod migrations;
 mod mqtt_state;
 mod names;
@@ -25,8 +26,10 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
@@ -60,6 +63,12 @@ pub struct PgStore {
     known_partitions: Mutex<HashSet<i64>>,
     /// Historian series ids by (domain, topic); series are never deleted.
     series: Mutex<HashMap<(String, String), i64>>,
+    /// Who hears what other instances say.
+    listeners: Arc<instances::Listeners>,
+    /// Whether this instance leads (holds the leader's advisory lock).
+    leads: Arc<watch::Sender<bool>>,
+    /// Whether another instance was seen alive in the last seconds.
+    peers_present: Arc<AtomicBool>,
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -144,11 +153,16 @@ impl PgStore {
             known_tables: Mutex::default(),
             known_partitions: Mutex::default(),
             series: Mutex::default(),
+            listeners: Arc::default(),
+            leads: Arc::new(watch::channel(false).0),
+            peers_present: Arc::default(),
         };
         store.server_version = store
             .query_one("SHOW server_version", &[])?
             .get::<_, String>(0);
         store.block(migrations::apply(&store.pool))?;
+        store.start_listening();
+        store.start_campaign();
         Ok(store)
     }
 

@@ -150,6 +150,22 @@ impl SqliteStore {
     /// One instance owns an SQLite file: its own writes clear its caches, no one else writes.
     pub fn on_identity_change(&self, _changed: Arc<dyn Fn() + Send + Sync>) {}
 
+    /// No other instance can open the file, so none is ever heard from or told anything.
+    pub fn on_peer_notice(&self, _heard: Arc<dyn Fn(PeerNotice) + Send + Sync>) {}
+
+    pub fn has_peers(&self) -> bool {
+        false
+    }
+
+    pub fn tell_peers(&self, _kind: &str, _body: &[u8]) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// The one instance on the file leads.
+    pub fn leadership(&self) -> Leadership {
+        Leadership::alone()
+    }
+
     /// Whether a pooled connection is idle, so a short read may run on the caller's thread.
     pub fn has_idle_connection(&self) -> bool {
         self.pool.state().idle_connections > 0

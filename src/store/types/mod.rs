@@ -6,12 +6,14 @@ mod automation;
 mod broker;
 mod historian;
 mod identity;
+mod peers;
 mod records;
 
 pub use automation::*;
 pub use broker::*;
 pub use historian::*;
 pub use identity::*;
+pub use peers::*;
 pub use records::*;
 
 /// Which engine runs and where: the `storage` part of `GET /svc/`.

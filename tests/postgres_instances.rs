@@ -1,0 +1,203 @@
+//! Several `svc serve` instances on one PostgreSQL database as one platform (issue 18): a
+//! message published on one reaches MQTT subscribers, retained messages and last values of the
+//! other and is historized once; a tag, function or flow declared on one is in force on the
+//! other at once; timers fire on exactly one instance (the leader), and another takes over
+//! within seconds when the leader dies.
+
+mod common;
+
+use common::*;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const ADMIN: &str = "domains:svc_admin";
+const LEADS: &str = "this instance leads";
+
+/// Two instances on a fresh database of a private PostgreSQL, each knowing the other is there
+/// (a message published on `a` reaches a subscriber on `b`).
+fn two_instances(pg: &Postgres) -> (Server, Server) {
+    let url = pg.fresh_database();
+    let a = Server::start_with(&["--database", &url]);
+    let b = Server::start_with(&["--database", &url]);
+    let mut probe_b = b.mqtt_admin(Proto::V5, Via::Tcp, "probe-b");
+    probe_b.subscribe("probe/#", 0);
+    let mut probe_a = a.mqtt_admin(Proto::V5, Via::Tcp, "probe-a");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        probe_a.publish("probe/hello", "1", 0, false);
+        if probe_b.next_publish(Duration::from_millis(500)).is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a never reached b:\n{}\n{}",
+            a.logs(),
+            b.logs()
+        );
+    }
+    (a, b)
+}
+
+fn create_function(server: &Server, domain: &str, body: &Value) {
+    let resp = server
+        .admin_in(domain, Method::POST, "/svc/processes")
+        .json(body)
+        .send()
+        .expect("create a function");
+    json_ok(resp, StatusCode::CREATED);
+}
+
+#[test]
+fn a_message_published_on_one_instance_reaches_the_other_and_is_historized_once() {
+    let pg = Postgres::start();
+    let (a, b) = two_instances(&pg);
+    a.create_domain("plant");
+    a.create_tag("domains:plant", "plant/line1/temp", true);
+    let mut watcher = b.mqtt_admin(Proto::V5, Via::Tcp, "watcher-b");
+    watcher.subscribe("plant/#", 1);
+
+    let mut device = a.mqtt_admin(Proto::V5, Via::Tcp, "device-a");
+    let payload = json!({"value": 21.5, "timestamp": 1_767_225_600_000i64}).to_string();
+    assert_eq!(
+        device.publish("plant/line1/temp", payload.clone(), 1, true),
+        "Success"
+    );
+    let heard = watcher.expect_publish("plant/line1/temp");
+    assert_eq!(String::from_utf8_lossy(&heard.payload), payload);
+
+    // The retained message is b's too: a subscriber that comes later gets it from b.
+    let mut late = b.mqtt_admin(Proto::V5, Via::Tcp, "late-b");
+    late.subscribe("plant/line1/temp", 1);
+    let retained = late.expect_publish("plant/line1/temp");
+    assert!(retained.retain, "not retained on b");
+    assert_eq!(String::from_utf8_lossy(&retained.payload), payload);
+
+    // b's last values hold it, and the historian (shared) holds it once.
+    let values = b.poll(Duration::from_secs(5), "the last value on b", || {
+        let values = b.get_json("domains:plant", "/svc/tag/values");
+        (values.as_array().is_some_and(|v| !v.is_empty())).then_some(values)
+    });
+    assert_eq!(values[0]["topic"], "plant/line1/temp", "{values}");
+    assert_eq!(values[0]["value"], 21.5, "{values}");
+    std::thread::sleep(Duration::from_millis(500));
+    let history = b
+        .admin_in("domains:plant", Method::PATCH, "/svc/historian")
+        .json(&json!({"topic": "plant/line1/temp", "start_time": "2026-01-01T00:00:00Z", "range": "1m"}))
+        .send()
+        .expect("historian query");
+    let points = json_ok(history, StatusCode::OK);
+    assert_eq!(points.as_array().map(Vec::len), Some(1), "{points}");
+}
+
+/// A tag declared historized and a `tag_change` function created on `a` after both started are
+/// in force on `b` at once: a value published on `b` is historized, and the function runs once
+/// (on `b`, where the value arrived; `a` only delivers what `b` relays).
+#[test]
+fn what_one_instance_declares_is_in_force_on_the_other() {
+    let pg = Postgres::start();
+    let (a, b) = two_instances(&pg);
+    a.create_tag(ADMIN, "line/speed", true);
+    create_function(
+        &a,
+        ADMIN,
+        &json!({
+            "name": "count_speeds",
+            "code": "function main(i) { svc.records.create('speeds', {value: i.value}); }",
+            "triggers": [{"type": "tag_change", "topic": "line/speed"}]
+        }),
+    );
+    b.poll(Duration::from_secs(5), "b knowing the tag", || {
+        b.string_list(Some(ADMIN), "/svc/tag/list")
+            .iter()
+            .any(|t| t == "line/speed")
+            .then_some(())
+    });
+    // The function is deployed on b once b heard of it: poll by publishing until it runs.
+    let mut device = b.mqtt_admin(Proto::V5, Via::Tcp, "device-b");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut sent = 0i64;
+    while a.count(ADMIN, "speeds") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the function never ran on b:\n{}",
+            b.logs()
+        );
+        sent += 1;
+        let payload = json!({"value": sent, "timestamp": 1_767_225_600_000i64 + sent});
+        assert_eq!(
+            device.publish("line/speed", payload.to_string(), 1, false),
+            "Success"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        a.count(ADMIN, "speeds"),
+        1,
+        "one run per value: a must not run it again for the relayed message"
+    );
+    // b historized what it took in, each value once.
+    let history = a
+        .admin_in(ADMIN, Method::PATCH, "/svc/historian")
+        .json(&json!({"topic": "line/speed", "start_time": "2026-01-01T00:00:00Z", "range": "1m"}))
+        .send()
+        .expect("historian query");
+    let points = json_ok(history, StatusCode::OK);
+    assert_eq!(
+        points.as_array().map(Vec::len),
+        Some(sent as usize),
+        "{points}"
+    );
+}
+
+/// A function's interval timer fires on one instance only; when that instance is killed, the
+/// other takes the lead within seconds and the timer goes on firing there.
+#[test]
+fn timers_fire_on_exactly_one_instance_and_move_when_the_leader_dies() {
+    let pg = Postgres::start();
+    let url = pg.fresh_database();
+    let mut a = Server::start_with(&["--database", &url]);
+    create_function(
+        &a,
+        ADMIN,
+        &json!({
+            "name": "tick",
+            "code": "function main(i) { svc.records.create('ticks', {trigger: i.trigger}); }",
+            "triggers": [{"type": "interval", "value": 250, "unit": "ms"}]
+        }),
+    );
+    // b deploys the function as it starts.
+    let mut b = Server::start_with(&["--database", &url]);
+    a.poll(Duration::from_secs(10), "one instance leading", || {
+        (a.logs().contains(LEADS) || b.logs().contains(LEADS)).then_some(())
+    });
+    assert!(
+        !(a.logs().contains(LEADS) && b.logs().contains(LEADS)),
+        "both lead"
+    );
+    // 4 s at one firing per 250 ms: 16 from one instance, twice that from two.
+    let before = a.count(ADMIN, "ticks");
+    std::thread::sleep(Duration::from_secs(4));
+    let fired = a.count(ADMIN, "ticks") - before;
+    assert!(
+        (4..=22).contains(&fired),
+        "{fired} firings in 4 s: expected about 16, one instance's"
+    );
+
+    let (leader, follower) = if a.logs().contains(LEADS) {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
+    leader.kill9();
+    follower.poll(
+        Duration::from_secs(10),
+        "the other instance leading",
+        || follower.logs().contains(LEADS).then_some(()),
+    );
+    let before = follower.count(ADMIN, "ticks");
+    follower.poll(Duration::from_secs(10), "the timer firing on", || {
+        (follower.count(ADMIN, "ticks") >= before + 4).then_some(())
+    });
+}
