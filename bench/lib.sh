@@ -90,16 +90,53 @@ start_ready() {
 
 # start_svc [WRAPPER…] : `svc serve` (the binary SVC) on a fresh data dir (SVC_DATA, default
 # $WORK/data) and free ports, under WRAPPER (e.g. `nice -n -10`); sets SVC_PID, SVC_URL,
-# SVC_MQTT_PORT and DB (its database file). SVC_NAME (default svc) names its log files.
+# SVC_MQTT_PORT and DB (its database: the SQLite file, or SVC_DATABASE when that is set, passed
+# as `--database`). SVC_NAME (default svc) names its log files.
 start_svc() {
     local data=${SVC_DATA:-$WORK/data}
     log "starting ${SVC_NAME:-svc} serve (fresh data dir)"
     start_ready "${SVC_NAME:-svc}" env SVC_LOG="${SVC_LOG:-info}" "$@" "$SVC" serve --data-dir "$data" \
-        --http-port 0 --mqtt-port 0 --ws-port 0 --admin-password "$PASSWORD"
+        --http-port 0 --mqtt-port 0 --ws-port 0 --admin-password "$PASSWORD" \
+        ${SVC_DATABASE:+--database "$SVC_DATABASE"}
     SVC_PID=$PID
     SVC_URL="http://$ADDR"
     SVC_MQTT_PORT=$(sed -n 's/.*"mqtt":"[^"]*:\([0-9]*\)".*/\1/p' <<<"$READY")
-    DB="$data/svc.db"
+    DB=${SVC_DATABASE:-$data/svc.db}
+}
+
+# start_postgres : a private PostgreSQL server (Debian's package) in $WORK/pg on a free
+# loopback port, as the package's unprivileged user when run as root (PostgreSQL refuses
+# root), with its default durability (fsync, synchronous commits); sets PG_PORT and PG_PID.
+# pg_database NAME creates a database and prints its URL.
+start_postgres() {
+    compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || install_deb postgresql
+    local bin
+    bin=$(dirname "$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -n 1)")
+    PG_BIN=$bin
+    PG_AS=()
+    if [ "$(id -u)" -eq 0 ]; then PG_AS=(runuser -u postgres --); fi
+    mkdir -p "$WORK/pg"
+    [ "$(id -u)" -eq 0 ] && chown postgres "$WORK" "$WORK/pg"
+    PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    log "starting a private PostgreSQL ($("$bin/postgres" --version)) on port $PG_PORT"
+    "${PG_AS[@]}" "$bin/initdb" -D "$WORK/pg/data" -U svc --auth=trust -E UTF8 --locale=C >"$WORK/pg-initdb.log" 2>&1 ||
+        die "initdb failed: $(cat "$WORK/pg-initdb.log")"
+    "${PG_AS[@]}" "$bin/postgres" -D "$WORK/pg/data" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
+        -c unix_socket_directories= -c shared_buffers=512MB -c max_connections=200 \
+        >"$WORK/postgres.log" 2>&1 &
+    PG_PID=$!
+    PIDS+=("$PG_PID")
+    local _
+    for _ in $(seq 1 100); do
+        "$bin/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && return 0
+        sleep 0.1
+    done
+    die "PostgreSQL did not start: $(tail -n 5 "$WORK/postgres.log")"
+}
+
+pg_database() {
+    "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U svc "$1" || die "createdb $1 failed"
+    echo "postgres://svc@127.0.0.1:$PG_PORT/$1?sslmode=disable"
 }
 
 # call METHOD PATH [BODY] : the response body on stdout; fails unless the status is 2xx. Sends
@@ -126,4 +163,55 @@ login_admin() {
     TOKEN=$(call POST /auth/login "{\"username\":\"admin\",\"password\":\"$PASSWORD\"}" |
         sed -n 's/.*"tkn":"\([^"]*\)".*/\1/p')
     [ -n "$TOKEN" ] || die "login failed"
+}
+
+# --- measurements shared by run.sh and engines.sh -------------------------------------------
+# They read the caller's settings: THREADS and CONNS (wrk -t/-c), WARMUP and DURATION, and the
+# running svc's SVC_URL and SVC_PID.
+
+# collection NAME : a collection laid out like every benchmarked table.
+collection() {
+    call POST /svc/collections '{"name":"'"$1"'","fields":[{"name":"sku","type":"string"},{"name":"line","type":"string"},{"name":"value","type":"number"},{"name":"note","type":"string","searchable":true}],"indexDetails":[{"fields":["line"],"isUnique":false},{"fields":["sku"],"isUnique":true}]}' >/dev/null
+}
+TICKS_PER_SEC=$(getconf CLK_TCK)
+# cpu_ticks PID : user + system CPU time the process has used, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# measure MODE URL PID : warmup, then the measured run; prints its RESULT line followed by the
+# server's CPU time per request in µs.
+measure() {
+    local mode=$1 url=$2 pid=$3 conns=${4:-$CONNS} before after
+    log "measuring $mode: warmup $WARMUP, then wrk -t$THREADS -c$conns -d$DURATION"
+    BENCH_MODE=$mode wrk -t"$THREADS" -c"$conns" -d"$WARMUP" --timeout 30s -s bench/wrk.lua "$url" >/dev/null
+    before=$(cpu_ticks "$pid")
+    BENCH_MODE=$mode wrk -t"$THREADS" -c"$conns" -d"$DURATION" --timeout 30s --latency -s bench/wrk.lua "$url" \
+        >"$WORK/wrk-$mode.txt"
+    after=$(cpu_ticks "$pid")
+    grep '^RESULT ' "$WORK/wrk-$mode.txt" | tr -d '\n' || die "wrk printed no result for $mode"
+    echo " $(( (after - before) * 1000000 / TICKS_PER_SEC ))"
+}
+# create_rate CLIENTS TABLE : POSTs new records into a fresh collection TABLE for DURATION with
+# wrk (CLIENTS connections, `create` mode of bench/wrk.lua, after a warmup into the same table);
+# checks that every answered create was stored; prints records/s and the server's CPU time per
+# record in µs.
+create_rate() {
+    local clients=$1 table=$2 threads=$THREADS before after result stored answered errors
+    [ "$clients" -lt "$threads" ] && threads=$clients
+    collection "$table"
+    BENCH_MODE=create BENCH_TABLE=$table wrk -t"$threads" -c"$clients" -d"$WARMUP" --timeout 30s \
+        -s bench/wrk.lua "$SVC_URL" >/dev/null
+    stored=$(call GET "/svc/$table/count" | sed -n 's/.*"count":\([0-9]*\).*/\1/p')
+    before=$(cpu_ticks "$SVC_PID")
+    # Each wrk run numbers its threads from 1 again: the measured run takes its own id range.
+    BENCH_MODE=create BENCH_TABLE=$table BENCH_ID_BASE=1000000 wrk -t"$threads" -c"$clients" \
+        -d"$DURATION" --timeout 30s -s bench/wrk.lua "$SVC_URL" >"$WORK/wrk-create-$table.txt"
+    after=$(cpu_ticks "$SVC_PID")
+    result=$(grep '^RESULT ' "$WORK/wrk-create-$table.txt") || die "wrk printed no result for creates"
+    read -r _ _ rps _ _ _ _ answered errors <<<"$result"
+    [ "$errors" -eq 0 ] || die "$table: $errors creates failed: $(cat "$WORK/wrk-create-$table.txt")"
+    stored=$(( $(call GET "/svc/$table/count" | sed -n 's/.*"count":\([0-9]*\).*/\1/p') - stored ))
+    # Requests in flight when wrk stopped may be stored without being counted as answered.
+    [ "$stored" -ge "$answered" ] && [ "$stored" -le $((answered + clients)) ] ||
+        die "$table: wrk saw $answered creates answered, the table gained $stored records"
+    log "$table: $answered creates answered in $DURATION by $clients clients ($rps/s), $stored stored"
+    echo "${rps%.*} $(( (after - before) * 1000000 / TICKS_PER_SEC / stored ))"
 }

@@ -86,10 +86,6 @@ log "logging in, creating domain bench and collection items"
 login_admin
 call POST /auth/domains '{"name":"bench"}' >/dev/null
 CALL_HEADERS=('Domain: domains:bench')
-# collection NAME : a collection laid out like every benchmarked table.
-collection() {
-    call POST /svc/collections '{"name":"'"$1"'","fields":[{"name":"sku","type":"string"},{"name":"line","type":"string"},{"name":"value","type":"number"},{"name":"note","type":"string","searchable":true}],"indexDetails":[{"fields":["line"],"isUnique":false},{"fields":["sku"],"isUnique":true}]}' >/dev/null
-}
 collection items
 
 log "loading $RECORDS records with $LOAD_THREADS threads"
@@ -111,48 +107,6 @@ MATCHES=$(call GET '/svc/items/all?filter%5Bnote%5D%5B%40%40%5D%5Bstring%5D=pump
 
 # --- measure ------------------------------------------------------------------------------
 export BENCH_TOKEN="$TOKEN" BENCH_DOMAIN=bench BENCH_TABLE=items BENCH_RECORDS="$RECORDS" BENCH_LINES="$LINES"
-TICKS_PER_SEC=$(getconf CLK_TCK)
-# cpu_ticks PID : user + system CPU time the process has used, in clock ticks.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-# measure MODE URL PID : warmup, then the measured run; prints its RESULT line followed by the
-# server's CPU time per request in µs.
-measure() {
-    local mode=$1 url=$2 pid=$3 conns=${4:-$CONNS} before after
-    log "measuring $mode: warmup $WARMUP, then wrk -t$THREADS -c$conns -d$DURATION"
-    BENCH_MODE=$mode wrk -t"$THREADS" -c"$conns" -d"$WARMUP" --timeout 30s -s bench/wrk.lua "$url" >/dev/null
-    before=$(cpu_ticks "$pid")
-    BENCH_MODE=$mode wrk -t"$THREADS" -c"$conns" -d"$DURATION" --timeout 30s --latency -s bench/wrk.lua "$url" \
-        >"$WORK/wrk-$mode.txt"
-    after=$(cpu_ticks "$pid")
-    grep '^RESULT ' "$WORK/wrk-$mode.txt" | tr -d '\n' || die "wrk printed no result for $mode"
-    echo " $(( (after - before) * 1000000 / TICKS_PER_SEC ))"
-}
-# create_rate CLIENTS TABLE : POSTs new records into a fresh collection TABLE for DURATION with
-# wrk (CLIENTS connections, `create` mode of bench/wrk.lua, after a warmup into the same table);
-# checks that every answered create was stored; prints records/s and the server's CPU time per
-# record in µs.
-create_rate() {
-    local clients=$1 table=$2 threads=$THREADS before after result stored answered errors
-    [ "$clients" -lt "$threads" ] && threads=$clients
-    collection "$table"
-    BENCH_MODE=create BENCH_TABLE=$table wrk -t"$threads" -c"$clients" -d"$WARMUP" --timeout 30s \
-        -s bench/wrk.lua "$SVC_URL" >/dev/null
-    stored=$(call GET "/svc/$table/count" | sed -n 's/.*"count":\([0-9]*\).*/\1/p')
-    before=$(cpu_ticks "$SVC_PID")
-    # Each wrk run numbers its threads from 1 again: the measured run takes its own id range.
-    BENCH_MODE=create BENCH_TABLE=$table BENCH_ID_BASE=1000000 wrk -t"$threads" -c"$clients" \
-        -d"$DURATION" --timeout 30s -s bench/wrk.lua "$SVC_URL" >"$WORK/wrk-create-$table.txt"
-    after=$(cpu_ticks "$SVC_PID")
-    result=$(grep '^RESULT ' "$WORK/wrk-create-$table.txt") || die "wrk printed no result for creates"
-    read -r _ _ rps _ _ _ _ answered errors <<<"$result"
-    [ "$errors" -eq 0 ] || die "$table: $errors creates failed: $(cat "$WORK/wrk-create-$table.txt")"
-    stored=$(( $(call GET "/svc/$table/count" | sed -n 's/.*"count":\([0-9]*\).*/\1/p') - stored ))
-    # Requests in flight when wrk stopped may be stored without being counted as answered.
-    [ "$stored" -ge "$answered" ] && [ "$stored" -le $((answered + clients)) ] ||
-        die "$table: wrk saw $answered creates answered, the table gained $stored records"
-    log "$table: $answered creates answered in $DURATION by $clients clients ($rps/s), $stored stored"
-    echo "${rps%.*} $(( (after - before) * 1000000 / TICKS_PER_SEC / stored ))"
-}
 # measure_creates ROUND : CREATE lines (kind, records/s, server CPU µs per record or 0).
 measure_creates() {
     local round=$1

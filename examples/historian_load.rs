@@ -5,7 +5,8 @@
 //!   `--publishers` connections; payload `{"value":N,"timestamp":<start + N*step ms>}`, or the bare
 //!   number `N` with `--receive-time`, so the broker's receive time is the timestamp), and times
 //!   from the first publish until `hist_points` holds `--count` rows of that series, polled
-//!   read-only on `--db` (WAL lets a reader in while svc writes).
+//!   read-only on `--db` (WAL lets a reader in while svc writes), or on the PostgreSQL database
+//!   when `--db` is a `postgres://` URL.
 //! - `raw-ingest`: the reference. A fresh database in `--dir` with the DDL of `hist_series` and
 //!   `hist_points` copied from `--schema-from`, svc's pragmas (WAL, synchronous=NORMAL), and
 //!   `--count` rows of the same shape inserted in transactions of `--batch` rows (`--svc-sql`:
@@ -104,6 +105,84 @@ fn series_of(conn: &Connection, domain: &str, topic: &str) -> Option<i64> {
     )
     .optional()
     .unwrap_or(None)
+}
+
+/// The rows of one series in svc's historian, on either engine: `db` is the SQLite file (read
+/// only; WAL lets a reader in while svc writes) or a `postgres://` URL.
+enum StoredRows {
+    Sqlite {
+        conn: Connection,
+        series: Option<i64>,
+        domain: String,
+        topic: String,
+    },
+    Postgres {
+        client: tokio_postgres::Client,
+        domain: String,
+        topic: String,
+    },
+}
+
+impl StoredRows {
+    fn open(runtime: &tokio::runtime::Runtime, db: &str, domain: &str, topic: &str) -> StoredRows {
+        let (domain, topic) = (domain.to_string(), topic.to_string());
+        if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+            let client = runtime.block_on(async {
+                let (client, connection) = tokio_postgres::connect(db, tokio_postgres::NoTls)
+                    .await
+                    .unwrap_or_else(|e| usage(&format!("cannot connect to {db}: {e}")));
+                tokio::spawn(connection);
+                client
+            });
+            StoredRows::Postgres {
+                client,
+                domain,
+                topic,
+            }
+        } else {
+            StoredRows::Sqlite {
+                conn: open_read_only(db),
+                series: None,
+                domain,
+                topic,
+            }
+        }
+    }
+
+    /// The rows stored so far; `None` while the series does not exist yet.
+    fn count(&mut self, runtime: &tokio::runtime::Runtime) -> Option<u64> {
+        match self {
+            StoredRows::Sqlite {
+                conn,
+                series,
+                domain,
+                topic,
+            } => {
+                if series.is_none() {
+                    *series = series_of(conn, domain, topic);
+                }
+                let id = (*series)?;
+                conn.query_row(
+                    "SELECT count(*) FROM hist_points WHERE series = ?1",
+                    [id],
+                    |r| r.get(0),
+                )
+                .ok()
+            }
+            StoredRows::Postgres {
+                client,
+                domain,
+                topic,
+            } => runtime
+                .block_on(client.query_one(
+                    "SELECT count(*) FROM hist_points p JOIN hist_series s ON s.id = p.series \
+                     WHERE s.domain = $1 AND s.topic = $2",
+                    &[&*domain, &*topic],
+                ))
+                .ok()
+                .map(|row| row.get::<_, i64>(0) as u64),
+        }
+    }
 }
 
 fn open_read_only(db: &str) -> Connection {
@@ -220,23 +299,12 @@ fn ingest(flags: &Flags) {
     let publish_seconds = started.elapsed().as_secs_f64();
 
     // Poll the database until every value is a row (or nothing moved for 10 s).
-    let conn = open_read_only(&db);
-    let mut series = None;
+    let mut stored = StoredRows::open(&runtime, &db, &domain, &topic);
     let mut rows = 0u64;
     let mut last_change = Instant::now();
     let mut durable_at = None;
     while last_change.elapsed() < Duration::from_secs(10) {
-        if series.is_none() {
-            series = series_of(&conn, &domain, &topic);
-        }
-        if let Some(id) = series {
-            let now: u64 = conn
-                .query_row(
-                    "SELECT count(*) FROM hist_points WHERE series = ?1",
-                    [id],
-                    |r| r.get(0),
-                )
-                .unwrap_or(rows);
+        if let Some(now) = stored.count(&runtime) {
             if now != rows {
                 rows = now;
                 last_change = Instant::now();

@@ -20,6 +20,7 @@ mod server;
 mod store;
 mod telemetry;
 mod time;
+mod tls_client;
 mod topic;
 mod tui;
 mod upstream;

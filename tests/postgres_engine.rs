@@ -8,37 +8,8 @@ mod common;
 use common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::Duration;
-
-/// Runs `svc serve` on `database` in a fresh data directory until it prints its `ready` line
-/// (then stops it) or exits by itself; what it printed, and whether it became ready.
-fn serve_once(database: &str) -> (bool, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
-        .args(["serve", "--data-dir"])
-        .arg(dir.path())
-        .args(["--http-port", "0", "--mqtt-port", "0", "--ws-port", "0"])
-        .args(["--admin-password", ADMIN_PASSWORD, "--database", database])
-        .env_remove("SVC_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn svc serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let ready = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .any(|line| line.starts_with("ready "));
-    if ready {
-        // SAFETY: kill has no memory preconditions; the pid is our child's.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    }
-    let Output { stderr, .. } = child.wait_with_output().expect("wait for svc");
-    (ready, String::from_utf8_lossy(&stderr).into_owned())
-}
 
 #[test]
 fn a_database_setting_that_is_not_a_postgres_url_is_refused_with_a_sentence() {

@@ -8,6 +8,7 @@
 use super::*;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
+use std::process::Output;
 
 /// The superuser of the private cluster.
 const SUPERUSER: &str = "svc";
@@ -41,6 +42,34 @@ fn postgres_bin() -> PathBuf {
         .pop()
         .map(|(_, bin)| bin)
         .expect("PostgreSQL is not installed (scripts/test.sh installs the postgresql package)")
+}
+
+/// Runs `svc serve` on `database` in a fresh data directory until it prints its `ready` line
+/// (then stops it) or exits by itself; what it printed, and whether it became ready.
+pub fn serve_once(database: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
+        .args(["serve", "--data-dir"])
+        .arg(dir.path())
+        .args(["--http-port", "0", "--mqtt-port", "0", "--ws-port", "0"])
+        .args(["--admin-password", ADMIN_PASSWORD, "--database", database])
+        .env_remove("SVC_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn svc serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let ready = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("ready "));
+    if ready {
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    }
+    let Output { stderr, .. } = child.wait_with_output().expect("wait for svc");
+    (ready, String::from_utf8_lossy(&stderr).into_owned())
 }
 
 /// The user and group ids PostgreSQL runs as when the tests run as root: the package's
@@ -152,6 +181,36 @@ impl Postgres {
             assert!(
                 Instant::now() < deadline,
                 "postgres did not start: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Turns TLS on with this certificate and key (PEM), as an administrator would: the files
+    /// in the data directory, `ssl = on` by `ALTER SYSTEM`, and a configuration reload. Waits
+    /// until a TLS session is accepted.
+    pub fn enable_tls(&self, cert_pem: &str, key_pem: &str) {
+        for (name, pem) in [("server.crt", cert_pem), ("server.key", key_pem)] {
+            let path = self.data.join(name);
+            std::fs::write(&path, pem).expect("write a TLS file");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+            if let Some((uid, gid)) = self.owner {
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("chown");
+            }
+        }
+        self.psql("postgres", "ALTER SYSTEM SET ssl = on")
+            .expect("ssl = on");
+        self.psql("postgres", "SELECT pg_reload_conf()")
+            .expect("reload");
+        let tls_url = self
+            .url("postgres")
+            .replace("sslmode=disable", "sslmode=require");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while let Err(e) = self.psql_at(&tls_url, "SELECT 1") {
+            assert!(
+                Instant::now() < deadline,
+                "TLS never came up: {e}\n{}",
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(100));

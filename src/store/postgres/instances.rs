@@ -13,7 +13,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How long the listener waits before connecting again after losing its connection.
 const RELISTEN_AFTER: Duration = Duration::from_secs(1);
@@ -104,14 +105,14 @@ impl PgStore {
         let Some(runtime) = &self.runtime else {
             return;
         };
-        let config = self.config.clone();
+        let (config, tls) = (self.config.clone(), self.tls.clone());
         let listeners = self.listeners.clone();
         let (fetch, wanted) = mpsc::unbounded_channel();
         runtime.spawn(fetch_notices(self.pool.clone(), wanted, listeners.clone()));
         let instance = self.instance.clone();
         runtime.spawn(async move {
             loop {
-                if let Err(e) = listen(&config, &listeners, &instance, &fetch).await {
+                if let Err(e) = listen(&config, &tls, &listeners, &instance, &fetch).await {
                     tracing::warn!(error = %e, "other instances unheard until the database is back");
                 }
                 tokio::time::sleep(RELISTEN_AFTER).await;
@@ -123,11 +124,12 @@ impl PgStore {
 /// One listening connection, until it is lost.
 async fn listen(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     listeners: &Arc<Listeners>,
     instance: &str,
     fetch: &mpsc::UnboundedSender<i64>,
 ) -> StoreResult<()> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+    let (client, mut connection) = config.connect(tls.clone()).await?;
     let heard = listeners.clone();
     let own = format!(" {instance}");
     let fetch = fetch.clone();

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-use tokio_postgres::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// Key of the advisory lock the leader holds ("svc-lead").
 const LEADER_LOCK: i64 = 0x7376_632d_6c65_6164;
@@ -31,13 +31,13 @@ impl PgStore {
         let Some(runtime) = &self.runtime else {
             return;
         };
-        let config = self.config.clone();
+        let (config, tls) = (self.config.clone(), self.tls.clone());
         let instance = self.instance.clone();
         let leads = self.leads.clone();
         let peers = self.peers_present.clone();
         runtime.spawn(async move {
             loop {
-                if let Err(e) = campaign(&config, &instance, &leads, &peers).await {
+                if let Err(e) = campaign(&config, &tls, &instance, &leads, &peers).await {
                     if leads.send_replace(false) {
                         tracing::warn!(error = %e, "this instance no longer leads");
                     }
@@ -51,11 +51,12 @@ impl PgStore {
 /// One connection's campaign, until it is lost.
 async fn campaign(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     instance: &str,
     leads: &Arc<watch::Sender<bool>>,
     peers: &Arc<AtomicBool>,
 ) -> StoreResult<()> {
-    let (client, connection) = config.connect(NoTls).await?;
+    let (client, connection) = config.connect(tls.clone()).await?;
     let driver = tokio::spawn(connection);
     let result: StoreResult<()> = async {
         let mut ticks = 0u32;

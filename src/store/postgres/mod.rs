@@ -32,7 +32,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::Row;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// Connections kept open to the server.
 const POOL_SIZE: usize = 16;
@@ -50,6 +51,8 @@ pub struct PgStore {
     target: PostgresTarget,
     /// How to connect (the target's, with svc's options), for the connections outside the pool.
     config: tokio_postgres::Config,
+    /// TLS as the URL's `sslmode` and `sslrootcert` ask (unused with `sslmode=disable`).
+    tls: MakeRustlsConnect,
     /// Where this instance's local files go (its journals): `svc-postgres` in its data
     /// directory, as a name to put suffixes on.
     local_path: PathBuf,
@@ -90,15 +93,39 @@ impl From<tokio_postgres::Error> for StoreError {
                 db_message(&err)
             )),
             Some(_) => StoreError::Internal(db_message(&err)),
-            None => StoreError::Unavailable(format!("the database is unreachable: {err}")),
+            None => StoreError::Unavailable(format!(
+                "the database is unreachable: {}",
+                with_causes(&err)
+            )),
         }
     }
 }
 
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(err: deadpool_postgres::PoolError) -> StoreError {
-        StoreError::Unavailable(format!("the database is unreachable: {err}"))
+        match err {
+            deadpool_postgres::PoolError::Backend(err) => err.into(),
+            other => StoreError::Unavailable(format!(
+                "the database is unreachable: {}",
+                with_causes(&other)
+            )),
+        }
     }
+}
+
+/// An error and what caused it, as one sentence: tokio-postgres says only "error performing
+/// TLS handshake" where its cause says which certificate check failed.
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        let said = next.to_string();
+        if !text.ends_with(&said) {
+            text = format!("{text}: {said}");
+        }
+        cause = next.source();
+    }
+    text
 }
 
 /// The server's own message for an error it reported (tokio-postgres' Display says only
@@ -112,6 +139,10 @@ fn db_message(err: &tokio_postgres::Error) -> String {
 impl PgStore {
     /// Connects, checks the server answers, and applies the migrations it lacks.
     pub fn open(target: &PostgresTarget, local_dir: &Path) -> StoreResult<PgStore> {
+        // What can fail before the runtime exists, does: a runtime dropped on the caller's
+        // async task would panic, so from here on only the store's own Drop may end it.
+        let tls = tls_connector(target)?;
+        let instance = instance_id(local_dir)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("svc-postgres")
@@ -127,7 +158,7 @@ impl PgStore {
             .options("-c client_min_messages=warning");
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -140,15 +171,22 @@ impl PgStore {
                 .wait_timeout(Some(CONNECT_TIMEOUT))
                 .create_timeout(Some(CONNECT_TIMEOUT))
                 .build()
-                .map_err(|e| StoreError::Internal(format!("cannot build the pool: {e}")))?
+        };
+        let pool = match pool {
+            Ok(pool) => pool,
+            Err(e) => {
+                runtime.shutdown_background();
+                return Err(StoreError::Internal(format!("cannot build the pool: {e}")));
+            }
         };
         let mut store = PgStore {
             pool,
             runtime: Some(runtime),
             target: target.clone(),
             config,
+            tls,
             local_path: local_dir.join("svc-postgres"),
-            instance: instance_id(local_dir)?,
+            instance,
             server_version: String::new(),
             known_tables: Mutex::default(),
             known_partitions: Mutex::default(),
@@ -280,6 +318,24 @@ impl Drop for PgStore {
             runtime.shutdown_background();
         }
     }
+}
+
+/// The TLS side of connections to `target`.
+fn tls_connector(target: &PostgresTarget) -> StoreResult<MakeRustlsConnect> {
+    let ca = match &target.root_cert {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+            StoreError::Invalid(format!("cannot read sslrootcert {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
+    let config = crate::tls_client::client_config(&crate::tls_client::ClientTls {
+        ca: ca.as_deref().map(|pem| (pem, "sslrootcert")),
+        verify: target.verify,
+        server_name: None,
+        client_cert: None,
+    })
+    .map_err(StoreError::Invalid)?;
+    Ok(MakeRustlsConnect::new(config))
 }
 
 /// The id of the instance whose data directory is `local_dir`: read from its `instance.id`,
