@@ -48,6 +48,20 @@ type EntryRef<'a> = (u64, &'a str, &'a str, i64, &'a Value);
 /// An entry as read back.
 type Entry = (u64, String, String, i64, Value);
 
+/// How many entries of the journal files of `base` lie above the mark `folded` (values
+/// acknowledged but not yet in their series), reading the files without creating or removing
+/// any: `svc migrate` refuses a data dir whose journal still holds some.
+pub fn unfolded(base: &Path, folded: u64) -> io::Result<usize> {
+    let mut count = 0;
+    for (_, path) in generations(base)? {
+        count += read_entries(&path)?
+            .iter()
+            .filter(|(seq, ..)| *seq > folded)
+            .count();
+    }
+    Ok(count)
+}
+
 impl Journal {
     /// Reads every journal file of `base` and opens a new one after them.
     pub fn open(base: &Path, folded: u64) -> io::Result<(Journal, Replay)> {
