@@ -274,6 +274,22 @@ mod tests {
     }
 
     #[test]
+    fn unfolded_counts_the_entries_above_the_mark_and_touches_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("j");
+        assert_eq!(unfolded(&base, 0).unwrap(), 0, "no journal yet");
+        let (mut journal, _) = Journal::open(&base, 0).unwrap();
+        journal.append(&[write(1), write(2), write(3)]).unwrap();
+        drop(journal);
+        let files = || std::fs::read_dir(dir.path()).unwrap().count();
+        let before = files();
+        assert_eq!(unfolded(&base, 0).unwrap(), 3);
+        assert_eq!(unfolded(&base, 2).unwrap(), 1);
+        assert_eq!(unfolded(&base, 3).unwrap(), 0);
+        assert_eq!(files(), before);
+    }
+
+    #[test]
     fn entries_above_the_mark_are_replayed_in_order_across_files() {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().join("j");
