@@ -47,7 +47,7 @@ fn serve_help_lists_no_client_option_and_serve_refuses_them() {
             "`svc serve --help` lists {option}:\n{help}"
         );
     }
-    for local in ["restore", "completions"] {
+    for local in ["restore", "migrate", "completions"] {
         let help = cli.ok(&[local, "--help"]).stdout;
         for option in CLIENT_ONLY {
             assert!(

@@ -11,6 +11,7 @@ mod functions;
 mod historian;
 mod import;
 mod keys;
+mod migrate;
 mod namespaces;
 mod output;
 mod parse;
@@ -103,6 +104,10 @@ pub enum Command {
         #[arg(long, env = "SVC_DATA_DIR", default_value = "./svc-data")]
         data_dir: std::path::PathBuf,
     },
+    /// Copy an SQLite store (a stopped server's data dir) into a PostgreSQL database: users,
+    /// keys, domains, records, collections, tags, functions, historian and broker state.
+    /// Resumable (run it again after an interruption); ends with per-table counts.
+    Migrate(MigrateArgs),
     /// Full-screen live monitor of the tag tree (UNS) over MQTT, with historian trends.
     Tui(crate::tui::TuiArgs),
     /// Print a shell completion script.
@@ -110,6 +115,16 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The data dir of the SQLite store: `sqlite://<dir>` or a path (the folder holding svc.db)
+    #[arg(long, value_name = "SQLITE_DATA_DIR")]
+    pub from: String,
+    /// The PostgreSQL database: `postgres://user:password@host:port/db?sslmode=disable`
+    #[arg(long, value_name = "POSTGRES_URL")]
+    pub to: String,
 }
 
 #[derive(Debug, Args)]

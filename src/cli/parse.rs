@@ -1,7 +1,7 @@
 //! Parses the command line. The client options (`--url`, `--domain`, `--api-key`, `--profile`,
 //! `--output`) are global so they work before or after any client subcommand; the subcommands
-//! that talk to no server (`serve`, `restore`, `completions`) do not list them in their help or
-//! completions and refuse them when given.
+//! that talk to no server (`serve`, `restore`, `migrate`, `completions`) do not list them in
+//! their help or completions and refuse them when given.
 
 use super::Cli;
 use clap::error::ErrorKind;
@@ -12,7 +12,7 @@ use clap::{Arg, CommandFactory, FromArgMatches};
 const CLIENT_ONLY: [&str; 5] = ["url", "domain", "api_key", "profile", "output"];
 
 /// Subcommands that run without a server: the client options mean nothing to them.
-const LOCAL: [&str; 3] = ["serve", "restore", "completions"];
+const LOCAL: [&str; 4] = ["serve", "restore", "migrate", "completions"];
 
 /// The client options as the top-level command defines them.
 fn client_options(command: &clap::Command) -> impl Iterator<Item = &Arg> {

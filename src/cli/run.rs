@@ -4,7 +4,8 @@
 use super::client::Client;
 use super::error::{CliError, CliResult};
 use super::{
-    auth, backup, flows, functions, historian, keys, namespaces, output, records, tags, upstreams,
+    auth, backup, flows, functions, historian, keys, migrate, namespaces, output, records, tags,
+    upstreams,
 };
 use super::{Cli, Command};
 use crate::model::DeviceInfo;
@@ -52,6 +53,7 @@ fn dispatch(cli: Cli) -> CliResult<()> {
         Command::Flows(c) => flows::run(&Client::from_args(&global)?, format, c),
         Command::Backup { file } => backup::backup(&Client::from_args(&global)?, &file),
         Command::Restore { file, data_dir } => backup::restore(&file, &data_dir),
+        Command::Migrate(args) => migrate::run(&args),
         Command::Info => {
             let client = Client::from_args(&global)?;
             let info: DeviceInfo = client.get("/svc/")?;

@@ -48,6 +48,20 @@ type EntryRef<'a> = (u64, &'a str, &'a str, i64, &'a Value);
 /// An entry as read back.
 type Entry = (u64, String, String, i64, Value);
 
+/// How many entries of the journal files of `base` lie above the mark `folded` (values
+/// acknowledged but not yet in their series), reading the files without creating or removing
+/// any: `svc migrate` refuses a data dir whose journal still holds some.
+pub fn unfolded(base: &Path, folded: u64) -> io::Result<usize> {
+    let mut count = 0;
+    for (_, path) in generations(base)? {
+        count += read_entries(&path)?
+            .iter()
+            .filter(|(seq, ..)| *seq > folded)
+            .count();
+    }
+    Ok(count)
+}
+
 impl Journal {
     /// Reads every journal file of `base` and opens a new one after them.
     pub fn open(base: &Path, folded: u64) -> io::Result<(Journal, Replay)> {
@@ -257,6 +271,22 @@ mod tests {
             ts_ms,
             value: json!({"v": ts_ms, "s": "x\ny"}),
         }
+    }
+
+    #[test]
+    fn unfolded_counts_the_entries_above_the_mark_and_touches_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("j");
+        assert_eq!(unfolded(&base, 0).unwrap(), 0, "no journal yet");
+        let (mut journal, _) = Journal::open(&base, 0).unwrap();
+        journal.append(&[write(1), write(2), write(3)]).unwrap();
+        drop(journal);
+        let files = || std::fs::read_dir(dir.path()).unwrap().count();
+        let before = files();
+        assert_eq!(unfolded(&base, 0).unwrap(), 3);
+        assert_eq!(unfolded(&base, 2).unwrap(), 1);
+        assert_eq!(unfolded(&base, 3).unwrap(), 0);
+        assert_eq!(files(), before);
     }
 
     #[test]

@@ -217,7 +217,17 @@ impl Shared {
 
 /// The journal's files are named after the database file.
 fn journal_base(store: &Store) -> PathBuf {
-    format!("{}-historian.journal", store.path().display()).into()
+    journal_base_of(store.path())
+}
+
+fn journal_base_of(db_file: &std::path::Path) -> PathBuf {
+    format!("{}-historian.journal", db_file.display()).into()
+}
+
+/// Values the journal next to the database file `db_file` holds above the mark `folded`,
+/// read without touching the files.
+pub fn unfolded_entries(db_file: &std::path::Path, folded: u64) -> std::io::Result<usize> {
+    super::journal::unfolded(&journal_base_of(db_file), folded)
 }
 
 /// The writer thread: wait until a fold is due, take what waits, fold it, answer readers.

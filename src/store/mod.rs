@@ -6,12 +6,13 @@
 
 mod collection_cache;
 mod location;
+pub mod migrate;
 mod postgres;
 mod record_cache;
 mod sqlite;
 mod types;
 
-pub use location::Location;
+pub use location::{Location, SQLITE_FILE};
 
 pub use record_cache::DEFAULT_CAPACITY as DEFAULT_RECORD_CACHE_BYTES;
 pub use sqlite::check_svc_database;

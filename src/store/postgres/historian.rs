@@ -77,7 +77,10 @@ fn points_of(rows: &[tokio_postgres::Row]) -> StoreResult<Vec<HistoryPoint>> {
 impl PgStore {
     /// Creates the partitions the timestamps need that this instance has not seen, each under
     /// an advisory lock on its name (another instance may be creating it too).
-    fn ensure_partitions(&self, timestamps: impl Iterator<Item = i64>) -> StoreResult<()> {
+    pub(super) fn ensure_partitions(
+        &self,
+        timestamps: impl Iterator<Item = i64>,
+    ) -> StoreResult<()> {
         let mut needed: Vec<i64> = timestamps.map(partition_start).collect();
         needed.sort_unstable();
         needed.dedup();

@@ -428,7 +428,7 @@ pub(super) async fn delete_on(
 }
 
 /// The expression indexes of a collection, and GIN word indexes of its searchable fields.
-async fn build_collection_indexes(
+pub(super) async fn build_collection_indexes(
     tx: &deadpool_postgres::Transaction<'_>,
     target: &TableRef,
     collection: &Collection,
@@ -485,7 +485,7 @@ async fn build_collection_indexes(
 }
 
 /// Drops the indexes a collection built on its table.
-async fn drop_collection_indexes(
+pub(super) async fn drop_collection_indexes(
     tx: &deadpool_postgres::Transaction<'_>,
     target: &TableRef,
 ) -> StoreResult<()> {

@@ -201,7 +201,7 @@ impl SqliteStore {
 }
 
 /// Quotes a validated identifier (it can hold no `"`) for SQL.
-fn quoted(name: &str) -> String {
+pub(super) fn quoted(name: &str) -> String {
     debug_assert!(!name.contains('"'));
     format!("\"{name}\"")
 }
