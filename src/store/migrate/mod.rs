@@ -82,7 +82,6 @@ pub fn migrate(
     // instance (sessions, retained messages, upstream outbox).
     let target = PgStore::open(to, &from.data_dir)
         .map_err(|e| e.in_context(&format!("cannot open {}", to_description(to))))?;
-    target.import_begin()?;
     if target.import_target_is_foreign()? {
         return Err(StoreError::Invalid(format!(
             "{} already holds svc data that no `svc migrate` put there; migrate into a new, \

@@ -24,23 +24,6 @@ pub struct CopyProgress {
 }
 
 impl PgStore {
-    /// Creates the progress table of `svc migrate` (its own bookkeeping, kept afterwards as the
-    /// record of the migration; svc never reads it).
-    pub fn import_begin(&self) -> StoreResult<()> {
-        self.block(async {
-            let client = self.client().await?;
-            client
-                .batch_execute(
-                    "CREATE TABLE IF NOT EXISTS svc_migrate_progress (
-                        item text PRIMARY KEY, last_key jsonb, copied bigint NOT NULL DEFAULT 0,
-                        done boolean NOT NULL DEFAULT false,
-                        updated_at timestamptz NOT NULL DEFAULT now())",
-                )
-                .await?;
-            Ok(())
-        })
-    }
-
     /// Whether the database holds svc data that no migration put there (users, records or
     /// history while the progress table is empty): a migration into it would mix two stores.
     pub fn import_target_is_foreign(&self) -> StoreResult<bool> {

@@ -85,7 +85,7 @@ async fn campaign(
                 .await?
                 .get(0);
             peers.store(others > 0, Ordering::Relaxed);
-            if ticks % SWEEP_EVERY == 0 {
+            if ticks.is_multiple_of(SWEEP_EVERY) {
                 client
                     .batch_execute(
                         "DELETE FROM svc_peer_notices WHERE at < now() - interval '1 minute';

@@ -18,6 +18,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (8, include_str!("migrations/0008_report_numbers.sql")),
     (9, include_str!("migrations/0009_instances.sql")),
     (10, include_str!("migrations/0010_peers.sql")),
+    (11, include_str!("migrations/0011_migrate_progress.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").
