@@ -201,3 +201,34 @@ fn timers_fire_on_exactly_one_instance_and_move_when_the_leader_dies() {
         (follower.count(ADMIN, "ticks") >= before + 4).then_some(())
     });
 }
+
+/// An instance that starts after values were published on another one has them as last values:
+/// it asks the instances already there for theirs.
+#[test]
+fn an_instance_that_starts_later_takes_the_last_values_of_the_others() {
+    let pg = Postgres::start();
+    let url = pg.fresh_database();
+    let a = Server::start_with(&["--database", &url]);
+    a.create_tag(ADMIN, "line/pressure", false);
+    let mut device = a.mqtt_admin(Proto::V5, Via::Tcp, "device-a");
+    assert_eq!(device.publish("line/pressure", "4.5", 1, false), "Success");
+    a.poll(Duration::from_secs(5), "the value on a", || {
+        let values = a.get_json(ADMIN, "/svc/tag/values");
+        values
+            .as_array()
+            .is_some_and(|v| !v.is_empty())
+            .then_some(())
+    });
+
+    let b = Server::start_with(&["--database", &url]);
+    let values = b.poll(Duration::from_secs(5), "the value on b", || {
+        let values = b.get_json(ADMIN, "/svc/tag/values");
+        values
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["topic"] == "line/pressure")
+            .cloned()
+    });
+    assert_eq!(values["value"], 4.5, "{values}");
+}

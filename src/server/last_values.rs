@@ -1,5 +1,6 @@
-//! The latest payload of every topic since the server started, and a channel that tells
-//! watchers (the tag stream) each new one as it is set.
+//! The latest payload of every topic since the server started (or, with other instances on the
+//! same store, since the first of them started: a starting instance takes theirs), and a
+//! channel that tells watchers (the tag stream) each new one as it is set.
 
 use crate::historian::point_from_payload;
 use bytes::Bytes;
@@ -76,6 +77,43 @@ impl LastValues {
         })
     }
 
+    /// Every topic's latest payload, as it was set.
+    pub fn all(&self) -> Vec<LiveValue> {
+        let Ok(values) = self.values.read() else {
+            return Vec::new();
+        };
+        values
+            .iter()
+            .map(|(topic, (received_ms, payload))| LiveValue {
+                topic: topic.clone(),
+                received_ms: *received_ms,
+                payload: payload.clone(),
+            })
+            .collect()
+    }
+
+    /// Takes a value another instance had, unless a value received as late or later is here
+    /// already; true when it was taken.
+    pub fn offer(&self, topic: &str, received_ms: i64, payload: Bytes) -> bool {
+        {
+            let Ok(mut values) = self.values.write() else {
+                return false;
+            };
+            if values.get(topic).is_some_and(|(ms, _)| *ms >= received_ms) {
+                return false;
+            }
+            values.insert(topic.to_string(), (received_ms, payload.clone()));
+        }
+        if self.watchers.receiver_count() > 0 {
+            let _ = self.watchers.send(Arc::new(LiveValue {
+                topic: topic.to_string(),
+                received_ms,
+                payload,
+            }));
+        }
+        true
+    }
+
     /// Every value set from now on (a receiver that falls more than [`WATCH_BUFFER`] behind
     /// is told it lagged).
     pub fn watch(&self) -> broadcast::Receiver<Arc<LiveValue>> {
@@ -103,5 +141,19 @@ mod tests {
         assert_eq!(second.point(), (3, Value::from("x")));
         assert!(watch.try_recv().is_err());
         assert_eq!(values.get("a"), Some((2, Value::from(2))));
+    }
+
+    #[test]
+    fn an_offered_value_never_replaces_a_newer_one() {
+        let values = LastValues::default();
+        values.set("a", 10, Bytes::from_static(b"10"));
+        assert!(!values.offer("a", 5, Bytes::from_static(b"5")));
+        assert!(!values.offer("a", 10, Bytes::from_static(b"11")));
+        assert!(values.offer("a", 12, Bytes::from_static(b"12")));
+        assert!(values.offer("b", 1, Bytes::from_static(b"1")));
+        assert_eq!(values.get("a"), Some((12, Value::from(12))));
+        let mut all: Vec<String> = values.all().into_iter().map(|v| v.topic).collect();
+        all.sort();
+        assert_eq!(all, ["a", "b"]);
     }
 }

@@ -7,6 +7,9 @@
 //!
 //! A relayed message is the sender's to store and act on: it was historized, handed to
 //! automation and carried upstream where it was published, so a peer only delivers it.
+//!
+//! Last values live in each instance's memory (they change too often to write each one): a
+//! starting instance asks the others for theirs and keeps, per topic, the newest it hears.
 
 use super::system_tables::SystemTable;
 use super::AppState;
@@ -25,6 +28,10 @@ use tokio::sync::mpsc;
 const MESSAGES: &str = "messages";
 /// The kind of a notice saying a system table changed.
 const CHANGED: &str = "changed";
+/// The kind of a notice a starting instance sends: "tell me the last values you have".
+const ASK_LAST_VALUES: &str = "ask-last-values";
+/// The kind of the answer: every last value the sender has, as relayed messages.
+const LAST_VALUES: &str = "last-values";
 /// Messages waiting to be sent before new ones are dropped (and counted).
 const OUTBOX: usize = 100_000;
 /// Messages sent in one notice, at most.
@@ -44,6 +51,23 @@ struct Relayed {
     retain: bool,
     #[serde(rename = "ms")]
     received_ms: i64,
+}
+
+impl Relayed {
+    fn new(topic: String, payload: &[u8], qos: u8, retain: bool, received_ms: i64) -> Relayed {
+        Relayed {
+            topic,
+            payload: BASE64.encode(payload),
+            qos,
+            retain,
+            received_ms,
+        }
+    }
+
+    /// The payload as it was published; `None` when the sender's base64 is unreadable.
+    fn payload(&self) -> Option<Bytes> {
+        BASE64.decode(&self.payload).ok().map(Bytes::from)
+    }
 }
 
 /// Which system table of which domain changed.
@@ -80,13 +104,13 @@ impl Peers {
             return;
         }
         for message in messages.iter().filter(|m| !m.topic.starts_with('$')) {
-            let relayed = Relayed {
-                topic: message.topic.clone(),
-                payload: BASE64.encode(&message.payload),
-                qos: message.qos,
-                retain: message.retain,
-                received_ms: message.received_ms,
-            };
+            let relayed = Relayed::new(
+                message.topic.clone(),
+                &message.payload,
+                message.qos,
+                message.retain,
+                message.received_ms,
+            );
             if self.outbox.try_send(relayed).is_err()
                 && self.dropped.fetch_add(1, Ordering::Relaxed) == 0
             {
@@ -137,18 +161,25 @@ async fn send_messages(store: Store, mut queue: mpsc::Receiver<Relayed>, dropped
 }
 
 /// Acts on what the other instances say, in the order they said it, for as long as the
-/// server runs.
+/// server runs; asks them for the last values they have.
 pub fn listen(state: &AppState) {
     let (heard, mut notices) = mpsc::unbounded_channel();
     state.store.on_peer_notice(Arc::new(move |notice| {
         let _ = heard.send(notice);
     }));
-    let state = state.clone();
+    let acting = state.clone();
     tokio::spawn(async move {
+        let state = acting;
         while let Some(notice) = notices.recv().await {
             match notice {
                 PeerNotice::Heard { kind, body } if kind == MESSAGES => {
                     deliver(&state, &body).await;
+                }
+                PeerNotice::Heard { kind, .. } if kind == ASK_LAST_VALUES => {
+                    tell_last_values(&state).await;
+                }
+                PeerNotice::Heard { kind, body } if kind == LAST_VALUES => {
+                    take_last_values(&state, &body);
                 }
                 PeerNotice::Heard { kind, body } if kind == CHANGED => {
                     match serde_json::from_slice::<Changed>(&body) {
@@ -163,6 +194,54 @@ pub fn listen(state: &AppState) {
             }
         }
     });
+    // Whoever is there answers; an instance alone (or on SQLite) hears nothing back.
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        if let Err(e) = store.run(|s| s.tell_peers(ASK_LAST_VALUES, b"")).await {
+            tracing::warn!(error = %e, "cannot ask the other instances for their last values");
+        }
+    });
+}
+
+/// Sends every last value this instance has to the others (one asked).
+async fn tell_last_values(state: &AppState) {
+    let values: Vec<Relayed> = state
+        .last_values
+        .all()
+        .into_iter()
+        .map(|value| Relayed::new(value.topic, &value.payload, 0, false, value.received_ms))
+        .collect();
+    if values.is_empty() {
+        return;
+    }
+    let Ok(body) = serde_json::to_vec(&values) else {
+        return;
+    };
+    if let Err(e) = state
+        .store
+        .run(move |s| s.tell_peers(LAST_VALUES, &body))
+        .await
+    {
+        tracing::warn!(error = %e, "cannot send the last values to another instance");
+    }
+}
+
+/// Keeps, of the last values another instance sent, those newer than this instance's.
+fn take_last_values(state: &AppState, body: &[u8]) {
+    let values: Vec<Relayed> = match serde_json::from_slice(body) {
+        Ok(values) => values,
+        Err(e) => {
+            tracing::warn!(error = %e, "unreadable last values of another instance");
+            return;
+        }
+    };
+    for value in values {
+        if let Some(payload) = value.payload() {
+            state
+                .last_values
+                .offer(&value.topic, value.received_ms, payload);
+        }
+    }
 }
 
 /// Hands messages another instance accepted to this instance's subscribers and last values.
@@ -176,7 +255,7 @@ async fn deliver(state: &AppState, body: &[u8]) {
     };
     let Ok(broker) = state.broker() else { return };
     for relayed in batch {
-        let Ok(payload) = BASE64.decode(&relayed.payload).map(Bytes::from) else {
+        let Some(payload) = relayed.payload() else {
             continue;
         };
         state
@@ -241,16 +320,19 @@ mod tests {
 
     #[test]
     fn relayed_messages_read_back_as_sent() {
-        let sent = vec![Relayed {
-            topic: "plant/line1/temp".into(),
-            payload: BASE64.encode([0u8, 255, 10]),
-            qos: 1,
-            retain: true,
-            received_ms: 1_700_000_000_000,
-        }];
+        let sent = vec![Relayed::new(
+            "plant/line1/temp".into(),
+            &[0, 255, 10],
+            1,
+            true,
+            1_700_000_000_000,
+        )];
         let body = serde_json::to_vec(&sent).unwrap();
         let read: Vec<Relayed> = serde_json::from_slice(&body).unwrap();
         assert_eq!(read, sent);
-        assert_eq!(BASE64.decode(&read[0].payload).unwrap(), [0u8, 255, 10]);
+        assert_eq!(
+            read[0].payload().unwrap(),
+            Bytes::from_static(&[0, 255, 10])
+        );
     }
 }

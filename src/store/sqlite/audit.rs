@@ -5,16 +5,6 @@ use super::{SqliteStore, StoreResult};
 use crate::store::types::*;
 use rusqlite::{params_from_iter, types::Value as SqlValue};
 
-pub(super) const AUDIT_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS audit_log (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, domain TEXT NOT NULL,
-    user_id TEXT NOT NULL, username TEXT NOT NULL, via TEXT NOT NULL, action TEXT NOT NULL,
-    resource_type TEXT NOT NULL, resource_id TEXT NOT NULL, summary TEXT NOT NULL,
-    correlation_id TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log(time);
-CREATE INDEX IF NOT EXISTS audit_log_domain_time ON audit_log(domain, time);
-";
-
 impl SqliteStore {
     pub fn record_audit(&self, entry: &AuditEntry) -> StoreResult<()> {
         self.conn()?

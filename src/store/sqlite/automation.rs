@@ -9,34 +9,6 @@ use rusqlite::params;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub(super) const AUTOMATION_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS fn_versions (
-    domain TEXT NOT NULL,
-    name TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    language TEXT NOT NULL,
-    module INTEGER NOT NULL,
-    code TEXT NOT NULL,
-    modules TEXT NOT NULL,
-    created_dt TEXT NOT NULL,
-    PRIMARY KEY (domain, name, version)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS fn_runs (
-    id INTEGER PRIMARY KEY,
-    domain TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    started_dt TEXT NOT NULL,
-    trigger TEXT NOT NULL,
-    duration_ms INTEGER NOT NULL,
-    success INTEGER NOT NULL,
-    error TEXT,
-    logs TEXT NOT NULL,
-    output TEXT
-);
-CREATE INDEX IF NOT EXISTS fn_runs_by_name ON fn_runs (domain, kind, name, id);
-";
-
 impl SqliteStore {
     /// Keeps a version of a function's code; a version already kept is left as it was.
     pub fn keep_code_version(

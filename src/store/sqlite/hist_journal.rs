@@ -12,14 +12,6 @@ use super::{HistoryWrite, SqliteStore, StoreResult};
 use crate::store::types::*;
 use rusqlite::{OptionalExtension, TransactionBehavior};
 
-/// Creates the mark table; idempotent.
-pub(super) const JOURNAL_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS hist_journal (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    folded INTEGER NOT NULL
-);
-";
-
 impl SqliteStore {
     /// The sequence number of the last journal entry already in the series (0: none yet).
     pub fn journal_folded(&self) -> StoreResult<u64> {

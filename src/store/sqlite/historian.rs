@@ -21,24 +21,6 @@ use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 use std::collections::HashMap;
 
-/// Creates the historian tables; idempotent.
-pub(super) const HISTORIAN_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS hist_series (
-    id INTEGER PRIMARY KEY,
-    domain TEXT NOT NULL,
-    topic TEXT NOT NULL,
-    UNIQUE (domain, topic)
-);
-CREATE TABLE IF NOT EXISTS hist_points (
-    series INTEGER NOT NULL,
-    ts INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    num REAL,
-    value TEXT NOT NULL,
-    PRIMARY KEY (series, ts, seq)
-) WITHOUT ROWID;
-";
-
 fn parse_value(text: &str) -> StoreResult<Value> {
     Ok(serde_json::from_str(text)?)
 }
@@ -130,11 +112,6 @@ pub(super) fn insert_points<'v>(
 #[allow(dead_code)]
 impl SqliteStore {
     /// Creates the historian tables if they are missing.
-    pub fn init_historian(&self) -> StoreResult<()> {
-        self.conn()?.execute_batch(HISTORIAN_SCHEMA)?;
-        Ok(())
-    }
-
     /// Writes a batch of values in one transaction; returns how many rows were written. The
     /// server writes through the historian's journal ([`SqliteStore::fold_history`]); tests use this.
     #[cfg(test)]

@@ -12,6 +12,7 @@ mod filter_sql;
 mod fulltext;
 mod hist_journal;
 mod historian;
+mod migrations;
 mod mqtt_state;
 mod pool;
 mod record_writes;
@@ -116,20 +117,9 @@ impl SqliteStore {
             collections: Arc::default(),
             record_cache,
         };
-        store.conn()?.execute_batch(auth::SCHEMA)?;
-        fulltext::drop_insert_triggers(&*store.conn()?)?;
-        auth_profiles::migrate(&*store.conn()?)?;
-        store.init_historian()?;
-        store.conn()?.execute_batch(hist_journal::JOURNAL_SCHEMA)?;
-        store.conn()?.execute_batch(automation::AUTOMATION_SCHEMA)?;
-        store.conn()?.execute_batch(audit::AUDIT_SCHEMA)?;
-        store.conn()?.execute_batch(mqtt_state::MQTT_SCHEMA)?;
-        store
-            .conn()?
-            .execute_batch(upstream_secrets::UPSTREAM_SECRETS_SCHEMA)?;
-        store
-            .conn()?
-            .execute_batch(upstream_queue::UPSTREAM_QUEUE_SCHEMA)?;
+        let mut conn = store.conn()?;
+        migrations::apply(&mut conn)?;
+        drop(conn);
         Ok(store)
     }
 

@@ -391,7 +391,8 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
     {
         let store = SqliteStore::open(&path).unwrap();
         create_searchable_assets(&store);
-        // What an index of an older svc also had: an insert trigger.
+        // What an index of an older svc also had: an insert trigger, in a database whose
+        // steps were not numbered yet.
         store
             .conn()
             .unwrap()
@@ -402,6 +403,11 @@ fn grouped_creates_are_indexed_once_and_old_insert_triggers_are_dropped() {
                 quoted(&t.qualified()),
                 quoted(&index),
             ))
+            .unwrap();
+        store
+            .conn()
+            .unwrap()
+            .execute_batch("DROP TABLE svc_schema_migrations")
             .unwrap();
     }
     let store = SqliteStore::open(&path).unwrap();

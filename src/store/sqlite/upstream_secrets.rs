@@ -7,13 +7,6 @@ use crate::ids::TableRef;
 use crate::store::types::*;
 use rusqlite::{params, OptionalExtension};
 
-/// Creates the table; idempotent. The name holds no `.`, so it is never taken for a domain's
-/// record table (`<domain>.<table>`).
-pub(super) const UPSTREAM_SECRETS_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS upstream_secrets (
-    domain TEXT NOT NULL, upstream TEXT NOT NULL, password TEXT NOT NULL,
-    PRIMARY KEY (domain, upstream));";
-
 impl SqliteStore {
     /// Sets (or with `None` clears) the password of the upstream record `key` of `domain`.
     pub fn set_upstream_password(
