@@ -3,13 +3,15 @@
 //! of every identity change (`svc_identity`, raised by triggers on the identity tables), so an
 //! instance drops what it cached of users, keys and grants as soon as another one changes them,
 //! and the notices instances send each other (`svc_peers`: a row of `svc_peer_notices` per
-//! notice, its id in the notification). One connection outside the pool listens to both.
+//! notice, its id in the notification). One connection outside the pool listens to these and
+//! to `svc_records` (a record table changed: its cached records are dropped).
 
 use super::PgStore;
+use crate::store::record_cache::RecordCache;
 use crate::store::{PeerNotice, StoreError, StoreResult};
 use deadpool_postgres::Pool;
 use futures::StreamExt;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -24,14 +26,30 @@ const FETCH_BATCH: usize = 256;
 type IdentityHandler = Arc<dyn Fn() + Send + Sync>;
 type NoticeHandler = Arc<dyn Fn(PeerNotice) + Send + Sync>;
 
-/// Who is told what the listener hears; set once the server is ready to act on it.
-#[derive(Default)]
+/// Who is told what the listener hears; the server's handlers are set once it is ready to act.
 pub(super) struct Listeners {
     identity: RwLock<Option<IdentityHandler>>,
     notices: RwLock<Option<NoticeHandler>>,
+    /// The engine's record cache, emptied of each table a `svc_records` notification names.
+    records: Arc<RecordCache>,
+    /// Whether the connection that hears `svc_records` is up (else the cache may not answer).
+    listening: AtomicBool,
 }
 
 impl Listeners {
+    pub(super) fn new(records: Arc<RecordCache>) -> Listeners {
+        Listeners {
+            identity: RwLock::default(),
+            notices: RwLock::default(),
+            records,
+            listening: AtomicBool::new(false),
+        }
+    }
+
+    pub(super) fn records_heard(&self) -> bool {
+        self.listening.load(Ordering::Acquire)
+    }
+
     fn identity_changed(&self) {
         if let Some(handler) = read(&self.identity) {
             handler();
@@ -146,6 +164,9 @@ async fn listen(
                         }
                     }
                 }
+                Ok(AsyncMessage::Notification(n)) if n.channel() == "svc_records" => {
+                    heard.records.invalidate(n.payload());
+                }
                 Ok(AsyncMessage::Notification(_)) => heard.identity_changed(),
                 Ok(_) => {}
                 Err(e) => return Err(StoreError::from(e)),
@@ -154,16 +175,18 @@ async fn listen(
         Ok(())
     });
     client
-        .batch_execute("LISTEN svc_identity; LISTEN svc_peers")
+        .batch_execute("LISTEN svc_identity; LISTEN svc_peers; LISTEN svc_records")
         .await?;
     // Whatever was said while no connection listened.
+    listeners.records.clear();
+    listeners.listening.store(true, Ordering::Release);
     listeners.identity_changed();
     listeners.notice(PeerNotice::MayHaveMissed);
-    let ended = driver
-        .await
-        .map_err(|e| StoreError::Internal(format!("the listener stopped: {e}")))?;
+    let ended = driver.await;
+    // Unheard from now on: the cache stops answering until the next connection listens.
+    listeners.listening.store(false, Ordering::Release);
     drop(client);
-    ended
+    ended.map_err(|e| StoreError::Internal(format!("the listener stopped: {e}")))?
 }
 
 /// Reads the notices the listener heard of, in order, and hands them on.

@@ -19,6 +19,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (9, include_str!("migrations/0009_instances.sql")),
     (10, include_str!("migrations/0010_peers.sql")),
     (11, include_str!("migrations/0011_migrate_progress.sql")),
+    (12, include_str!("migrations/0012_record_changes.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").

@@ -22,6 +22,7 @@ mod tags;
 mod upstream_queue;
 
 use super::location::PostgresTarget;
+use super::record_cache::RecordCache;
 use super::{StoreError, StoreResult};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::collections::{HashMap, HashSet};
@@ -69,6 +70,8 @@ pub struct PgStore {
     series: Mutex<HashMap<(String, String), i64>>,
     /// Who hears what other instances say.
     listeners: Arc<instances::Listeners>,
+    /// Records read by id, as on SQLite (see [`PgStore::cached_record_text`]).
+    record_cache: Arc<RecordCache>,
     /// Whether this instance leads (holds the leader's advisory lock).
     leads: Arc<watch::Sender<bool>>,
     /// Whether another instance was seen alive in the last seconds.
@@ -144,6 +147,7 @@ impl PgStore {
         // async task would panic, so from here on only the store's own Drop may end it.
         let tls = tls_connector(target)?;
         let instance = instance_id(local_dir)?;
+        let record_cache = Arc::new(RecordCache::default());
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("svc-postgres")
@@ -192,7 +196,8 @@ impl PgStore {
             known_tables: Mutex::default(),
             known_partitions: Mutex::default(),
             series: Mutex::default(),
-            listeners: Arc::default(),
+            listeners: Arc::new(instances::Listeners::new(record_cache.clone())),
+            record_cache,
             leads: Arc::new(watch::channel(false).0),
             peers_present: Arc::default(),
         };
@@ -268,9 +273,16 @@ impl PgStore {
         false
     }
 
-    /// The records cache is SQLite's: here another instance may write any record, so reads
-    /// by id always ask the server.
-    pub fn set_record_cache_capacity(&self, _bytes: usize) {}
+    /// Bytes of record text kept in memory for reads by id; 0 keeps none.
+    pub fn set_record_cache_capacity(&self, bytes: usize) {
+        self.record_cache.set_capacity(bytes);
+    }
+
+    /// Whether the cache may answer: only while the connection that hears other instances'
+    /// writes is up.
+    pub(super) fn cache_listening(&self) -> bool {
+        self.listeners.records_heard()
+    }
 
     pub fn ping(&self) -> StoreResult<()> {
         self.query_one("SELECT 1", &[]).map(|_| ())

@@ -5,6 +5,7 @@
 
 use super::records::{delete_on, insert_on, update_on};
 use super::PgStore;
+use crate::ids::TableRef;
 use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
 
@@ -25,6 +26,8 @@ impl PgStore {
                 }
             }
         }
+        let mut tables: Vec<TableRef> = group.iter().map(|w| w.table().clone()).collect();
+        tables.dedup();
         let applied = self.block(async {
             let mut client = self.client().await?;
             let mut tx = client.transaction().await?;
@@ -65,6 +68,10 @@ impl PgStore {
             tx.commit().await?;
             Ok(results)
         });
+        // Whether or not the commit went through, what was cached of these tables may be old.
+        for table in &tables {
+            self.written(table);
+        }
         applied.unwrap_or_else(|e| failed(&e))
     }
 }

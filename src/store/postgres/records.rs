@@ -109,7 +109,10 @@ impl PgStore {
                 "CREATE SCHEMA IF NOT EXISTS {schema}; \
                  CREATE TABLE IF NOT EXISTS {t} (key text PRIMARY KEY, data jsonb NOT NULL, \
                      created_dt text NOT NULL, updated_dt text NOT NULL); \
-                 CREATE INDEX IF NOT EXISTS {idx} ON {t} (created_dt, key);",
+                 CREATE INDEX IF NOT EXISTS {idx} ON {t} (created_dt, key); \
+                 DROP TRIGGER IF EXISTS svc_records ON {t}; \
+                 CREATE TRIGGER svc_records AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {t} \
+                     FOR EACH STATEMENT EXECUTE FUNCTION svc_notify_records();",
                 schema = names::schema(&table.domain),
                 t = names::table(table),
                 idx = names::index(table, "__created"),
@@ -131,10 +134,12 @@ impl PgStore {
         fields: &Map<String, Value>,
     ) -> StoreResult<Value> {
         self.ensure_table(table)?;
-        self.block(async {
+        let inserted = self.block(async {
             let client = self.client().await?;
             insert_on(&client, table, key, fields).await
-        })
+        });
+        self.written(table);
+        inserted
     }
 
     pub fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>> {
@@ -151,18 +156,44 @@ impl PgStore {
             .transpose()
     }
 
-    /// Every read asks the server: another instance may have written the record.
+    /// A record as JSON text, read from the database and kept in memory for the next read
+    /// (see [`PgStore::cached_record_text`]).
     pub fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
-        Ok(self
+        let cached_as = cache_key(table);
+        let read = self
+            .cache_listening()
+            .then(|| self.record_cache.begin_read(&cached_as, key))
+            .flatten();
+        let text = self
             .get_record(table, key)?
-            .map(|record| record.to_string()))
+            .map(|record| record.to_string());
+        if let (Some(read), Some(text)) = (read, &text) {
+            self.record_cache.finish_read(read, &cached_as, key, text);
+        }
+        Ok(text)
+    }
+
+    /// The record's JSON text if memory holds it; never asks the server. The cache is the
+    /// SQLite engine's ([`crate::store::record_cache`]), invalidated per table: by this
+    /// instance after each of its writes commits (so it reads its own writes), and by every
+    /// `NOTIFY svc_records` a record table's trigger raises, whoever wrote. It answers only
+    /// while the listening connection is up, and is emptied whenever that connection is back,
+    /// so what another instance wrote is served stale for the notification's way at most.
+    pub fn cached_record_text(&self, table: &TableRef, key: &str) -> Option<String> {
+        if !self.cache_listening() {
+            return None;
+        }
+        self.record_cache
+            .get(&cache_key(table), key)
+            .map(|text| text.to_string())
+    }
+
+    /// Drops what is cached of `table`, after this instance wrote it.
+    pub(super) fn written(&self, table: &TableRef) {
+        self.record_cache.invalidate(&cache_key(table));
     }
 
     /// Nothing is cached on PostgreSQL (see `get_record_text`).
-    pub fn cached_record_text(&self, _table: &TableRef, _key: &str) -> Option<String> {
-        None
-    }
-
     pub fn record_by_field(
         &self,
         table: &TableRef,
@@ -309,6 +340,7 @@ impl PgStore {
             tx.commit().await?;
             Ok(true)
         })?;
+        self.written(&defs);
         if !written {
             return Ok(None);
         }
@@ -319,7 +351,7 @@ impl PgStore {
     pub fn delete_collection(&self, domain: &str, name: &str) -> StoreResult<bool> {
         let defs = TableRef::new(domain, COLLECTIONS).map_err(StoreError::Invalid)?;
         let target = TableRef::new(domain, name).map_err(StoreError::Invalid)?;
-        self.block(async {
+        let removed = self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             drop_collection_indexes(&tx, &target).await?;
@@ -331,7 +363,9 @@ impl PgStore {
             };
             tx.commit().await?;
             Ok(removed)
-        })
+        });
+        self.written(&defs);
+        removed
     }
 
     /// The collection defined for a table, read each time: another instance may change it.
@@ -339,6 +373,12 @@ impl PgStore {
         let defs = TableRef::new(&table.domain, COLLECTIONS).map_err(StoreError::Invalid)?;
         Ok(collection_of_record(self.get_record(&defs, &table.table)?)?.map(Arc::new))
     }
+}
+
+/// The name a record table's cached records go by: `<schema>.<table>`, as its trigger's
+/// notification names it.
+pub(super) fn cache_key(table: &TableRef) -> String {
+    format!("{}.{}", names::schema_name(&table.domain), table.table)
 }
 
 /// Inserts a new record with one statement; a taken key or unique field is a conflict.
