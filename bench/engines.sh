@@ -83,6 +83,7 @@ bench_engine() {
         measure "$mode" "$SVC_URL" "$SVC_PID" >"$WORK/res-$ENGINE-$mode"
     done
     echo "$ENGINE id $(result id 3)"
+    echo "$ENGINE filter_rps $(result filter 3)"
     echo "$ENGINE filter_p99_us $(result filter 6)"
     echo "$ENGINE create8 $(create_rate "$LOAD_THREADS" creates | cut -d' ' -f1)"
     CALL_HEADERS=()
@@ -148,6 +149,7 @@ REPORT=$(awk '
         print "| measurement | SQLite | PostgreSQL | PostgreSQL / SQLite |"
         print "|---|---:|---:|---:|"
         row("GET by id", "id", "req/s", 1)
+        row("filtered list (100 records a page)", "filter_rps", "req/s", 1)
         printf "| filtered list p99 | %.2f ms | %.2f ms | %.2fx |\n", v["sqlite", "filter_p99_us"] / 1000, v["postgres", "filter_p99_us"] / 1000, v["postgres", "filter_p99_us"] / v["sqlite", "filter_p99_us"]
         row("record creates, 8 clients", "create8", "records/s", 1)
         row("historian ingest (MQTT QoS 1)", "ingest", "values/s", 1)

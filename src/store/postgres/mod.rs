@@ -155,12 +155,17 @@ impl PgStore {
             .build()
             .map_err(|e| StoreError::Internal(format!("cannot start the database runtime: {e}")))?;
         let mut config = target.config.clone();
+        // NOTICEs ("… already exists, skipping") are the expected answers of idempotent DDL,
+        // not news for the log. Added to the URL's own `options` (`-c synchronous_commit=off`,
+        // say), which stay the administrator's.
+        let options = match target.config.get_options() {
+            Some(own) if !own.trim().is_empty() => format!("{own} -c client_min_messages=warning"),
+            _ => "-c client_min_messages=warning".to_string(),
+        };
         config
             .connect_timeout(CONNECT_TIMEOUT)
             .application_name("svc")
-            // NOTICEs ("… already exists, skipping") are the expected answers of idempotent
-            // DDL, not news for the log.
-            .options("-c client_min_messages=warning");
+            .options(&options);
         let manager = Manager::from_config(
             config.clone(),
             tls.clone(),

@@ -22,6 +22,8 @@ use tokio_postgres::Row;
 const COLLECTION_INDEX: &str = "svc collection index";
 
 const ROW_COLUMNS: &str = "key, data, created_dt, updated_dt";
+/// The same with the document as text, for answers sent as they are read (no parse).
+const ROW_TEXT_COLUMNS: &str = "key, data::text, created_dt, updated_dt";
 
 /// The record a row holds, as the API returns it (members in the order SQLite's give).
 fn row_to_record(table: &TableRef, row: &Row) -> StoreResult<Value> {
@@ -42,8 +44,10 @@ fn row_to_record(table: &TableRef, row: &Row) -> StoreResult<Value> {
     ))
 }
 
+/// A row of [`ROW_TEXT_COLUMNS`] as the record's JSON text.
 fn row_to_text(table: &TableRef, row: &Row) -> StoreResult<String> {
-    row_to_record(table, row).map(|record| record.to_string())
+    let text = |i: usize| row.try_get::<_, &str>(i).map_err(StoreError::from);
+    Ok(record_text(table, text(0)?, text(1)?, text(2)?, text(3)?))
 }
 
 /// Whether an error says the table (or its domain's schema) was never created.
@@ -164,9 +168,18 @@ impl PgStore {
             .cache_listening()
             .then(|| self.record_cache.begin_read(&cached_as, key))
             .flatten();
-        let text = self
-            .get_record(table, key)?
-            .map(|record| record.to_string());
+        let sql = format!(
+            "SELECT {ROW_TEXT_COLUMNS} FROM {} WHERE key = $1",
+            names::table(table)
+        );
+        let rows = self.block(async {
+            let client = self.client().await?;
+            rows_of(&client, &sql, &[&key]).await
+        })?;
+        let text = rows
+            .first()
+            .map(|row| row_to_text(table, row))
+            .transpose()?;
         if let (Some(read), Some(text)) = (read, &text) {
             self.record_cache.finish_read(read, &cached_as, key, text);
         }
@@ -220,7 +233,7 @@ impl PgStore {
     }
 
     pub fn list_records(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<Value>> {
-        self.list_rows(table, query)?
+        self.list_rows(table, query, ROW_COLUMNS)?
             .iter()
             .map(|row| row_to_record(table, row))
             .collect()
@@ -231,16 +244,21 @@ impl PgStore {
         table: &TableRef,
         query: &ListQuery,
     ) -> StoreResult<Vec<String>> {
-        self.list_rows(table, query)?
+        self.list_rows(table, query, ROW_TEXT_COLUMNS)?
             .iter()
             .map(|row| row_to_text(table, row))
             .collect()
     }
 
-    fn list_rows(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<Row>> {
+    fn list_rows(
+        &self,
+        table: &TableRef,
+        query: &ListQuery,
+        columns: &str,
+    ) -> StoreResult<Vec<Row>> {
         let filter = build_where(table, &query.filters, &query.or_filters);
         let sql = format!(
-            "SELECT {ROW_COLUMNS} FROM {} WHERE {} ORDER BY {} LIMIT {} OFFSET {}",
+            "SELECT {columns} FROM {} WHERE {} ORDER BY {} LIMIT {} OFFSET {}",
             names::table(table),
             filter.sql,
             build_order(table, &query.sort),

@@ -30,30 +30,13 @@ fn table_ddl(table: &TableRef) -> String {
 /// document is spliced in as it is, not decoded and encoded again: reads are the hot path. The
 /// server-owned parts need no escaping (validated identifiers and generated timestamps).
 fn row_to_text(table: &TableRef, row: &Row) -> rusqlite::Result<String> {
-    let key = row.get_ref(0)?.as_str()?;
-    let data = row.get_ref(1)?.as_str()?;
-    let created = row.get_ref(2)?.as_str()?;
-    let updated = row.get_ref(3)?.as_str()?;
-    let members = data
-        .trim()
-        .strip_prefix('{')
-        .and_then(|d| d.strip_suffix('}'))
-        .unwrap_or_default()
-        .trim();
-    let mut text = String::with_capacity(data.len() + 128);
-    text.push_str("{\"id\":\"");
-    text.push_str(&table.record_id(key));
-    text.push_str("\",\"created_dt\":\"");
-    text.push_str(created);
-    text.push_str("\",\"updated_dt\":\"");
-    text.push_str(updated);
-    text.push('"');
-    if !members.is_empty() {
-        text.push(',');
-        text.push_str(members);
-    }
-    text.push('}');
-    Ok(text)
+    Ok(record_text(
+        table,
+        row.get_ref(0)?.as_str()?,
+        row.get_ref(1)?.as_str()?,
+        row.get_ref(2)?.as_str()?,
+        row.get_ref(3)?.as_str()?,
+    ))
 }
 
 /// A stored row as a JSON value.

@@ -64,6 +64,38 @@ pub fn stored_fields(fields: &Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
+/// The record as the API returns it, as JSON text, spliced from its stored document's text
+/// (an object) without parsing it: the id and both dates first, then the document's members.
+/// Keys and dates are validated text that JSON needs no escape for.
+pub fn record_text(
+    table: &TableRef,
+    key: &str,
+    data: &str,
+    created: &str,
+    updated: &str,
+) -> String {
+    let members = data
+        .trim()
+        .strip_prefix('{')
+        .and_then(|d| d.strip_suffix('}'))
+        .unwrap_or_default()
+        .trim();
+    let mut text = String::with_capacity(data.len() + 128);
+    text.push_str("{\"id\":\"");
+    text.push_str(&table.record_id(key));
+    text.push_str("\",\"created_dt\":\"");
+    text.push_str(created);
+    text.push_str("\",\"updated_dt\":\"");
+    text.push_str(updated);
+    text.push('"');
+    if !members.is_empty() {
+        text.push(',');
+        text.push_str(members);
+    }
+    text.push('}');
+    text
+}
+
 /// The record as the API returns it, from what was just written (no read back); the same
 /// members in the same order as the engines' record texts give.
 pub fn written_record(
