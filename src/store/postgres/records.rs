@@ -47,7 +47,8 @@ fn row_to_record(table: &TableRef, row: &Row) -> StoreResult<Value> {
 /// A row of [`ROW_TEXT_COLUMNS`] as the record's JSON text.
 fn row_to_text(table: &TableRef, row: &Row) -> StoreResult<String> {
     let text = |i: usize| row.try_get::<_, &str>(i).map_err(StoreError::from);
-    Ok(record_text(table, text(0)?, text(1)?, text(2)?, text(3)?))
+    let data = compact_json(text(1)?);
+    Ok(record_text(table, text(0)?, &data, text(2)?, text(3)?))
 }
 
 /// Whether an error says the table (or its domain's schema) was never created.
