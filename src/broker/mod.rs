@@ -311,15 +311,14 @@ impl Broker {
                 ..Default::default()
             })
         });
-        let publication = Arc::new(Publication {
-            topic: topic.into(),
+        let publication = inside(
+            topic,
             payload,
-            qos: publication::qos_of(qos),
+            qos,
             retain,
             properties,
-            received_ms: crate::time::now_ms(),
-            sender: None,
-        });
+            crate::time::now_ms(),
+        );
         self.hub
             .policy
             .on_message(publication.message(origin))
@@ -341,15 +340,7 @@ impl Broker {
         retain: bool,
         received_ms: i64,
     ) -> Result<()> {
-        let publication = Arc::new(Publication {
-            topic: topic.into(),
-            payload,
-            qos: publication::qos_of(qos),
-            retain,
-            properties: None,
-            received_ms,
-            sender: None,
-        });
+        let publication = inside(topic, payload, qos, retain, None, received_ms);
         self.hub
             .deliver_all(&[publication], Vec::new())
             .await
@@ -393,4 +384,24 @@ impl Broker {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+}
+
+/// A publication from inside the process (no client sent it).
+fn inside(
+    topic: &str,
+    payload: Bytes,
+    qos: u8,
+    retain: bool,
+    properties: Option<Box<rmqtt_codec::v5::PublishProperties>>,
+    received_ms: i64,
+) -> Arc<Publication> {
+    Arc::new(Publication {
+        topic: topic.into(),
+        payload,
+        qos: publication::qos_of(qos),
+        retain,
+        properties,
+        received_ms,
+        sender: None,
+    })
 }

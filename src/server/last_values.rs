@@ -45,13 +45,7 @@ impl Default for LastValues {
 
 impl LastValues {
     pub fn set(&self, topic: &str, received_ms: i64, payload: Bytes) {
-        if self.watchers.receiver_count() > 0 {
-            let _ = self.watchers.send(Arc::new(LiveValue {
-                topic: topic.to_string(),
-                received_ms,
-                payload: payload.clone(),
-            }));
-        }
+        self.tell_watchers(topic, received_ms, &payload);
         if let Ok(mut values) = self.values.write() {
             match values.get_mut(topic) {
                 Some(slot) => *slot = (received_ms, payload),
@@ -104,14 +98,19 @@ impl LastValues {
             }
             values.insert(topic.to_string(), (received_ms, payload.clone()));
         }
+        self.tell_watchers(topic, received_ms, &payload);
+        true
+    }
+
+    /// Hands a new value to the watchers, if any watch.
+    fn tell_watchers(&self, topic: &str, received_ms: i64, payload: &Bytes) {
         if self.watchers.receiver_count() > 0 {
             let _ = self.watchers.send(Arc::new(LiveValue {
                 topic: topic.to_string(),
                 received_ms,
-                payload,
+                payload: payload.clone(),
             }));
         }
-        true
     }
 
     /// Every value set from now on (a receiver that falls more than [`WATCH_BUFFER`] behind

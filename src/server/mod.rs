@@ -50,7 +50,7 @@ mod users;
 
 use crate::broker::{Broker, BrokerConfig, TlsListeners};
 use crate::historian::writer::HistorianWriter;
-use crate::store::Store;
+use crate::store::{Store, StoreResult};
 use anyhow::{Context, Result};
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
@@ -109,6 +109,21 @@ pub type RunLog =
     crate::group_commit::GroupCommit<(String, crate::store::RunOwner, crate::functions::RunRecord)>;
 
 impl AppState {
+    /// Every domain's name, `svc_admin` included, in order.
+    pub async fn domain_names(&self) -> StoreResult<Vec<String>> {
+        let mut domains: Vec<String> = self
+            .store
+            .run(|s| s.list_domains())
+            .await?
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        domains.push(crate::ids::ADMIN_DOMAIN.to_string());
+        domains.sort();
+        domains.dedup();
+        Ok(domains)
+    }
+
     /// Changes whenever who may see or write what could have changed: grants, users, keys,
     /// tag ownership. Caches of authorization decisions start over when it does.
     pub fn authz_generation(&self) -> u64 {

@@ -14,7 +14,6 @@
 use super::system_tables::SystemTable;
 use super::AppState;
 use crate::broker::Message;
-use crate::ids::ADMIN_DOMAIN;
 use crate::store::{PeerNotice, Store};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
@@ -291,16 +290,13 @@ async fn reload(state: &AppState, changed: &Changed) {
 
 /// Reloads every domain's system tables: what changed while notices went unheard.
 async fn reload_everything(state: &AppState) {
-    let mut domains: Vec<String> = match state.store.run(|s| s.list_domains()).await {
-        Ok(domains) => domains.into_iter().map(|d| d.name).collect(),
+    let domains = match state.domain_names().await {
+        Ok(domains) => domains,
         Err(e) => {
             tracing::warn!(error = %e, "cannot reload what other instances changed");
             return;
         }
     };
-    domains.push(ADMIN_DOMAIN.to_string());
-    domains.sort();
-    domains.dedup();
     for domain in domains {
         for table in SystemTable::ALL {
             if let Err(e) = table.reload(state, &domain).await {

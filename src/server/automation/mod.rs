@@ -111,17 +111,7 @@ impl Automation {
 
     /// Deploys what every domain has stored (at startup).
     pub async fn load_all(&self, state: &AppState) -> ApiResult<()> {
-        let mut domains: Vec<String> = state
-            .store
-            .run(|s| s.list_domains())
-            .await?
-            .into_iter()
-            .map(|d| d.name)
-            .collect();
-        domains.push(ADMIN_DOMAIN.to_string());
-        domains.sort();
-        domains.dedup();
-        for domain in domains {
+        for domain in state.domain_names().await? {
             self.reload(state, &domain).await?;
         }
         Ok(())

@@ -67,6 +67,10 @@ fn read<T: Clone>(lock: &RwLock<Option<T>>) -> Option<T> {
     lock.read().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
+fn set<T>(lock: &RwLock<Option<T>>, value: T) {
+    *lock.write().unwrap_or_else(|p| p.into_inner()) = Some(value);
+}
+
 impl PgStore {
     /// The JWT secret every instance on this database signs with: created (random, 32 bytes)
     /// by the first instance that asks.
@@ -85,20 +89,12 @@ impl PgStore {
     /// Calls `changed` whenever any instance changes identity data, and whenever the listening
     /// connection was lost and is back (what changed meanwhile was not heard).
     pub fn on_identity_change(&self, changed: Arc<dyn Fn() + Send + Sync>) {
-        *self
-            .listeners
-            .identity
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = Some(changed);
+        set(&self.listeners.identity, changed);
     }
 
     /// Calls `heard` with every notice another instance sends, in the order they were sent.
     pub fn on_peer_notice(&self, heard: Arc<dyn Fn(PeerNotice) + Send + Sync>) {
-        *self
-            .listeners
-            .notices
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = Some(heard);
+        set(&self.listeners.notices, heard);
     }
 
     /// Whether any other instance is alive on this database (seen in the last seconds).

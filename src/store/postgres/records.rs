@@ -148,17 +148,26 @@ impl PgStore {
     }
 
     pub fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>> {
+        self.get_row(table, key, ROW_COLUMNS, row_to_record)
+    }
+
+    /// The record `key` of `table` as `columns` of it, decoded by `decode`.
+    fn get_row<T>(
+        &self,
+        table: &TableRef,
+        key: &str,
+        columns: &str,
+        decode: fn(&TableRef, &Row) -> StoreResult<T>,
+    ) -> StoreResult<Option<T>> {
         let sql = format!(
-            "SELECT {ROW_COLUMNS} FROM {} WHERE key = $1",
+            "SELECT {columns} FROM {} WHERE key = $1",
             names::table(table)
         );
         let rows = self.block(async {
             let client = self.client().await?;
             rows_of(&client, &sql, &[&key]).await
         })?;
-        rows.first()
-            .map(|row| row_to_record(table, row))
-            .transpose()
+        rows.first().map(|row| decode(table, row)).transpose()
     }
 
     /// A record as JSON text, read from the database and kept in memory for the next read
@@ -169,18 +178,7 @@ impl PgStore {
             .cache_listening()
             .then(|| self.record_cache.begin_read(&cached_as, key))
             .flatten();
-        let sql = format!(
-            "SELECT {ROW_TEXT_COLUMNS} FROM {} WHERE key = $1",
-            names::table(table)
-        );
-        let rows = self.block(async {
-            let client = self.client().await?;
-            rows_of(&client, &sql, &[&key]).await
-        })?;
-        let text = rows
-            .first()
-            .map(|row| row_to_text(table, row))
-            .transpose()?;
+        let text = self.get_row(table, key, ROW_TEXT_COLUMNS, row_to_text)?;
         if let (Some(read), Some(text)) = (read, &text) {
             self.record_cache.finish_read(read, &cached_as, key, text);
         }
@@ -207,7 +205,6 @@ impl PgStore {
         self.record_cache.invalidate(&cache_key(table));
     }
 
-    /// Nothing is cached on PostgreSQL (see `get_record_text`).
     pub fn record_by_field(
         &self,
         table: &TableRef,
@@ -358,9 +355,10 @@ impl PgStore {
             build_collection_indexes(&tx, &target, collection).await?;
             tx.commit().await?;
             Ok(true)
-        })?;
+        });
+        // Whether or not the commit went through, what was cached of the definitions may be old.
         self.written(&defs);
-        if !written {
+        if !written? {
             return Ok(None);
         }
         self.get_record(&defs, &collection.name)
