@@ -95,6 +95,31 @@ fn injection_in_record_ids_is_rejected() {
     assert_fixtures_intact(&server);
 }
 
+/// A table name where a record id belongs (`GET /svc/upstreams`) says how to list the table.
+#[test]
+fn a_table_name_where_a_record_belongs_says_how_to_list_it() {
+    let server = Server::start();
+    server.load_fixtures();
+    for table in ["upstreams", "products"] {
+        for method in [Method::GET, Method::PUT, Method::DELETE] {
+            let mut req = server.admin_in(DEMO, method.clone(), &format!("/svc/{table}"));
+            if method == Method::PUT {
+                req = req.json(&json!({"price": 0}));
+            }
+            let message = assert_error(
+                req.send().unwrap(),
+                StatusCode::BAD_REQUEST,
+                &[&format!("GET /svc/{table}/all")],
+            );
+            assert!(
+                message.contains("is a table"),
+                "{method} {table}: {message}"
+            );
+        }
+    }
+    assert_fixtures_intact(&server);
+}
+
 #[test]
 fn injection_in_field_names_is_400() {
     let server = Server::start();

@@ -275,3 +275,74 @@ fn a_record_changed_on_one_instance_is_read_new_on_the_other() {
         },
     );
 }
+
+/// Issue 32: a tag declared on one instance right after a second one started is a tag of the
+/// second one too. The second instance is started once the first is ready and nothing waits for
+/// the two to have seen each other (as a plant's operator would do it): the change notice must
+/// not depend on the first instance having noticed the second yet.
+#[test]
+fn a_tag_declared_right_after_a_second_instance_started_is_known_there() {
+    let pg = Postgres::start();
+    let url = pg.fresh_database();
+    let a = Server::start_with(&["--database", &url]);
+    // Logged in before b starts, so what follows b's start is quick: a learns of b within a
+    // second by itself, and the change must not depend on that.
+    a.admin_token();
+    let b = Server::start_with(&["--database", &url]);
+    a.create_domain("acme");
+    let created = a
+        .admin_in("domains:acme", Method::POST, "/svc/tags")
+        .json(&json!({"path": "acme/x/t", "historize": true}))
+        .send()
+        .expect("create the tag on a");
+    assert!(created.status().is_success(), "{:?}", created.text());
+    let written = a
+        .admin_in("domains:acme", Method::POST, "/svc/tag/write")
+        .json(&json!({"topic": "acme/x/t", "value": 3.5}))
+        .send()
+        .expect("write the tag on a");
+    assert!(written.status().is_success(), "{:?}", written.text());
+    let last = |server: &Server| {
+        let resp = server
+            .admin_in("domains:acme", Method::PATCH, "/svc/historian/last")
+            .json(&json!({"topic": "acme/x/t", "limit": 5}))
+            .send()
+            .expect("last values");
+        let status = resp.status();
+        (status, resp.text().unwrap_or_default())
+    };
+    a.poll(Duration::from_secs(5), "the value in a's historian", || {
+        let (status, body) = last(&a);
+        (status == StatusCode::OK && body.contains("3.5")).then_some(())
+    });
+    // Half a second is many times what a notice between the instances takes.
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, body) = last(&b);
+    assert_eq!(
+        (status, body.contains("3.5")),
+        (StatusCode::OK, true),
+        "b does not know the tag: {body}\n{}",
+        b.logs()
+    );
+}
+
+/// A message published on one instance right after a second one said it is ready reaches the
+/// second one's subscribers: the second instance makes itself known before it is ready.
+#[test]
+fn a_message_published_right_after_a_second_instance_started_reaches_it() {
+    let pg = Postgres::start();
+    let url = pg.fresh_database();
+    let a = Server::start_with(&["--database", &url]);
+    let mut device = a.mqtt_admin(Proto::V5, Via::Tcp, "device-a");
+    let b = Server::start_with(&["--database", &url]);
+    let mut watcher = b.mqtt_admin(Proto::V5, Via::Tcp, "watcher-b");
+    watcher.subscribe("early/#", 1);
+    assert_eq!(device.publish("early/one", "1", 1, false), "Success");
+    let heard = watcher.next_publish(Duration::from_secs(3));
+    assert_eq!(
+        heard.map(|m| m.topic),
+        Some("early/one".to_string()),
+        "the first message never reached b:\n{}",
+        a.logs()
+    );
+}

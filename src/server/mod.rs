@@ -257,7 +257,7 @@ async fn serve(settings: Settings) -> Result<()> {
         )
     })?;
     // Once what the other instances' notices act on (the broker, the deployments) is up.
-    peers::listen(&state);
+    peers::listen(&state).await;
     start_upstreams(&state).await?;
     let mut listeners = vec![
         ("http", state.http_addr),

@@ -118,11 +118,10 @@ impl Peers {
         }
     }
 
-    /// Tells the other instances that `table` of `domain` changed, so they reload it.
+    /// Tells the other instances that `table` of `domain` changed, so they reload it. Sent
+    /// whether or not another instance was seen yet: one that started a moment ago may not
+    /// have been, and a change it misses stays missed. Changes are rare; the notice is cheap.
     pub async fn changed(&self, domain: &str, table: SystemTable) {
-        if !self.store.has_peers() {
-            return;
-        }
         let notice = Changed {
             domain: domain.to_string(),
             table: table.name().to_string(),
@@ -160,8 +159,9 @@ async fn send_messages(store: Store, mut queue: mpsc::Receiver<Relayed>, dropped
 }
 
 /// Acts on what the other instances say, in the order they said it, for as long as the
-/// server runs; asks them for the last values they have.
-pub fn listen(state: &AppState) {
+/// server runs; asks them for the last values they have, which also tells them this instance
+/// is there before it says it is ready.
+pub async fn listen(state: &AppState) {
     let (heard, mut notices) = mpsc::unbounded_channel();
     state.store.on_peer_notice(Arc::new(move |notice| {
         let _ = heard.send(notice);
@@ -194,12 +194,13 @@ pub fn listen(state: &AppState) {
         }
     });
     // Whoever is there answers; an instance alone (or on SQLite) hears nothing back.
-    let store = state.store.clone();
-    tokio::spawn(async move {
-        if let Err(e) = store.run(|s| s.tell_peers(ASK_LAST_VALUES, b"")).await {
-            tracing::warn!(error = %e, "cannot ask the other instances for their last values");
-        }
-    });
+    if let Err(e) = state
+        .store
+        .run(|s| s.tell_peers(ASK_LAST_VALUES, b""))
+        .await
+    {
+        tracing::warn!(error = %e, "cannot ask the other instances for their last values");
+    }
 }
 
 /// Sends every last value this instance has to the others (one asked).

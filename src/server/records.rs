@@ -64,6 +64,13 @@ fn table_of(caller: &Caller, table: &str) -> ApiResult<TableRef> {
 /// A RecordID from the path that must belong to the caller's domain; another domain's id is
 /// reported absent, never forbidden, so its existence does not leak.
 fn record_of(caller: &Caller, id: &str) -> ApiResult<RecordId> {
+    if crate::ids::is_identifier(id) {
+        // `GET /svc/products`: a table where a record was expected.
+        return Err(ApiError::bad_request(format!(
+            "`{id}` is a table, not a record: list it with `GET /svc/{id}/all`, or name one \
+             record as <domain>.{id}:<key>"
+        )));
+    }
     let id = RecordId::parse(id).map_err(ApiError::bad_request)?;
     if id.table.domain != caller.domain {
         return Err(not_found(&id));

@@ -207,9 +207,12 @@ engine_calls! {
     /// Calls `changed` when another instance may have changed identity data (users, keys,
     /// groups, grants), so cached identity must be dropped.
     fn on_identity_change(&self, changed: Arc<dyn Fn() + Send + Sync>) -> ();
-    /// Calls `heard` with each notice another instance on this store sent, in order.
+    /// Calls `heard` with each notice another instance on this store sent, in order, starting
+    /// with those heard since the store opened (so what the caller loaded before this call and
+    /// what changed meanwhile cannot fall between the two).
     fn on_peer_notice(&self, heard: Arc<dyn Fn(PeerNotice) + Send + Sync>) -> ();
-    /// Whether another instance is alive on this store (so notices have someone to reach).
+    /// Whether another instance is alive on this store (so messages have someone to reach): seen
+    /// lately, or heard from lately.
     fn has_peers(&self) -> bool;
     /// Sends a notice (a kind and a body, both the caller's) to every other instance.
     fn tell_peers(&self, kind: &str, body: &[u8]) -> StoreResult<()>;

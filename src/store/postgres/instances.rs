@@ -5,16 +5,21 @@
 //! and the notices instances send each other (`svc_peers`: a row of `svc_peer_notices` per
 //! notice, its id in the notification). One connection outside the pool listens to these and
 //! to `svc_records` (a record table changed: its cached records are dropped).
+//!
+//! The store is open only once that connection listens, and notices heard before the server
+//! takes them (while it loads what they would change) are kept and handed over then: a change
+//! another instance makes while this one starts is either loaded or heard, never neither.
 
 use super::PgStore;
 use crate::store::record_cache::RecordCache;
 use crate::store::{PeerNotice, StoreError, StoreResult};
 use deadpool_postgres::Pool;
 use futures::StreamExt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
-use tokio::sync::mpsc;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::AsyncMessage;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -22,6 +27,13 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 const RELISTEN_AFTER: Duration = Duration::from_secs(1);
 /// Notices fetched with one query, at most.
 const FETCH_BATCH: usize = 256;
+/// How long opening the store waits for the listening connection.
+const FIRST_LISTEN_WITHIN: Duration = Duration::from_secs(10);
+/// Notices kept for the server before it takes them, at most; beyond, they are dropped and the
+/// server reloads from the store instead.
+const PENDING_AT_MOST: usize = 10_000;
+/// How long another instance counts as alive after it was last heard.
+const HEARD_ALIVE_FOR: Duration = Duration::from_secs(5);
 
 type IdentityHandler = Arc<dyn Fn() + Send + Sync>;
 type NoticeHandler = Arc<dyn Fn(PeerNotice) + Send + Sync>;
@@ -30,6 +42,11 @@ type NoticeHandler = Arc<dyn Fn(PeerNotice) + Send + Sync>;
 pub(super) struct Listeners {
     identity: RwLock<Option<IdentityHandler>>,
     notices: RwLock<Option<NoticeHandler>>,
+    /// Notices heard before the server took them (`None` once it has).
+    pending: Mutex<Option<VecDeque<PeerNotice>>>,
+    /// When another instance was last heard, in milliseconds after `started` (0: never).
+    peer_heard_ms: AtomicU64,
+    started: Instant,
     /// The engine's record cache, emptied of each table a `svc_records` notification names.
     records: Arc<RecordCache>,
     /// Whether the connection that hears `svc_records` is up (else the cache may not answer).
@@ -41,6 +58,9 @@ impl Listeners {
         Listeners {
             identity: RwLock::default(),
             notices: RwLock::default(),
+            pending: Mutex::new(Some(VecDeque::new())),
+            peer_heard_ms: AtomicU64::new(0),
+            started: Instant::now(),
             records,
             listening: AtomicBool::new(false),
         }
@@ -56,10 +76,50 @@ impl Listeners {
         }
     }
 
+    /// Hands `notice` to the server, or keeps it until the server takes notices.
     fn notice(&self, notice: PeerNotice) {
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(queue) = pending.as_mut() {
+                if queue.len() >= PENDING_AT_MOST {
+                    // Too many to keep: what they said is reloaded from the store instead.
+                    queue.clear();
+                    queue.push_back(PeerNotice::MayHaveMissed);
+                } else if !matches!(queue.back(), Some(PeerNotice::MayHaveMissed))
+                    || !matches!(notice, PeerNotice::MayHaveMissed)
+                {
+                    queue.push_back(notice);
+                }
+                return;
+            }
+        }
         if let Some(handler) = read(&self.notices) {
             handler(notice);
         }
+    }
+
+    /// Sets the server's handler and hands it what was heard before, in order.
+    fn take_notices(&self, handler: NoticeHandler) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        set(&self.notices, handler.clone());
+        // Under the lock, so a notice heard meanwhile waits and comes after these.
+        for notice in pending.take().into_iter().flatten() {
+            handler(notice);
+        }
+    }
+
+    /// Notes that another instance spoke just now.
+    fn peer_heard(&self) {
+        let ms = self.started.elapsed().as_millis().max(1) as u64;
+        self.peer_heard_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Whether another instance spoke within [`HEARD_ALIVE_FOR`].
+    pub(super) fn peer_heard_lately(&self) -> bool {
+        let heard = self.peer_heard_ms.load(Ordering::Relaxed);
+        heard > 0
+            && self.started.elapsed().as_millis() as u64
+                <= heard + HEARD_ALIVE_FOR.as_millis() as u64
     }
 }
 
@@ -93,13 +153,16 @@ impl PgStore {
     }
 
     /// Calls `heard` with every notice another instance sends, in the order they were sent.
+    /// Notices heard since the store opened and before this call come first.
     pub fn on_peer_notice(&self, heard: Arc<dyn Fn(PeerNotice) + Send + Sync>) {
-        set(&self.listeners.notices, heard);
+        self.listeners.take_notices(heard);
     }
 
-    /// Whether any other instance is alive on this database (seen in the last seconds).
+    /// Whether any other instance is alive on this database: seen by the leadership
+    /// campaign in the last seconds, or heard from just now (an instance that starts asks the
+    /// others for their last values, so they know of it before it is ready).
     pub fn has_peers(&self) -> bool {
-        self.peers_present.load(Ordering::Relaxed)
+        self.peers_present.load(Ordering::Relaxed) || self.listeners.peer_heard_lately()
     }
 
     /// Sends a notice to every other instance on this database.
@@ -114,11 +177,16 @@ impl PgStore {
         .map(|_| ())
     }
 
-    /// Starts the listening connection, for as long as the store is open.
+    /// Starts the listening connection, for as long as the store is open, and returns once it
+    /// listens (or after [`FIRST_LISTEN_WITHIN`], with a warning: the connection that comes up
+    /// later reloads what was missed). What the server loads after this call is either loaded
+    /// new or heard of.
     pub(super) fn start_listening(&self) {
         let Some(runtime) = &self.runtime else {
             return;
         };
+        let (listening, first) = oneshot::channel();
+        let mut listening = Some(listening);
         let (config, tls) = (self.config.clone(), self.tls.clone());
         let listeners = self.listeners.clone();
         let (fetch, wanted) = mpsc::unbounded_channel();
@@ -126,12 +194,24 @@ impl PgStore {
         let instance = self.instance.clone();
         runtime.spawn(async move {
             loop {
-                if let Err(e) = listen(&config, &tls, &listeners, &instance, &fetch).await {
+                let first = listening.take();
+                if let Err(e) = listen(&config, &tls, &listeners, &instance, &fetch, first).await
+                {
                     tracing::warn!(error = %e, "other instances unheard until the database is back");
                 }
                 tokio::time::sleep(RELISTEN_AFTER).await;
             }
         });
+        let listens = self.block(async {
+            Ok(matches!(
+                tokio::time::timeout(FIRST_LISTEN_WITHIN, first).await,
+                Ok(Ok(()))
+            ))
+        });
+        if !matches!(listens, Ok(true)) {
+            // The connection that comes up later reports what it may have missed.
+            tracing::warn!("other instances are unheard until the database answers");
+        }
     }
 }
 
@@ -142,6 +222,7 @@ async fn listen(
     listeners: &Arc<Listeners>,
     instance: &str,
     fetch: &mpsc::UnboundedSender<i64>,
+    first: Option<oneshot::Sender<()>>,
 ) -> StoreResult<()> {
     let (client, mut connection) = config.connect(tls.clone()).await?;
     let heard = listeners.clone();
@@ -155,6 +236,7 @@ async fn listen(
                     // "<id> <instance>": this instance's own notices are not news to it.
                     let payload = n.payload();
                     if !payload.ends_with(&own) {
+                        heard.peer_heard();
                         if let Some(id) = payload.split(' ').next().and_then(|id| id.parse().ok()) {
                             let _ = fetch.send(id);
                         }
@@ -173,11 +255,19 @@ async fn listen(
     client
         .batch_execute("LISTEN svc_identity; LISTEN svc_peers; LISTEN svc_records")
         .await?;
-    // Whatever was said while no connection listened.
+    // Whatever was said while no connection listened. The first connection listens before
+    // the server loads anything, so it has missed nothing.
     listeners.records.clear();
     listeners.listening.store(true, Ordering::Release);
-    listeners.identity_changed();
-    listeners.notice(PeerNotice::MayHaveMissed);
+    match first {
+        Some(opened) => {
+            let _ = opened.send(());
+        }
+        None => {
+            listeners.identity_changed();
+            listeners.notice(PeerNotice::MayHaveMissed);
+        }
+    }
     let ended = driver.await;
     // Unheard from now on: the cache stops answering until the next connection listens.
     listeners.listening.store(false, Ordering::Release);
