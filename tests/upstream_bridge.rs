@@ -139,6 +139,58 @@ fn two_svc_instances_bridged_both_ways_carry_each_update_once() {
     assert_eq!(now["dropped"]["loop"], 0, "{now}");
 }
 
+/// `connected` means subscribed (issue 32): a value published on the upstream the instant the
+/// status first says `connected` arrives locally. One publish, no retry: on a first connection
+/// the upstream holds no session that would queue it for a late subscription. The bridge
+/// reaches the plant over a slow link (400 ms each way, a WAN), so a SUBSCRIBE still on its way
+/// when the status says `connected` cannot win the race by loopback speed.
+#[test]
+fn a_value_published_upstream_the_instant_the_bridge_is_connected_arrives() {
+    let plant = Server::start();
+    plant.create_domain("corp");
+    add_namespace(&plant, "domains:corp", "corp/acme");
+    plant.user_with_grants("domains:corp", "edge", &[("tags", "read-write", "*")]);
+    let mut operator = plant.mqtt_admin(Proto::V5, Via::Tcp, "operator");
+    let edge = Server::start();
+    edge.create_domain("acme");
+    add_namespace(&edge, "domains:acme", "acme/site1");
+    let mut on_edge = edge.mqtt_admin(Proto::V5, Via::Tcp, "watch-edge");
+    assert_eq!(on_edge.subscribe("acme/#", 1), Some(1));
+
+    let wan = SlowLink::to(plant.listener_port("mqtt"), Duration::from_millis(400));
+    let id = add_upstream(
+        &edge,
+        json!({"name": "plant", "host": "127.0.0.1", "port": wan.port,
+            "username": "edge", "password": "edge-pw-123",
+            "bindings": [{"direction": "both", "local": "acme/site1",
+                "remote": "corp/acme/site1"}]}),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = status(&edge, &id);
+        if now["state"] == "connected" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the bridge did not connect within 20 s: {now}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(
+        operator.publish("corp/acme/site1/setpoint", "42", 1, false),
+        "Success"
+    );
+    let arrived = on_edge
+        .next_publish(Duration::from_secs(3))
+        .map(|m| format!("{} {}", m.topic, m.text()));
+    assert_eq!(
+        arrived.as_deref(),
+        Some("acme/site1/setpoint 42"),
+        "the value published when the bridge said connected did not arrive"
+    );
+}
+
 #[test]
 fn mosquitto_is_an_upstream_over_tcp_websocket_and_tls() {
     let peer = PeerBroker::start("edge", "edge-pw-123");
