@@ -191,6 +191,48 @@ fn a_value_published_upstream_the_instant_the_bridge_is_connected_arrives() {
     );
 }
 
+/// A subscription the upstream refuses leaves the link short of `connected` (issue 32): the
+/// status is an `error` whose sentence names the filter and the SUBACK's reason (MQTT 5 says
+/// why, MQTT 3.1.1 only that it failed); a binding the upstream allows connects.
+#[test]
+fn a_refused_subscription_is_an_error_naming_the_filter_and_the_reason() {
+    let peer = PeerBroker::with_acl("edge", "edge-pw-123", "cloud/allowed");
+    let server = Server::start();
+    server.create_domain("acme");
+    add_namespace(&server, "domains:acme", "acme/site1");
+    let upstream = |name: &str, version: &str, remote: &str| {
+        json!({"name": name, "host": "127.0.0.1", "port": peer.port, "mqtt_version": version,
+            "username": "edge", "password": "edge-pw-123",
+            "bindings": [{"direction": "in", "local": "acme/site1", "remote": remote}]})
+    };
+    let v5 = add_upstream(&server, upstream("v5", "5", "cloud/denied"));
+    let v311 = add_upstream(&server, upstream("v311", "3.1.1", "cloud/denied"));
+    for (id, reason) in [(&v5, "0x87 not authorized"), (&v311, "0x80")] {
+        let refused = wait_status(&server, id, "the refusal", |s| s["state"] == "error");
+        assert_eq!(refused["last_error"]["kind"], "subscribe", "{refused}");
+        let text = refused["last_error"]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("`cloud/denied/#`") && text.contains(reason),
+            "{refused}"
+        );
+    }
+
+    let resp = server
+        .admin_in("domains:acme", Method::PUT, &rec_path(&v5))
+        .json(
+            &json!({"bindings": [{"direction": "in", "local": "acme/site1",
+            "remote": "cloud/allowed"}]}),
+        )
+        .send()
+        .expect("PUT the upstream");
+    json_ok(resp, StatusCode::OK);
+    wait_status(&server, &v5, "connected", |s| s["state"] == "connected");
+    let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "watcher");
+    watcher.subscribe("acme/site1/#", 1);
+    peer.mosquitto_pub(&["-t", "cloud/allowed/x", "-m", "7", "-q", "1"]);
+    assert_eq!(payloads_until_quiet(&mut watcher), ["acme/site1/x 7"]);
+}
+
 #[test]
 fn mosquitto_is_an_upstream_over_tcp_websocket_and_tls() {
     let peer = PeerBroker::start("edge", "edge-pw-123");

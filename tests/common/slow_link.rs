@@ -67,7 +67,10 @@ fn relay(mut from: TcpStream, mut to: TcpStream, delay: Duration) {
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
-                    if chunks.send((Instant::now() + delay, buf[..n].to_vec())).is_err() {
+                    if chunks
+                        .send((Instant::now() + delay, buf[..n].to_vec()))
+                        .is_err()
+                    {
                         return;
                     }
                 }
