@@ -2,7 +2,9 @@
 //! processes bridged both ways carry each update once and historize it where it is
 //! historized; Mosquitto as the upstream over TCP, WebSocket and TLS (MQTT 5 and 3.1.1); an
 //! upstream killed mid-stream loses no QoS 1 value and keeps their order; a full buffer drops
-//! the oldest and counts it; `conflate` keeps the newest message per topic.
+//! the oldest and counts it; `conflate` keeps the newest message per topic. `connected` means
+//! subscribed (issue 32): a value published upstream at that instant arrives, and a refused
+//! subscription is an `error`.
 
 mod common;
 
