@@ -446,11 +446,15 @@ pub struct HistorianPoint {
 #[serde(rename_all = "lowercase")]
 pub enum UpstreamState {
     Disabled,
+    /// Connecting, or connected and waiting for the SUBACK of the incoming bindings.
     Connecting,
+    /// The upstream accepted the connection and every incoming binding's subscription: what
+    /// it publishes under them from now on arrives.
     Connected,
     /// Waiting to try again after a failure that may pass (network, timeout).
     Backoff,
-    /// Waiting to try again after a refusal that needs a change (credentials, TLS, protocol).
+    /// Waiting to try again after a refusal that needs a change (credentials, TLS, protocol,
+    /// a refused subscription).
     Error,
 }
 

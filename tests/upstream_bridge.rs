@@ -2,7 +2,9 @@
 //! processes bridged both ways carry each update once and historize it where it is
 //! historized; Mosquitto as the upstream over TCP, WebSocket and TLS (MQTT 5 and 3.1.1); an
 //! upstream killed mid-stream loses no QoS 1 value and keeps their order; a full buffer drops
-//! the oldest and counts it; `conflate` keeps the newest message per topic.
+//! the oldest and counts it; `conflate` keeps the newest message per topic. `connected` means
+//! subscribed (issue 32): a value published upstream at that instant arrives, and a refused
+//! subscription is an `error`.
 
 mod common;
 
@@ -137,6 +139,100 @@ fn two_svc_instances_bridged_both_ways_carry_each_update_once() {
     assert_eq!(now["bindings"][0]["in_messages"], 1, "{now}");
     assert_eq!(now["buffer"]["messages"], 0, "{now}");
     assert_eq!(now["dropped"]["loop"], 0, "{now}");
+}
+
+/// `connected` means subscribed (issue 32): a value published on the upstream the instant the
+/// status first says `connected` arrives locally. One publish, no retry: on a first connection
+/// the upstream holds no session that would queue it for a late subscription. The bridge
+/// reaches the plant over a slow link (400 ms each way, a WAN), so a SUBSCRIBE still on its way
+/// when the status says `connected` cannot win the race by loopback speed.
+#[test]
+fn a_value_published_upstream_the_instant_the_bridge_is_connected_arrives() {
+    let plant = Server::start();
+    plant.create_domain("corp");
+    add_namespace(&plant, "domains:corp", "corp/acme");
+    plant.user_with_grants("domains:corp", "edge", &[("tags", "read-write", "*")]);
+    let mut operator = plant.mqtt_admin(Proto::V5, Via::Tcp, "operator");
+    let edge = Server::start();
+    edge.create_domain("acme");
+    add_namespace(&edge, "domains:acme", "acme/site1");
+    let mut on_edge = edge.mqtt_admin(Proto::V5, Via::Tcp, "watch-edge");
+    assert_eq!(on_edge.subscribe("acme/#", 1), Some(1));
+
+    let wan = SlowLink::to(plant.listener_port("mqtt"), Duration::from_millis(400));
+    let id = add_upstream(
+        &edge,
+        json!({"name": "plant", "host": "127.0.0.1", "port": wan.port,
+            "username": "edge", "password": "edge-pw-123",
+            "bindings": [{"direction": "both", "local": "acme/site1",
+                "remote": "corp/acme/site1"}]}),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = status(&edge, &id);
+        if now["state"] == "connected" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the bridge did not connect within 20 s: {now}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(
+        operator.publish("corp/acme/site1/setpoint", "42", 1, false),
+        "Success"
+    );
+    let arrived = on_edge
+        .next_publish(Duration::from_secs(3))
+        .map(|m| format!("{} {}", m.topic, m.text()));
+    assert_eq!(
+        arrived.as_deref(),
+        Some("acme/site1/setpoint 42"),
+        "the value published when the bridge said connected did not arrive"
+    );
+}
+
+/// A subscription the upstream refuses leaves the link short of `connected` (issue 32): the
+/// status is an `error` whose sentence names the filter and the SUBACK's reason (MQTT 5 says
+/// why, MQTT 3.1.1 only that it failed); a binding the upstream allows connects.
+#[test]
+fn a_refused_subscription_is_an_error_naming_the_filter_and_the_reason() {
+    let peer = PeerBroker::with_acl("edge", "edge-pw-123", "cloud/allowed");
+    let server = Server::start();
+    server.create_domain("acme");
+    add_namespace(&server, "domains:acme", "acme/site1");
+    let upstream = |name: &str, version: &str, remote: &str| {
+        json!({"name": name, "host": "127.0.0.1", "port": peer.port, "mqtt_version": version,
+            "username": "edge", "password": "edge-pw-123",
+            "bindings": [{"direction": "in", "local": "acme/site1", "remote": remote}]})
+    };
+    let v5 = add_upstream(&server, upstream("v5", "5", "cloud/denied"));
+    let v311 = add_upstream(&server, upstream("v311", "3.1.1", "cloud/denied"));
+    for (id, reason) in [(&v5, "0x87 not authorized"), (&v311, "0x80")] {
+        let refused = wait_status(&server, id, "the refusal", |s| s["state"] == "error");
+        assert_eq!(refused["last_error"]["kind"], "subscribe", "{refused}");
+        let text = refused["last_error"]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("`cloud/denied/#`") && text.contains(reason),
+            "{refused}"
+        );
+    }
+
+    let resp = server
+        .admin_in("domains:acme", Method::PUT, &rec_path(&v5))
+        .json(
+            &json!({"bindings": [{"direction": "in", "local": "acme/site1",
+            "remote": "cloud/allowed"}]}),
+        )
+        .send()
+        .expect("PUT the upstream");
+    json_ok(resp, StatusCode::OK);
+    wait_status(&server, &v5, "connected", |s| s["state"] == "connected");
+    let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "watcher");
+    watcher.subscribe("acme/site1/#", 1);
+    peer.mosquitto_pub(&["-t", "cloud/allowed/x", "-m", "7", "-q", "1"]);
+    assert_eq!(payloads_until_quiet(&mut watcher), ["acme/site1/x 7"]);
 }
 
 #[test]

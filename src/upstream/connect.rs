@@ -1,7 +1,7 @@
 //! Where an upstream is, as a normalised record describes it (the [`Target`]: address,
 //! protocol version, TLS, credentials, session settings), why a connection to it fails (the
-//! [`Failure`]: DNS, TCP, TLS, authentication, protocol, timeout), and the probe of the test
-//! routes: connect, wait for the CONNACK, say how it went.
+//! [`Failure`]: DNS, TCP, TLS, authentication, protocol, a refused subscription, timeout),
+//! and the probe of the test routes: connect, wait for the CONNACK, say how it went.
 
 use super::session::{Open, Session};
 use super::tls::client_config;
@@ -28,6 +28,8 @@ pub enum Failure {
     /// The CONNACK refused the credentials (reason code and text).
     Auth(u8, String),
     Protocol(String),
+    /// The SUBACK refused incoming bindings' filters (the sentence names them).
+    Subscribe(String),
     Timeout(Duration),
 }
 
@@ -40,6 +42,7 @@ impl Failure {
             Failure::Tls(_) => "tls",
             Failure::Auth(..) => "auth",
             Failure::Protocol(_) => "protocol",
+            Failure::Subscribe(_) => "subscribe",
             Failure::Timeout(_) => "timeout",
         }
     }
@@ -57,6 +60,12 @@ impl fmt::Display for Failure {
             ),
             Failure::Protocol(e) => {
                 write!(f, "protocol: the upstream broke the MQTT protocol ({e})")
+            }
+            Failure::Subscribe(e) => {
+                write!(
+                    f,
+                    "subscribe: the upstream refused the bridge's subscription to {e}"
+                )
             }
             Failure::Timeout(limit) => write!(
                 f,

@@ -50,9 +50,9 @@ pub enum In {
     Released {
         packet_id: u16,
     },
-    /// SUBACK: the positions of the filters the upstream refused.
+    /// SUBACK: the filters the upstream refused, by position, with their reason codes.
     Subscribed {
-        refused: Vec<usize>,
+        refused: Vec<(usize, u8)>,
     },
     /// The upstream closed the session, saying why.
     Disconnect(String),
@@ -440,8 +440,8 @@ fn classify(packet: v5::Packet) -> In {
                 .status
                 .iter()
                 .enumerate()
-                .filter(|(_, reason)| u8::from(**reason) >= 0x80)
-                .map(|(i, _)| i)
+                .map(|(i, reason)| (i, u8::from(*reason)))
+                .filter(|(_, code)| *code >= 0x80)
                 .collect(),
         },
         P::Disconnect(disconnect) => In::Disconnect(format!(
@@ -453,6 +453,21 @@ fn classify(packet: v5::Packet) -> In {
                 .unwrap_or_default()
         )),
         _ => In::Other,
+    }
+}
+
+/// What a SUBACK's failure reason code means (MQTT 3.1.1's one failure code is 0x80).
+pub fn refusal_text(code: u8) -> &'static str {
+    match code {
+        0x83 => "implementation specific error",
+        0x87 => "not authorized",
+        0x8F => "topic filter invalid",
+        0x91 => "packet identifier in use",
+        0x97 => "quota exceeded",
+        0x9E => "shared subscriptions not supported",
+        0xA1 => "subscription identifiers not supported",
+        0xA2 => "wildcard subscriptions not supported",
+        _ => "unspecified error",
     }
 }
 

@@ -1,8 +1,9 @@
 //! Every enabled upstream as a supervised task: one MQTT connection each (as its record
 //! says), reconnected after any failure with capped exponential backoff and jitter; a ping
 //! the upstream does not answer fails the connection like any other error. Each upstream has
-//! a status the routes read: `disabled|connecting|connected|backoff|error`, since when, the
-//! last error, attempts, next retry, and the traffic of its [`Relay`].
+//! a status the routes read: `disabled|connecting|connected|backoff|error` (`connected` once
+//! the upstream acknowledged the incoming bindings' subscriptions, not at the CONNACK), since
+//! when, the last error, attempts, next retry, and the traffic of its [`Relay`].
 //!
 //! The supervisor is also where the local broker hands every accepted message to the
 //! upstreams that carry it out ([`Supervisor::carry_out`]): written to their durable queues
@@ -30,7 +31,8 @@ const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 
 pub use crate::model::UpstreamState as State;
 
-/// The last failure: its cause (`dns|tcp|tls|auth|protocol|timeout`) and the sentence.
+/// The last failure: its cause (`dns|tcp|tls|auth|protocol|subscribe|timeout`) and the
+/// sentence.
 #[derive(Debug, Clone, Serialize)]
 pub struct LastError {
     pub kind: &'static str,
@@ -457,7 +459,10 @@ async fn run(target: Target, how: Open, backoff: Backoff, report: Report, local:
                 crate::time::now_ms() + i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
             ));
             let state = match failure {
-                Failure::Auth(..) | Failure::Tls(_) | Failure::Protocol(_) => State::Error,
+                Failure::Auth(..)
+                | Failure::Tls(_)
+                | Failure::Protocol(_)
+                | Failure::Subscribe(_) => State::Error,
                 Failure::Dns(_) | Failure::Tcp(_) | Failure::Timeout(_) => State::Backoff,
             };
             status.enter(state);

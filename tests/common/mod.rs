@@ -12,6 +12,7 @@ mod pipelined;
 mod postgres;
 mod raw_clients;
 mod raw_mqtt;
+mod slow_link;
 #[allow(unused_imports)]
 pub use conformance::*;
 #[allow(unused_imports)]
@@ -28,6 +29,8 @@ pub use postgres::*;
 pub use raw_clients::*;
 #[allow(unused_imports)]
 pub use raw_mqtt::*;
+#[allow(unused_imports)]
+pub use slow_link::*;
 
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::CONTENT_TYPE;

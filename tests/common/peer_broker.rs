@@ -42,6 +42,17 @@ fn mosquitto_binary() -> PathBuf {
 impl PeerBroker {
     /// Starts Mosquitto accepting `user` with `password` only.
     pub fn start(user: &str, password: &str) -> PeerBroker {
+        PeerBroker::launch(user, password, None)
+    }
+
+    /// [`PeerBroker::start`] where `user` may publish and subscribe only under the branch
+    /// `allowed`: other subscriptions are refused in the SUBACK (Mosquitto's dynamic security
+    /// plugin; its `acl_file` grants every subscription and filters deliveries instead).
+    pub fn with_acl(user: &str, password: &str, allowed: &str) -> PeerBroker {
+        PeerBroker::launch(user, password, Some(allowed))
+    }
+
+    fn launch(user: &str, password: &str, allowed: Option<&str>) -> PeerBroker {
         let dir = tempfile::tempdir().expect("temp dir");
         let passwords = dir.path().join("passwords");
         let status = Command::new("mosquitto_passwd")
@@ -57,6 +68,10 @@ impl PeerBroker {
         let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
         std::fs::write(&cert_path, &ca_pem).expect("write cert.pem");
         std::fs::write(&key_path, cert.key_pair.serialize_pem()).expect("write key.pem");
+        let auth = match allowed {
+            Some(branch) => dynamic_security(dir.path(), user, password, branch),
+            None => format!("password_file {}\n", passwords.display()),
+        };
         let config = dir.path().join("mosquitto.conf");
         // A port found free may be taken by a parallel test before Mosquitto binds it; then
         // Mosquitto exits, and it starts again on other ports.
@@ -65,11 +80,10 @@ impl PeerBroker {
             std::fs::write(
                 &config,
                 format!(
-                    "per_listener_settings false\nallow_anonymous false\npassword_file {}\n\
+                    "per_listener_settings false\nallow_anonymous false\n{auth}\
                      listener {port} 127.0.0.1\nlistener {ws_port} 127.0.0.1\nprotocol websockets\n\
                      listener {tls_port} 127.0.0.1\ncertfile {}\nkeyfile {}\n\
                      persistence false\nlog_dest stderr\n",
-                    passwords.display(),
                     cert_path.display(),
                     key_path.display()
                 ),
@@ -129,6 +143,43 @@ impl PeerBroker {
         self.child = spawn(&self.config);
         self.wait_listening();
     }
+}
+
+/// The configuration lines of Mosquitto's dynamic security plugin with `user` (whose
+/// `password` `mosquitto_ctrl` hashes) allowed to publish and subscribe under `branch` only.
+fn dynamic_security(dir: &Path, user: &str, password: &str, branch: &str) -> String {
+    let plugin = [
+        "/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so",
+        "/usr/lib/aarch64-linux-gnu/mosquitto_dynamic_security.so",
+        "/usr/lib/mosquitto_dynamic_security.so",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+    .expect("mosquitto's dynamic security plugin is not installed (package mosquitto)");
+    let file = dir.join("dynsec.json");
+    let status = Command::new("mosquitto_ctrl")
+        .args(["dynsec", "init"])
+        .arg(&file)
+        .args([user, password])
+        .stdout(Stdio::null())
+        .status()
+        .expect("mosquitto_ctrl (package mosquitto-clients) runs");
+    assert!(status.success(), "mosquitto_ctrl dynsec init failed");
+    let mut config: Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("read dynsec.json")).expect("json");
+    // `init` makes the user an administrator of the plugin only; its role gets the branch.
+    let filter = format!("{branch}/#");
+    config["roles"][0]["acls"] = json!([
+        {"acltype": "publishClientSend", "topic": filter, "allow": true},
+        {"acltype": "subscribePattern", "topic": filter, "allow": true}
+    ]);
+    std::fs::write(&file, config.to_string()).expect("write dynsec.json");
+    format!(
+        "plugin {}\nplugin_opt_config_file {}\n",
+        plugin.display(),
+        file.display()
+    )
 }
 
 /// Whether Mosquitto runs and accepts connections on `ports` within `within` (else it is

@@ -1,4 +1,5 @@
-//! One connected session of a relay: subscribe to the incoming bindings, send the out-queue in
+//! One connected session of a relay: subscribe to the incoming bindings (the status says
+//! `connected` only once their SUBACK granted every filter), send the out-queue in
 //! order within the upstream's window (every write carrying all that is ready), delete each
 //! message once acknowledged (PUBACK, or PUBREC/PUBREL/PUBCOMP for QoS 2), publish what comes
 //! in locally and acknowledge it only once published, keep the connection alive with pings,
@@ -6,7 +7,7 @@
 
 use super::{lock, now_ms, Inbound, Local, Relay, MAX_HOPS};
 use crate::upstream::connect::{Failure, Target};
-use crate::upstream::session::{In, Incoming, Open, Session};
+use crate::upstream::session::{refusal_text, In, Incoming, Open, Session};
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;
@@ -27,6 +28,8 @@ enum Wake {
     /// An incoming message is published locally: acknowledge it (packet id, QoS).
     Published(Option<(u16, u8)>),
     Ping,
+    /// The SUBACK did not come in time.
+    NotSubscribed,
 }
 
 /// Packet ids for outgoing QoS 1/2 messages: the next free one after the last.
@@ -58,9 +61,10 @@ impl Drop for Receiver {
 }
 
 impl Relay {
-    /// One connection: connect, `connected` at the CONNACK, carry messages both ways until
-    /// the connection fails; returns why. What was sent and not acknowledged is sent again
-    /// on the next connection.
+    /// One connection: connect, subscribe, `connected` once the SUBACK granted every
+    /// incoming binding's filter (at the CONNACK when nothing comes in), carry messages both
+    /// ways until the connection fails; returns why (a refused filter is a failure). What was
+    /// sent and not acknowledged is sent again on the next connection.
     pub async fn serve(
         self: &Arc<Self>,
         target: &Target,
@@ -81,16 +85,24 @@ impl Relay {
         connected: &mut (dyn FnMut(bool) + Send),
     ) -> Result<Infallible, Failure> {
         let mut session = Session::connect(target, how).await?;
-        connected(session.session_present);
+        let session_present = session.session_present;
         let filters: Vec<(String, u8)> = self
             .bindings
             .iter()
             .filter(|b| b.incoming)
             .map(|b| (b.remote_filter(), b.qos))
             .collect();
-        if !filters.is_empty() {
+        // `connected` promises that what the upstream publishes under an incoming binding
+        // now reaches this side: until the SUBACK the upstream drops it (a first connection
+        // has no session that would keep it), so the SUBACK is awaited, at most as long as the
+        // CONNACK was.
+        let mut subscribe_by = if filters.is_empty() {
+            connected(session_present);
+            None
+        } else {
             session.subscribe(SUBSCRIBE_ID, &filters)?;
-        }
+            Some(Instant::now() + how.limit)
+        };
         let (inbound, inbound_rx) = mpsc::channel::<Incoming>(1024);
         let (published, mut published_rx) = mpsc::unbounded_channel::<(u16, u8)>();
         let _receiver = Receiver(tokio::spawn(receive(
@@ -143,6 +155,8 @@ impl Relay {
                 () = self.outbox.ready.notified(), if has_room => Wake::Ready,
                 ack = published_rx.recv() => Wake::Published(ack),
                 () = tokio::time::sleep_until(ping_at.into()) => Wake::Ping,
+                () = tokio::time::sleep_until(subscribe_by.unwrap_or(ping_at).into()),
+                    if subscribe_by.is_some() => Wake::NotSubscribed,
             };
             match wake {
                 Wake::Read(read) => {
@@ -185,12 +199,11 @@ impl Relay {
                                 session.release(packet_id, true)?;
                             }
                             In::Subscribed { refused } => {
-                                for i in refused {
-                                    let filter = filters.get(i).map_or("?", |f| f.0.as_str());
-                                    tracing::warn!(
-                                        filter,
-                                        "the upstream refused the bridge's subscription"
-                                    );
+                                if !refused.is_empty() {
+                                    return Err(Failure::Subscribe(refusals(&filters, &refused)));
+                                }
+                                if subscribe_by.take().is_some() {
+                                    connected(session_present);
                                 }
                             }
                             In::Disconnect(why) => return Err(Failure::Protocol(why)),
@@ -213,6 +226,7 @@ impl Relay {
                     }
                 }
                 Wake::Ping => session.ping()?,
+                Wake::NotSubscribed => return Err(Failure::Timeout(how.limit)),
             }
             if last_heard.elapsed() > silence_limit {
                 return Err(Failure::Timeout(silence_limit));
@@ -233,6 +247,18 @@ impl Relay {
             }
         }
     }
+}
+
+/// The refused filters with their reasons: "`a/#` (reason 0x87 not authorized), …".
+fn refusals(filters: &[(String, u8)], refused: &[(usize, u8)]) -> String {
+    refused
+        .iter()
+        .map(|&(i, code)| {
+            let filter = filters.get(i).map_or("?", |f| f.0.as_str());
+            format!("`{filter}` (reason 0x{code:02X} {})", refusal_text(code))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Publishes the upstream's messages locally, in order; each QoS 1/2 message is handed back
