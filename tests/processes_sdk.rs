@@ -467,6 +467,17 @@ fn the_sdk_changes_the_triggers_of_a_process_it_listed() {
         .expect("a string id on the record routes");
     assert_eq!(full, format!("acme.processes:{record_key}"));
     assert_eq!(record["createdBy"], json!(user_id), "{record}");
+    // Who created it is svc's to say: an update naming someone else (in the SDK's shape) keeps it.
+    let updated = json_ok(
+        sdk(&server, &key, Method::PUT, &format!("/svc/{}", enc(full)))
+            .json(&json!({"enabled": true, "createdBy": {"Table": "svc_admin.users", "ID": "someone"},
+                "domain_id": {"Table": "domains", "ID": "beta"}, "createdDt": "2020-01-01T00:00:00.000Z"}))
+            .send()
+            .expect("PUT the record"),
+        StatusCode::OK,
+    );
+    assert_eq!(updated["createdBy"], json!(user_id), "{updated}");
+    assert!(updated.get("domain_id").is_none(), "{updated}");
     let manual = json!([{"type": "manual", "config": {}}]);
     for id in [
         enc(full),
