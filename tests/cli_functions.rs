@@ -70,6 +70,9 @@ fn deploy_run_list_versions_restore_and_logs() {
 
     let list = cli.json(&["functions", "list"]);
     assert_eq!(one(&list, "f")["version"], 1, "{list}");
+    // The SDK's RecordID objects are shown as the RecordID strings of every other command.
+    assert_eq!(one(&list, "f")["id"], record["id"], "{list}");
+    assert_eq!(one(&list, "f")["domain_id"], "domains:acme", "{list}");
     let (header, rows) = cli.ok(&["functions", "list", "--output", "csv"]).csv();
     assert_eq!(
         header,

@@ -298,7 +298,13 @@ fn interval_and_cron_triggers_fire_and_runs_never_overlap() {
         .unwrap()
         .iter()
         .find(|f| f["name"] == "tick")
-        .map(|f| f["id"].as_str().unwrap().to_string())
+        .map(|f| {
+            format!(
+                "{}:{}",
+                f["id"]["Table"].as_str().unwrap(),
+                f["id"]["ID"].as_str().unwrap()
+            )
+        })
         .unwrap();
     let resp = server
         .admin_in(ADMIN, Method::PUT, &format!("/svc/{}", enc(&id)))

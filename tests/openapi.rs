@@ -269,4 +269,28 @@ fn real_responses_match_the_documented_schemas() {
     validate(&doc, "get", "/auth/user", 200, &users);
     let groups = server.get_json(domain, "/auth/group");
     validate(&doc, "get", "/auth/group", 200, &groups);
+
+    // Processes in the SDK's shape: RecordID objects where the records have strings.
+    let process = server.create_record(
+        domain,
+        "processes",
+        &json!({"name": "twice", "code": "function main(x){ return 2 * x; }"}),
+    );
+    let processes = server.get_json(domain, "/svc/processes/domain");
+    validate(&doc, "get", "/svc/processes/domain", 200, &processes);
+    let path = format!(
+        "/svc/processes/triggers/{}",
+        enc(process["id"].as_str().expect("id"))
+    );
+    let resp = server
+        .admin_in(domain, Method::PUT, &path)
+        .json(&json!({"triggers": [{"type": "manual", "config": {}}]}))
+        .send()
+        .expect("PUT triggers");
+    let changed = json_ok(resp, StatusCode::OK);
+    validate(&doc, "put", "/svc/processes/triggers/{id}", 200, &changed);
+    let as_record = std::panic::catch_unwind(|| {
+        validate(&doc, "put", "/svc/processes/triggers/{id}", 200, &process)
+    });
+    assert!(as_record.is_err(), "the process schema accepts a string id");
 }

@@ -5,7 +5,9 @@
 //! an MQTT subscriber and the historian and the expected records. `GET /svc/processes/domain` answers in the SDK's
 //! shape; `PUT /svc/processes/triggers/:id` takes SDK triggers (an interval that then fires)
 //! and answers the process; `log_enabled: false` logs only failures; malformed SDK fields are
-//! refused with 400 naming them.
+//! refused with 400 naming them. The SDK's own sequence `getProcesses()` → `changeTriggers(
+//! process.id, …)` works as the SDK sends it: ids as RecordID objects `{Table, ID}` in, the
+//! path `processes/triggers/<Table>:<ID>` out (issue 32).
 
 mod common;
 
@@ -345,4 +347,183 @@ fn an_http_trigger_serves_its_endpoint_in_its_domain_only() {
         None,
     );
     assert_eq!(json_ok(beta, StatusCode::OK), json!("beta"));
+}
+
+/// A request as the platform's SDK sends it: its developer key and its application's domain.
+fn sdk(
+    server: &Server,
+    key: &str,
+    method: Method,
+    path: &str,
+) -> reqwest::blocking::RequestBuilder {
+    server
+        .req(method, path)
+        .header("X-Svc-Api-Key", key)
+        .header("Domain", ACME)
+}
+
+/// The SDK's `RecordIDToString`: `Table + ":" + ID`, put in the path as it is (the SDK builds
+/// the URL with `new URL(path, base)`, which leaves `.` and `:` alone).
+fn record_id_to_string(id: &Value) -> String {
+    let (Some(table), Some(key)) = (id["Table"].as_str(), id["ID"].as_str()) else {
+        panic!("not an SDK RecordID: {id}");
+    };
+    format!("{table}:{key}")
+}
+
+#[test]
+fn the_sdk_changes_the_triggers_of_a_process_it_listed() {
+    let server = setup();
+    server.create_domain("beta");
+    let user_id = server.create_user("dev", "dev-pw-123");
+    let group = server.create_group_with_grants(ACME, "devs", &[("processes", "read-write", "*")]);
+    server.add_user_to_group(ACME, &group, &user_id);
+    let (_, key) = server.create_api_key(&server.login("dev", "dev-pw-123"), "sdk");
+    let created = json_ok(
+        sdk(&server, &key, Method::POST, "/svc/processes")
+            .json(
+                &json!({"name": "ticker", "language": "typescript", "log_enabled": true,
+                "code": "function main(): number { return 1; }",
+                "triggers": [{"type": "manual", "config": {}}]}),
+            )
+            .send()
+            .expect("create the process"),
+        StatusCode::CREATED,
+    );
+
+    // getProcesses(): `id`, `domain_id` and `createdBy` are RecordID objects.
+    let listed = json_ok(
+        sdk(&server, &key, Method::GET, "/svc/processes/domain")
+            .send()
+            .expect("getProcesses"),
+        StatusCode::OK,
+    );
+    let process = listed
+        .as_array()
+        .and_then(|all| all.iter().find(|p| p["name"] == "ticker"))
+        .unwrap_or_else(|| panic!("no ticker in {listed}"))
+        .clone();
+    let record_key = created["id"]
+        .as_str()
+        .expect("the record's id")
+        .split_once(':')
+        .expect("a RecordID")
+        .1;
+    assert_eq!(
+        process["id"],
+        json!({"Table": "acme.processes", "ID": record_key}),
+        "{process}"
+    );
+    assert_eq!(
+        process["domain_id"],
+        json!({"Table": "domains", "ID": "acme"}),
+        "{process}"
+    );
+    let (user_table, user_key) = user_id.split_once(':').expect("the user's RecordID");
+    assert_eq!(
+        process["createdBy"],
+        json!({"Table": user_table, "ID": user_key}),
+        "{process}"
+    );
+    assert_eq!(process["createdDt"], created["created_dt"], "{process}");
+
+    // changeTriggers(process.id, triggers): PUT processes/triggers/${Table}:${ID}.
+    let path = format!(
+        "/svc/processes/triggers/{}",
+        record_id_to_string(&process["id"])
+    );
+    let interval =
+        json!([{"type": "interval", "config": {"interval_value": 200, "interval_unit": "ms"}}]);
+    let changed = json_ok(
+        sdk(&server, &key, Method::PUT, &path)
+            .json(&json!({"triggers": interval}))
+            .send()
+            .expect("changeTriggers"),
+        StatusCode::OK,
+    );
+    assert_eq!(changed["triggers"], interval, "{changed}");
+    assert_eq!(changed["id"], process["id"], "{changed}");
+    assert_eq!(changed["createdBy"], process["createdBy"], "{changed}");
+    let again = json_ok(
+        sdk(&server, &key, Method::GET, "/svc/processes/domain")
+            .send()
+            .expect("getProcesses again"),
+        StatusCode::OK,
+    );
+    assert_eq!(again[0]["triggers"], interval, "{again}");
+    server.poll(Duration::from_secs(10), "a run on the new interval", || {
+        let runs = server.get_json(ACME, "/svc/processes/runs/ticker");
+        runs.as_array()?
+            .iter()
+            .any(|r| r["trigger"] == "interval")
+            .then_some(())
+    });
+
+    // The record routes keep string ids, and the route takes the string forms too: the full
+    // RecordID (encoded or not), the bare key and `processes:<key>`.
+    let record = &server.get_json(ACME, "/svc/processes/all")[0];
+    let full = record["id"]
+        .as_str()
+        .expect("a string id on the record routes");
+    assert_eq!(full, format!("acme.processes:{record_key}"));
+    assert_eq!(record["createdBy"], json!(user_id), "{record}");
+    // Who created it is svc's to say: an update naming someone else (in the SDK's shape) keeps it.
+    let updated = json_ok(
+        sdk(&server, &key, Method::PUT, &format!("/svc/{}", enc(full)))
+            .json(&json!({"enabled": true, "createdBy": {"Table": "svc_admin.users", "ID": "someone"},
+                "domain_id": {"Table": "domains", "ID": "beta"}, "createdDt": "2020-01-01T00:00:00.000Z"}))
+            .send()
+            .expect("PUT the record"),
+        StatusCode::OK,
+    );
+    assert_eq!(updated["createdBy"], json!(user_id), "{updated}");
+    assert!(updated.get("domain_id").is_none(), "{updated}");
+    let manual = json!([{"type": "manual", "config": {}}]);
+    for id in [
+        enc(full),
+        full.to_string(),
+        record_key.to_string(),
+        format!("processes:{record_key}"),
+    ] {
+        let answer = json_ok(
+            sdk(
+                &server,
+                &key,
+                Method::PUT,
+                &format!("/svc/processes/triggers/{id}"),
+            )
+            .json(&json!({"triggers": manual}))
+            .send()
+            .expect("PUT triggers by a string id"),
+            StatusCode::OK,
+        );
+        assert_eq!(answer["triggers"], manual, "{id}: {answer}");
+    }
+    // Another domain's RecordID is no process of this one; an id that is none is refused.
+    assert_error(
+        sdk(
+            &server,
+            &key,
+            Method::PUT,
+            &format!("/svc/processes/triggers/beta.processes:{record_key}"),
+        )
+        .json(&json!({"triggers": manual}))
+        .send()
+        .expect("PUT another domain's id"),
+        StatusCode::NOT_FOUND,
+        &[],
+    );
+    assert_error(
+        sdk(
+            &server,
+            &key,
+            Method::PUT,
+            "/svc/processes/triggers/undefined:undefined",
+        )
+        .json(&json!({"triggers": manual}))
+        .send()
+        .expect("PUT a broken id"),
+        StatusCode::BAD_REQUEST,
+        &["undefined:undefined"],
+    );
 }

@@ -25,6 +25,7 @@ pub fn run(client: &Client, format: OutputFormat, command: FunctionsCommand) -> 
     match command {
         FunctionsCommand::List => {
             let records: Vec<Value> = client.get("/svc/processes/domain")?;
+            let records: Vec<Value> = records.into_iter().map(with_string_ids).collect();
             list(
                 &mut out,
                 format,
@@ -156,7 +157,8 @@ fn deploy(
     if !args.triggers.is_empty() {
         let id = record_id(&record)?;
         let path = format!("/svc/processes/triggers/{}", segment(&id));
-        record = client.call(Method::PUT, &path, &json!({"triggers": args.triggers}))?;
+        let process = client.call(Method::PUT, &path, &json!({"triggers": args.triggers}))?;
+        record = with_string_ids(process);
     }
     match format {
         OutputFormat::Table => writeln!(
@@ -168,6 +170,20 @@ fn deploy(
         _ => output::object(out, format, &record)?,
     }
     Ok(())
+}
+
+/// A process as the SDK-facing routes answer it, its RecordID objects (`{"Table","ID"}`)
+/// written as the RecordID strings (`Table:ID`) the CLI shows everywhere else.
+fn with_string_ids(mut process: Value) -> Value {
+    for field in ["id", "domain_id", "createdBy"] {
+        let Some(value) = process.get_mut(field) else {
+            continue;
+        };
+        if let (Some(table), Some(id)) = (value["Table"].as_str(), value["ID"].as_str()) {
+            *value = Value::String(format!("{table}:{id}"));
+        }
+    }
+    process
 }
 
 /// The RecordID of a record the server answered with.

@@ -26,6 +26,19 @@ pub const MAX_TIMEOUT_MS: u64 = 300_000;
 pub const MAX_MEMORY_MB: u64 = 1024;
 /// Largest source (entry plus bundled modules) a function may carry.
 pub const MAX_CODE_BYTES: usize = 1 << 20;
+/// The RecordID of the user who created a function: set by svc when its record is created,
+/// kept by every update, and no part of its definition.
+pub const CREATED_BY: &str = "createdBy";
+/// Fields of a function's record that are not its definition: those svc sets, and those the
+/// SDK's shape adds when it reads one (`createdDt`, `domain_id`), which a body may carry back.
+const NOT_DEFINITION: [&str; 6] = [
+    "id",
+    "created_dt",
+    "updated_dt",
+    CREATED_BY,
+    "createdDt",
+    "domain_id",
+];
 
 /// A function as stored in its domain's `processes` table (the record adds `id`,
 /// `created_dt`, `updated_dt`).
@@ -239,7 +252,7 @@ impl FunctionDef {
     /// code's syntax, which the engine checks.
     pub fn from_fields(fields: &Map<String, Value>) -> Result<FunctionDef, String> {
         let mut fields = fields.clone();
-        for system in ["id", "created_dt", "updated_dt"] {
+        for system in NOT_DEFINITION {
             fields.remove(system);
         }
         let mut def: FunctionDef = serde_json::from_value(Value::Object(fields))

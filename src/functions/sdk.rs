@@ -3,9 +3,11 @@
 //! query), `outputs` applied after a successful run (a tag write of the output or one of its
 //! fields, or a record write from an `sql` INSERT/UPDATE, see [`super::sql_output`]), a read-only `config` made of the parallel `keys`/`values` lists, and triggers in
 //! the SDK's `{type, config: {…}}` shape as well as svc's flat one. [`sdk_view`] is a function
-//! as the SDK reads it (`GET /svc/processes/domain`).
+//! as the SDK reads it (`GET /svc/processes/domain`), its references made the SDK's RecordID
+//! objects by [`sdk_references`].
 
-use super::{FunctionDef, Trigger};
+use super::{FunctionDef, Trigger, CREATED_BY};
+use crate::ids::RecordId;
 use crate::topic::validate_topic_name;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -252,9 +254,10 @@ pub fn config_of(def: &FunctionDef) -> Value {
 }
 
 /// A function as the SDK reads it (`GET /svc/processes/domain`): its record with the
-/// triggers in the SDK's shape and every SDK list present.
+/// triggers in the SDK's shape, every SDK list present and its references as RecordIDs.
 pub fn sdk_view(record: &Map<String, Value>, def: &FunctionDef) -> Value {
     let mut view = record.clone();
+    sdk_references(&mut view);
     view.insert(
         "triggers".into(),
         Value::Array(def.triggers.iter().map(Trigger::to_sdk).collect()),
@@ -269,4 +272,36 @@ pub fn sdk_view(record: &Map<String, Value>, def: &FunctionDef) -> Value {
         view.insert(name.into(), list);
     }
     Value::Object(view)
+}
+
+/// The SDK's `Process` references in a process record: `id`, `domain_id` (the domain of the
+/// id) and `createdBy` become RecordID objects, and `createdDt` repeats `created_dt`.
+pub fn sdk_references(view: &mut Map<String, Value>) {
+    if let Some(id) = view.get("id").and_then(Value::as_str).map(str::to_string) {
+        if let Ok(parsed) = RecordId::parse(&id) {
+            let domain = format!("domains:{}", parsed.table.domain);
+            view.insert("domain_id".into(), sdk_record_id(&domain));
+        }
+        view.insert("id".into(), sdk_record_id(&id));
+    }
+    if let Some(by) = view
+        .get(CREATED_BY)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    {
+        view.insert(CREATED_BY.into(), sdk_record_id(&by));
+    }
+    if let Some(created) = view.get("created_dt").cloned() {
+        view.insert("createdDt".into(), created);
+    }
+}
+
+/// A RecordID string as the SDK types it, `{"Table", "ID"}`, split where the SDK's
+/// `StringToRecordID` splits it (the `:`), so that its `RecordIDToString` (`Table:ID`) gives
+/// the string back: `acme.processes:k1` → `{"Table": "acme.processes", "ID": "k1"}`.
+pub fn sdk_record_id(id: &str) -> Value {
+    match id.split_once(':') {
+        Some((table, key)) => json!({"Table": table, "ID": key}),
+        None => Value::String(id.to_string()),
+    }
 }

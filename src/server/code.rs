@@ -63,7 +63,7 @@ async fn upload(
         return Err(too_large());
     }
     let code = code_of(&file_name, &bytes)?;
-    save_code(&state, &caller.domain, &name, code).await
+    save_code(&state, &caller, &name, code).await
 }
 
 fn too_large() -> ApiError {
@@ -212,13 +212,15 @@ fn bundle(bytes: &[u8]) -> ApiResult<Code> {
     })
 }
 
-/// Makes `code` the function's current version (creating the function when it is new).
+/// Makes `code` the function's current version in the caller's domain (creating the
+/// function when it is new).
 async fn save_code(
     state: &AppState,
-    domain: &str,
+    caller: &Caller,
     name: &str,
     code: Code,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
+    let domain = caller.domain.as_str();
     let table = TableRef::new(domain, PROCESSES).map_err(ApiError::bad_request)?;
     let mut fields = Map::new();
     fields.insert("code".into(), Value::String(code.code));
@@ -248,7 +250,7 @@ async fn save_code(
         None => {
             fields.insert("name".into(), Value::String(name.to_string()));
             SystemTable::Processes
-                .prepare_new(state, domain, &mut fields)
+                .prepare_new(state, domain, &caller.user.id(), &mut fields)
                 .await
                 .map_err(code_error)?;
             let record = insert_checked(state, &table, new_key(), fields).await?;
@@ -338,7 +340,7 @@ async fn restore(
         modules: old.modules,
         module: old.module,
     };
-    let (_, record) = save_code(&state, &caller.domain, &name, code).await?;
+    let (_, record) = save_code(&state, &caller, &name, code).await?;
     Ok((StatusCode::OK, record))
 }
 

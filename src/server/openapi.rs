@@ -78,6 +78,50 @@ impl utoipa::PartialSchema for Record {
 
 impl utoipa::ToSchema for Record {}
 
+/// A function as the platform's SDK reads it (its `Process`): the record's fields, with `id`,
+/// `domain_id` and `createdBy` as the SDK's RecordID objects.
+pub struct Process;
+
+impl utoipa::PartialSchema for Process {
+    fn schema() -> RefOr<Schema> {
+        let record_id = |description: &str| {
+            let string = || ObjectBuilder::new().schema_type(Type::String);
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .description(Some(description))
+                .property("Table", string())
+                .property("ID", string())
+                .required("Table")
+                .required("ID")
+        };
+        free_form_object("A process in the SDK's shape; a RecordID's string form is `Table:ID`")
+            .property(
+                "id",
+                record_id("The process's RecordID: `Table` is `<domain>.processes`, `ID` its key"),
+            )
+            .property(
+                "domain_id",
+                record_id("Its domain: `Table` is `domains`, `ID` the domain's name"),
+            )
+            .property(
+                "createdBy",
+                record_id("The user who created it (absent when svc did not record one)"),
+            )
+            .property("name", ObjectBuilder::new().schema_type(Type::String))
+            .property(
+                "triggers",
+                utoipa::openapi::schema::ArrayBuilder::new()
+                    .items(free_form_object("A trigger: `{type, config}`")),
+            )
+            .required("id")
+            .required("domain_id")
+            .required("name")
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Process {}
+
 /// The fields of a record to create or update: any JSON object (`id` optional).
 pub struct RecordFields;
 

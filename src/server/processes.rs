@@ -1,6 +1,7 @@
 //! Function routes beyond the generic record routes of the `processes` table: execute a
 //! function by name, list the domain's functions and replace a function's triggers (both
-//! answered in the SDK's process shape), and read its run log.
+//! answered in the SDK's process shape, whose ids are RecordID objects `{Table, ID}`), and
+//! read its run log.
 
 use super::automation::functions::Deployed;
 use super::caller::{Access, Caller};
@@ -10,7 +11,7 @@ use super::records::update_checked;
 use super::system_tables::{record_by_name, SystemTable};
 use super::AppState;
 use crate::functions::engine::Outcome;
-use crate::functions::sdk::sdk_view;
+use crate::functions::sdk::{sdk_references, sdk_view};
 use crate::functions::{parse_triggers, ExecuteResponse, FunctionDef, RunRecord, PROCESSES};
 use crate::ids::{is_record_key, RecordId, TableRef};
 use crate::store::RunOwner;
@@ -143,7 +144,7 @@ async fn execute(
 
 /// The domain's functions, by name, in the SDK's process shape.
 #[utoipa::path(get, path = "/svc/processes/domain", tag = "processes",
-    responses((status = 200, description = "The domain's processes", body = Vec<Object>)))]
+    responses((status = 200, description = "The domain's processes in the SDK's shape", body = Vec<super::openapi::Process>)))]
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Value>>> {
     caller.require(&state, PROCESSES, "*", Access::Read).await?;
     let table = TableRef::new(&caller.domain, PROCESSES).map_err(ApiError::bad_request)?;
@@ -156,14 +157,19 @@ async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<V
     Ok(Json(records.iter().map(sdk_shape).collect()))
 }
 
-/// A function record in the SDK's process shape (as stored when it cannot be read).
+/// A function record in the SDK's process shape (as stored, but for its references, when it
+/// cannot be read as a function).
 fn sdk_shape(record: &Value) -> Value {
     let Value::Object(fields) = record else {
         return record.clone();
     };
     match FunctionDef::from_fields(fields) {
         Ok(def) => sdk_view(fields, &def),
-        Err(_) => record.clone(),
+        Err(_) => {
+            let mut view = fields.clone();
+            sdk_references(&mut view);
+            Value::Object(view)
+        }
     }
 }
 
@@ -173,9 +179,12 @@ struct TriggersRequest {
     triggers: Value,
 }
 
-/// Replaces a function's triggers; `:id` is its RecordID or key.
+/// Replaces a function's triggers; `:id` is its RecordID (`<domain>.processes:<key>`, what the
+/// SDK's `RecordIDToString` makes of the process's `id`), `processes:<key>` or its key.
 #[utoipa::path(put, path = "/svc/processes/triggers/{id}", tag = "processes", request_body = TriggersRequest,
-    responses((status = 200, description = "The process's record with its new triggers", body = super::openapi::Record)))]
+    params(("id" = String, Path, description = "The process's RecordID (`<domain>.processes:<key>`), `processes:<key>` or its key")),
+    responses((status = 200, description = "The process with its new triggers, in the SDK's shape", body = super::openapi::Process),
+        (status = 404, description = "No process of the domain has this id")))]
 async fn set_triggers(
     State(state): State<AppState>,
     caller: Caller,
@@ -209,16 +218,23 @@ async fn set_triggers(
     Ok(Json(sdk_shape(&updated)))
 }
 
-/// A function's key from a RecordID of this domain's `processes` table or a bare key; another
-/// domain's id reads as absent.
+/// A function's key from a RecordID of this domain's `processes` table, the table's name
+/// without its domain (`processes:<key>`) or a bare key; another domain's id reads as absent.
 fn function_key(table: &TableRef, id: &str) -> ApiResult<String> {
-    if is_record_key(id) {
-        return Ok(id.to_string());
+    let short = id
+        .strip_prefix(PROCESSES)
+        .and_then(|rest| rest.strip_prefix(':'));
+    match short {
+        Some(key) if is_record_key(key) => return Ok(key.to_string()),
+        _ if is_record_key(id) => return Ok(id.to_string()),
+        _ => {}
     }
     match RecordId::parse(id) {
         Ok(parsed) if parsed.table == *table => Ok(parsed.key),
         Ok(_) => Err(ApiError::not_found(format!("no function `{id}`"))),
-        Err(e) => Err(ApiError::bad_request(e)),
+        Err(_) => Err(ApiError::bad_request(format!(
+            "invalid process id `{id}`: expected <domain>.{PROCESSES}:<key>, {PROCESSES}:<key> or the key"
+        ))),
     }
 }
 

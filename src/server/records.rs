@@ -241,7 +241,7 @@ async fn create(
     if let Some(system) = system {
         secret = system.take_secret(&mut fields)?;
         system
-            .prepare_new(&state, &table.domain, &mut fields)
+            .prepare_new(&state, &table.domain, &caller.user.id(), &mut fields)
             .await?;
     }
     store_uploads(&state, &table, &key, uploads, &mut fields).await?;

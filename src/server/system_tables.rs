@@ -8,7 +8,7 @@ use super::namespace_index::check_path;
 use super::tags::{self, check_tag, with_tag_defaults};
 use super::AppState;
 use crate::flows::graph;
-use crate::functions::{engine, FunctionDef, PROCESSES};
+use crate::functions::{engine, FunctionDef, CREATED_BY, PROCESSES};
 use crate::ids::{RecordId, TableRef};
 use crate::schema::Collection;
 use crate::store::{version_now, Store, StoreError, StoreResult, NAMESPACES, TAGS};
@@ -196,12 +196,14 @@ impl SystemTable {
         }
     }
 
-    /// Readies a new record of this table in `domain`: the table has its schema, and the
-    /// record its defaults and the table's rules (400 otherwise).
+    /// Readies a new record of this table in `domain`, created by the user whose RecordID is
+    /// `creator`: the table has its schema, and the record its defaults and the table's rules
+    /// (400 otherwise).
     pub async fn prepare_new(
         self,
         state: &AppState,
         domain: &str,
+        creator: &str,
         fields: &mut Map<String, Value>,
     ) -> ApiResult<()> {
         let owned = domain.to_string();
@@ -211,6 +213,9 @@ impl SystemTable {
             .await?;
         self.prepare_create(fields, &state.settings.device_name, domain)
             .map_err(ApiError::bad_request)?;
+        if self == SystemTable::Processes {
+            fields.insert(CREATED_BY.into(), Value::String(creator.to_string()));
+        }
         self.check_owner(state, domain, fields)
     }
 
@@ -307,6 +312,10 @@ impl SystemTable {
                     };
                 }
                 *merged = def.to_fields();
+                // Who created it stays what svc recorded, whatever the update says.
+                if let Some(creator) = stored.get(CREATED_BY) {
+                    merged.insert(CREATED_BY.into(), creator.clone());
+                }
                 Ok(())
             }
             SystemTable::Flows => {
