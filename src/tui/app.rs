@@ -1,9 +1,11 @@
 //! The monitor's state apart from the terminal: the tree, the selection and scroll position,
 //! the modes (filter input, pause, help), the connection state, and what the history thread
-//! should fetch next. Key handling lives here so it can be tested without a terminal.
+//! should fetch next (the server's last values after each acknowledged subscription). Key
+//! handling lives here so it can be tested without a terminal.
 
 use super::history::{HistoryEvent, HistoryRequest, Trend};
 use super::mqtt::{ConnState, MqttEvent};
+use super::snapshot::LastValue;
 use super::tree::{NodeId, Tree};
 use crate::model::UpstreamBrief;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -18,6 +20,13 @@ const TREND_REFRESH: Duration = Duration::from_secs(15);
 const HISTORIZED_REFRESH: Duration = Duration::from_secs(30);
 /// How often the upstreams' states are read.
 const UPSTREAMS_REFRESH: Duration = Duration::from_secs(2);
+
+/// What the pause holds back, in the order it arrived (so an older value never lands last).
+#[derive(Debug, Clone)]
+enum Held {
+    Mqtt(MqttEvent),
+    LastValues(Vec<LastValue>),
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -55,7 +64,7 @@ pub struct App {
     pub mode: Mode,
     pub filter_input: String,
     pub paused: bool,
-    queued: VecDeque<MqttEvent>,
+    queued: VecDeque<Held>,
     pub dropped: u64,
     pub help: bool,
     pub conn: ConnState,
@@ -68,6 +77,10 @@ pub struct App {
     /// The domain's upstreams, for the status bar (empty when there are none or no rights).
     pub upstreams: Vec<UpstreamBrief>,
     upstreams_at: Option<Instant>,
+    /// The server's last values are to be read (the subscription was just acknowledged).
+    last_values_due: bool,
+    /// Why they could not be read, if they could not.
+    pub last_values_error: Option<String>,
     pub trend: Option<TrendView>,
     pub quit: bool,
 }
@@ -94,6 +107,8 @@ impl App {
             historized_at: None,
             upstreams: Vec::new(),
             upstreams_at: None,
+            last_values_due: false,
+            last_values_error: None,
             trend: None,
             quit: false,
         }
@@ -103,20 +118,40 @@ impl App {
     pub fn on_mqtt(&mut self, event: MqttEvent, now: Instant) {
         match event {
             MqttEvent::State(state) => self.conn = state,
-            message if self.paused => {
-                if self.queued.len() == PAUSE_QUEUE {
-                    self.queued.pop_front();
-                    self.dropped += 1;
-                }
-                self.queued.push_back(message);
+            MqttEvent::Subscribed => {
+                // Asked for at once, paused or not: the answer queues behind the resync.
+                self.last_values_due = true;
+                self.apply(Held::Mqtt(MqttEvent::Subscribed), now);
             }
-            MqttEvent::Message {
+            message => self.apply(Held::Mqtt(message), now),
+        }
+    }
+
+    /// Applies a change to the tree, or queues it while paused.
+    fn apply(&mut self, held: Held, now: Instant) {
+        if self.paused {
+            if self.queued.len() == PAUSE_QUEUE {
+                self.queued.pop_front();
+                self.dropped += 1;
+            }
+            self.queued.push_back(held);
+            return;
+        }
+        match held {
+            Held::Mqtt(MqttEvent::Subscribed) => self.tree.resync(),
+            Held::Mqtt(MqttEvent::Message {
                 topic,
                 payload,
                 retain,
                 qos,
-            } => {
+            }) => {
                 self.tree.update(&topic, &payload, retain, qos, now);
+            }
+            Held::Mqtt(MqttEvent::State(_)) => {}
+            Held::LastValues(values) => {
+                for value in values {
+                    self.tree.seed(&value.topic, &value.payload, value.age, now);
+                }
             }
         }
     }
@@ -126,8 +161,14 @@ impl App {
         self.queued.len()
     }
 
-    pub fn on_history(&mut self, event: HistoryEvent) {
+    pub fn on_history(&mut self, event: HistoryEvent, now: Instant) {
         match event {
+            HistoryEvent::LastValues(Ok(values)) => {
+                self.last_values_error = None;
+                self.apply(Held::LastValues(values), now);
+            }
+            // The tree still follows MQTT; the status bar says what is missing.
+            HistoryEvent::LastValues(Err(error)) => self.last_values_error = Some(error),
             HistoryEvent::Historized(Ok(list)) => {
                 self.historized = list.into_iter().collect();
                 self.historized_error = None;
@@ -154,10 +195,14 @@ impl App {
         node.tag.as_ref().map(|_| node.path.as_str())
     }
 
-    /// What the history thread should fetch now: the historized list periodically, and the
-    /// selected tag's trend when it is historized and not fresh.
+    /// What the history thread should fetch now: the server's last values when a subscription
+    /// was acknowledged, the historized list periodically, and the selected tag's trend when it
+    /// is historized and not fresh.
     pub fn history_due(&mut self, now: Instant) -> Vec<HistoryRequest> {
         let mut due = Vec::new();
+        if std::mem::take(&mut self.last_values_due) {
+            due.push(HistoryRequest::LastValues(self.subscription.clone()));
+        }
         if self
             .historized_at
             .is_none_or(|at| now.duration_since(at) >= HISTORIZED_REFRESH)
@@ -344,8 +389,8 @@ impl App {
         self.paused = !self.paused;
         if !self.paused {
             let now = Instant::now();
-            for event in std::mem::take(&mut self.queued) {
-                self.on_mqtt(event, now);
+            for held in std::mem::take(&mut self.queued) {
+                self.apply(held, now);
             }
         }
     }

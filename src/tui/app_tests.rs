@@ -1,5 +1,8 @@
-//! Unit tests of the monitor state: keys, modes, pause, history requests, scrolling.
+//! Unit tests of the monitor state: keys, modes, pause, history requests, the server's last
+//! values, scrolling.
+use super::super::payload::Payload;
 use super::*;
+use std::time::Duration;
 
 fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
@@ -117,16 +120,19 @@ fn history_is_requested_for_historized_selection_only() {
         app.history_due(now),
         [HistoryRequest::Historized, HistoryRequest::Upstreams]
     );
-    app.on_history(HistoryEvent::Historized(Ok(vec!["a/x".into()])));
+    app.on_history(HistoryEvent::Historized(Ok(vec!["a/x".into()])), now);
     assert!(app.history_due(now).is_empty(), "`a` has no value");
     app.on_key(key(KeyCode::Down));
     assert_eq!(app.history_due(now), [HistoryRequest::Trend("a/x".into())]);
     assert!(app.history_due(now).is_empty(), "pending");
-    app.on_history(HistoryEvent::Trend {
-        topic: "a/x".into(),
-        result: Err("boom".into()),
-        at: now,
-    });
+    app.on_history(
+        HistoryEvent::Trend {
+            topic: "a/x".into(),
+            result: Err("boom".into()),
+            at: now,
+        },
+        now,
+    );
     assert!(matches!(
         app.trend.as_ref().map(|t| &t.state),
         Some(TrendState::Failed(_))
@@ -156,4 +162,60 @@ fn scroll_keeps_selection_visible() {
     app.on_key(key(KeyCode::Home));
     app.scroll_to_selection(10);
     assert_eq!((app.row, app.offset), (0, 0));
+}
+
+fn last_value(topic: &str, payload: &str) -> LastValue {
+    LastValue {
+        topic: topic.into(),
+        payload: payload.as_bytes().to_vec(),
+        age: Duration::from_secs(3),
+    }
+}
+
+#[test]
+fn each_subscription_reads_the_servers_last_values_and_keeps_newer_live_ones() {
+    let now = Instant::now();
+    let mut app = App::new("mqtt://h:1".into(), "plant/#".into(), now);
+    app.history_due(now);
+    app.on_mqtt(MqttEvent::Subscribed, now);
+    assert_eq!(
+        app.history_due(now),
+        [HistoryRequest::LastValues("plant/#".into())]
+    );
+    assert!(
+        app.history_due(now).is_empty(),
+        "asked once per subscription"
+    );
+    // A live value arrives before the snapshot: the snapshot's older one does not replace it.
+    app.on_mqtt(msg("plant/a", "live"), now);
+    let snapshot = vec![last_value("plant/a", "old"), last_value("plant/b", "7")];
+    app.on_history(HistoryEvent::LastValues(Ok(snapshot)), now);
+    let value = |app: &App, topic: &str| {
+        let id = app.tree.find(topic).expect(topic);
+        app.tree.node(id).tag.as_ref().unwrap().payload.clone()
+    };
+    assert_eq!(value(&app, "plant/a"), Payload::Text("live".into()));
+    assert_eq!(value(&app, "plant/b"), Payload::Json(serde_json::json!(7)));
+
+    // Paused across a reconnection: applied in arrival order when the pause ends.
+    app.on_key(key(KeyCode::Char('p')));
+    app.on_mqtt(MqttEvent::Subscribed, now);
+    assert_eq!(
+        app.history_due(now)[0],
+        HistoryRequest::LastValues("plant/#".into())
+    );
+    app.on_mqtt(msg("plant/b", "8"), now);
+    let snapshot = vec![last_value("plant/a", "newer"), last_value("plant/b", "7")];
+    app.on_history(HistoryEvent::LastValues(Ok(snapshot)), now);
+    assert_eq!(
+        (app.queued(), value(&app, "plant/b")),
+        (3, Payload::Json(serde_json::json!(7)))
+    );
+    app.on_key(key(KeyCode::Char('p')));
+    assert_eq!(value(&app, "plant/a"), Payload::Text("newer".into()));
+    assert_eq!(value(&app, "plant/b"), Payload::Json(serde_json::json!(8)));
+
+    // A server that cannot give them: said, and the tree still follows MQTT.
+    app.on_history(HistoryEvent::LastValues(Err("403 Forbidden".into())), now);
+    assert_eq!(app.last_values_error.as_deref(), Some("403 Forbidden"));
 }

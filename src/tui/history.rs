@@ -1,7 +1,11 @@
-//! The REST side of the monitor: device discovery (`GET /svc/`), the domain's historized tags
-//! (`GET /svc/historian/list`), its upstreams' states (`GET /svc/upstreams/status`) and the last hour of one tag (`PATCH /svc/historian`: raw values,
-//! or 10-second means when the hour holds more than [`RAW_LIMIT`]), fetched with blocking reqwest on a background thread so the UI never waits on HTTP.
+//! The REST side of the monitor: device discovery (`GET /svc/`), the server's last values
+//! (`GET /svc/tag/stream`'s snapshot, see `snapshot.rs`), the domain's historized tags
+//! (`GET /svc/historian/list`), its upstreams' states (`GET /svc/upstreams/status`) and the
+//! last hour of one tag (`PATCH /svc/historian`: raw values, or 10-second means when the hour
+//! holds more than [`RAW_LIMIT`]), fetched with blocking reqwest on a background thread so the
+//! UI never waits on HTTP.
 
+use super::snapshot::{self, LastValue};
 use crate::client::{Client, Credential};
 use crate::model::{DeviceInfo, UpstreamBrief};
 use anyhow::anyhow;
@@ -9,6 +13,7 @@ use reqwest::blocking::RequestBuilder;
 use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
+use std::io::BufReader;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Instant;
 
@@ -45,6 +50,19 @@ impl Rest {
     /// `GET /svc/`: the broker's listeners.
     pub fn device_info(&self) -> anyhow::Result<DeviceInfo> {
         self.send(self.client.request(Method::GET, "/svc/"), "GET /svc/")
+    }
+
+    /// The last value of every tag of the domain matching `filter`, from the opening snapshot
+    /// of `GET /svc/tag/stream` (the stream is closed once it is read).
+    pub fn last_values(&self, filter: &str) -> anyhow::Result<Vec<LastValue>> {
+        const WHAT: &str = "GET /svc/tag/stream";
+        let req = self
+            .client
+            .request(Method::GET, "/svc/tag/stream")
+            .query(&[("topic", filter), ("payload", "raw")]);
+        let stream = self.client.send(req).map_err(|e| anyhow!("{WHAT}: {e}"))?;
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        snapshot::read(BufReader::new(stream), now_ms).map_err(|e| anyhow!("{WHAT}: {e:#}"))
     }
 
     /// `GET /svc/historian/list`: the domain's historized tags.
@@ -137,6 +155,8 @@ impl Trend {
 /// Work for the history thread.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HistoryRequest {
+    /// The server's last values of the tags matching this filter.
+    LastValues(String),
     Historized,
     Trend(String),
     Upstreams,
@@ -145,6 +165,7 @@ pub enum HistoryRequest {
 /// Answers of the history thread.
 #[derive(Debug, Clone)]
 pub enum HistoryEvent {
+    LastValues(Result<Vec<LastValue>, String>),
     Historized(Result<Vec<String>, String>),
     Trend {
         topic: String,
@@ -156,7 +177,8 @@ pub enum HistoryEvent {
 }
 
 /// Starts the history thread; it ends when either channel's other side is dropped. Requests
-/// that queued up while a fetch ran are coalesced: only the latest trend is fetched.
+/// that queued up while a fetch ran are coalesced: only the latest trend (and snapshot of last
+/// values) is fetched.
 pub fn spawn(
     rest: Rest,
     requests: Receiver<HistoryRequest>,
@@ -166,14 +188,23 @@ pub fn spawn(
         .name("svc-tui-history".into())
         .spawn(move || {
             while let Ok(first) = requests.recv() {
+                let mut last_values = None;
                 let mut historized = false;
                 let mut trend = None;
                 let mut upstreams = false;
                 for request in std::iter::once(first).chain(requests.try_iter()) {
                     match request {
+                        HistoryRequest::LastValues(filter) => last_values = Some(filter),
                         HistoryRequest::Historized => historized = true,
                         HistoryRequest::Trend(topic) => trend = Some(topic),
                         HistoryRequest::Upstreams => upstreams = true,
+                    }
+                }
+                // First: the tree is empty until they arrive.
+                if let Some(filter) = last_values {
+                    let list = rest.last_values(&filter).map_err(|e| format!("{e:#}"));
+                    if events.send(HistoryEvent::LastValues(list)).is_err() {
+                        return;
                     }
                 }
                 if upstreams {

@@ -1,31 +1,36 @@
 //! `svc tui`: a full-screen live monitor of the Unified Namespace. It discovers the broker's
 //! listeners from `GET /svc/`, subscribes over MQTT (TCP, or WebSocket with `--ws`), and shows
 //! the tag tree with last values, ages, rates and sparklines, plus the historian trend of the
-//! selected tag. This module owns the arguments, the terminal (restored by a guard on every exit,
-//! by a panic hook, and on SIGTERM/SIGHUP/SIGINT/SIGQUIT) and the event loop: at most 10 frames
-//! a second, draining the MQTT and history channels before each.
+//! selected tag. The tree starts from the server's last values (read again after every
+//! reconnection), then follows MQTT. This module owns the arguments, the terminal (restored by a
+//! guard on every exit, by a panic hook, and on SIGTERM/SIGHUP/SIGINT/SIGQUIT) and the event
+//! loop: at most 10 frames a second, draining the MQTT and history channels before each. A
+//! terminal that goes away (reads or writes fail on it) ends the monitor as a hang-up does.
 
 mod app;
 mod history;
+mod input;
+mod keys;
 mod mqtt;
 mod payload;
 mod render;
 #[cfg(test)]
 mod render_tests;
+mod snapshot;
 mod tree;
 
 use crate::client::Client;
 use crate::client::GlobalArgs;
 use anyhow::{anyhow, bail, Context};
 use app::App;
-use crossterm::event::{self, Event};
 use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
 use crossterm::{cursor, execute};
 use history::Rest;
+use input::{Gone, Keyboard};
 use mqtt::MqttTarget;
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
-use std::io::{IsTerminal, Stdout};
+use std::io::{IsTerminal, Stdout, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -64,44 +69,76 @@ pub fn run(global: &GlobalArgs, args: TuiArgs) -> anyhow::Result<()> {
 
     let mut app = App::new(target.url(), args.topic.clone(), Instant::now());
     let signalled = watch_signals()?;
+    let mut keyboard = Keyboard::open().context("open the terminal for reading")?;
     let mut terminal = TerminalGuard::enter()?;
     loop {
-        let signal = signalled.load(Ordering::Relaxed);
-        if signal != 0 {
+        if let Some(signal) = received(&signalled) {
             // A terminal closed (SIGHUP) or a supervisor stopping us (SIGTERM) must still leave
             // the terminal usable: restore it, then exit the way a killed process reports it.
             drop(terminal);
-            std::process::exit(128 + signal as i32);
+            std::process::exit(128 + signal);
         }
         let now = Instant::now();
         for event in mqtt_rx.try_iter() {
             app.on_mqtt(event, now);
         }
         for event in hist_rx.try_iter() {
-            app.on_history(event);
+            app.on_history(event, now);
         }
         app.sync_selection();
         for request in app.history_due(now) {
             let _ = req_tx.send(request);
         }
-        terminal
+        let drawn = terminal
             .terminal
-            .draw(|frame| render::draw(frame, &mut app, now))?;
+            .draw(|frame| render::draw(frame, &mut app, now));
+        if let Err(error) = drawn {
+            terminal_gone(
+                terminal,
+                &signalled,
+                Gone(format!("writing to it failed: {error}")),
+            );
+        }
         // Wait for input until the next frame is due; handle every key that arrived.
         let deadline = now + FRAME;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            if !event::poll(left)? {
+            let keys = match keyboard.read(left) {
+                Ok(keys) => keys,
+                Err(gone) => terminal_gone(terminal, &signalled, gone),
+            };
+            if keys.is_empty() && received(&signalled).is_some() {
                 break;
             }
-            match event::read()? {
-                Event::Key(key) => app.on_key(key),
-                Event::Resize(..) => terminal.terminal.autoresize()?,
-                _ => {}
-            }
-            if app.quit {
-                return Ok(());
+            for key in keys {
+                app.on_key(key);
+                if app.quit {
+                    return Ok(());
+                }
             }
         }
+    }
+}
+
+/// Ends the monitor whose terminal went away, as a hang-up would (status 129, or that of the
+/// signal that came with it): restores what can still be restored, and says why on stderr in
+/// case that goes somewhere else (a log).
+fn terminal_gone(terminal: TerminalGuard, signalled: &AtomicUsize, gone: Gone) -> ! {
+    drop(terminal);
+    let signal = received(signalled).unwrap_or(signal_hook::consts::SIGHUP);
+    // Not eprintln!: it panics when stderr is the terminal that is gone.
+    let _ = writeln!(
+        std::io::stderr(),
+        "svc tui: the terminal is gone: {}",
+        gone.0
+    );
+    std::process::exit(128 + signal);
+}
+
+/// The termination signal received, if any.
+fn received(signalled: &AtomicUsize) -> Option<i32> {
+    match signalled.load(Ordering::Relaxed) {
+        0 => None,
+        signal => Some(signal as i32),
     }
 }
 

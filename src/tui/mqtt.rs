@@ -1,7 +1,8 @@
 //! The MQTT side of the monitor: a rumqttc client on a background thread that connects to the
 //! embedded broker (TCP or WebSocket), subscribes on every CONNACK (so a broker restart is
-//! survived), reconnects with exponential backoff, and sends connection states and messages to
-//! the UI over a bounded channel.
+//! survived), reconnects with exponential backoff, and sends connection states, each
+//! subscription's acknowledgement (the moment to read the server's last values) and messages
+//! to the UI over a bounded channel.
 
 use rumqttc::{Client, ConnectionError, Event, MqttOptions, Packet, QoS, Transport};
 use std::sync::mpsc::SyncSender;
@@ -45,6 +46,9 @@ pub enum ConnState {
 #[derive(Debug, Clone)]
 pub enum MqttEvent {
     State(ConnState),
+    /// The broker acknowledged the subscription: every value set from now on arrives here, so
+    /// the server's last values read now miss nothing.
+    Subscribed,
     Message {
         topic: String,
         payload: Vec<u8>,
@@ -107,6 +111,7 @@ fn run(target: MqttTarget, events: SyncSender<MqttEvent>) {
                 let _ = client.try_subscribe(target.filter.clone(), QoS::ExactlyOnce);
                 Some(MqttEvent::State(ConnState::Connected))
             }
+            Ok(Event::Incoming(Packet::SubAck(_))) => Some(MqttEvent::Subscribed),
             Ok(Event::Incoming(Packet::Publish(publish))) => Some(MqttEvent::Message {
                 topic: publish.topic,
                 payload: publish.payload.to_vec(),

@@ -4,7 +4,7 @@
 use super::app::{App, Mode, TrendState};
 use super::mqtt::ConnState;
 use super::payload::truncate;
-use super::tree::{NodeId, Tag};
+use super::tree::{NodeId, Origin, Tag};
 use crate::model::{UpstreamBrief, UpstreamState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
@@ -174,17 +174,23 @@ fn draw_detail(frame: &mut Frame, app: &App, area: Rect, now: Instant) {
     ])
     .areas(inner);
     let yes_no = |b: bool| if b { "yes" } else { "no" };
-    let info_lines = vec![
-        Line::from(vec![
+    // A value from the server's last values has no MQTT delivery to describe.
+    let origin = match tag.origin {
+        Origin::Snapshot => vec!["server's last value".into()],
+        _ => vec![
             "retained ".dark_gray(),
-            Span::raw(yes_no(tag.retained)),
+            Span::raw(yes_no(tag.retained())),
             "  QoS ".dark_gray(),
             Span::raw(tag.qos.to_string()),
+        ],
+    };
+    let info_lines = vec![
+        Line::from_iter(origin.into_iter().chain([
             "  updates ".dark_gray(),
             Span::raw(tag.count.to_string()),
             "  rate ".dark_gray(),
             Span::raw(rate(app.tree.rate(id, now))),
-        ]),
+        ])),
         Line::from(vec![
             "age ".dark_gray(),
             Span::raw(age(now.saturating_duration_since(tag.updated))),
@@ -334,6 +340,9 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             spans.push(format!(" filter: {} ", app.tree.filter()).yellow())
         }
         Mode::Normal => {}
+    }
+    if let Some(error) = &app.last_values_error {
+        spans.push(format!(" last values: {} ", truncate(error, 40)).red());
     }
     if let Some(error) = &app.historized_error {
         spans.push(format!(" historian: {} ", truncate(error, 40)).red());

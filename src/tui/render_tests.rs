@@ -5,6 +5,7 @@ use super::app::App;
 use super::history::{HistoryEvent, Trend};
 use super::mqtt::{ConnState, MqttEvent};
 use super::render;
+use super::snapshot::LastValue;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::style::{Color, Modifier};
@@ -150,7 +151,10 @@ fn detail_pane_shows_payload_flags_and_live_spark() {
 fn historized_tag_shows_the_historian_chart() {
     let t0 = Instant::now();
     let mut app = stream(t0);
-    app.on_history(HistoryEvent::Historized(Ok(vec!["acme/line1/temp".into()])));
+    app.on_history(
+        HistoryEvent::Historized(Ok(vec!["acme/line1/temp".into()])),
+        t0,
+    );
     for _ in 0..3 {
         key(&mut app, KeyCode::Down);
     }
@@ -163,15 +167,18 @@ fn historized_tag_shows_the_historian_chart() {
     let points: Vec<(f64, f64)> = (0..60)
         .map(|i| (f64::from(i) - 60.0, f64::from(i % 7)))
         .collect();
-    app.on_history(HistoryEvent::Trend {
-        topic: "acme/line1/temp".into(),
-        result: Ok(Trend {
-            points,
-            total: 60,
-            bucketed: false,
-        }),
-        at: t0,
-    });
+    app.on_history(
+        HistoryEvent::Trend {
+            topic: "acme/line1/temp".into(),
+            result: Ok(Trend {
+                points,
+                total: 60,
+                bucketed: false,
+            }),
+            at: t0,
+        },
+        t0,
+    );
     let (lines, _) = screen(&mut app, t0, 140, 30);
     let text = lines.join("\n");
     assert!(text.contains("last hour · historian · 60 values"), "{text}");
@@ -267,10 +274,13 @@ fn the_status_bar_shows_each_upstreams_state() {
         name: name.into(),
         state,
     };
-    app.on_history(HistoryEvent::Upstreams(Some(vec![
-        brief("plant", UpstreamState::Connected),
-        brief("cloud", UpstreamState::Error),
-    ])));
+    app.on_history(
+        HistoryEvent::Upstreams(Some(vec![
+            brief("plant", UpstreamState::Connected),
+            brief("cloud", UpstreamState::Error),
+        ])),
+        t0,
+    );
     let (lines, terminal) = screen(&mut app, t0, 160, 20);
     let bar = lines.last().expect("a status line");
     assert!(bar.contains("⇅ plant connected"), "{bar}");
@@ -282,7 +292,37 @@ fn the_status_bar_shows_each_upstreams_state() {
     let cell = &terminal.backend().buffer()[(x as u16, 19)];
     assert_eq!(cell.bg, Color::Red, "an upstream in error is red");
     // Without rights (or upstreams) the bar says nothing about them.
-    app.on_history(HistoryEvent::Upstreams(None));
+    app.on_history(HistoryEvent::Upstreams(None), t0);
     let (lines, _) = screen(&mut app, t0, 160, 20);
     assert!(!lines.last().expect("status").contains('⇅'));
+}
+
+#[test]
+fn a_value_from_the_servers_last_values_shows_its_age_and_origin() {
+    let t0 = Instant::now();
+    let mut app = App::new("mqtt://127.0.0.1:1883".into(), "#".into(), t0);
+    let old = LastValue {
+        topic: "acme/pump".into(),
+        payload: b"12.5".to_vec(),
+        age: Duration::from_secs(90),
+    };
+    app.on_history(HistoryEvent::LastValues(Ok(vec![old])), t0);
+    app.on_history(
+        HistoryEvent::LastValues(Err("GET /svc/tag/stream: 403 Forbidden".into())),
+        t0,
+    );
+    key(&mut app, KeyCode::Down); // acme/pump
+    let (lines, _) = screen(&mut app, t0, 140, 24);
+    let row = lines
+        .iter()
+        .find(|l| l.contains("pump") && l.contains("12.5"));
+    assert!(row.is_some_and(|r| r.contains("1m")), "its age: {lines:#?}");
+    let text = lines.join("\n");
+    assert!(text.contains("server's last value  updates 1"), "{text}");
+    assert!(text.contains("UNS · 1 topics · 0 msgs"), "{text}");
+    let bar = lines.last().expect("a status line");
+    assert!(
+        bar.contains("last values: GET /svc/tag/stream: 403"),
+        "{bar}"
+    );
 }

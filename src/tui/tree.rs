@@ -1,7 +1,12 @@
 //! The tag-tree model: one node per topic level (an arena indexed by [`NodeId`]), each topic's
 //! last value with its bookkeeping (update count, rate over a sliding window, a ring of recent
-//! numeric values for the sparkline, when it last changed), expand/collapse state and a substring
-//! filter.
+//! numeric values for the sparkline, when it last changed, where it came from), expand/collapse
+//! state and a substring filter.
+//!
+//! Values come from MQTT (live or retained) and from the server's last values (a snapshot read
+//! after each subscription is acknowledged). An older value never replaces a newer one: after a
+//! [`Tree::resync`] the snapshot fills every tag except those a live message reached first, and
+//! a retained replay (stored no later than the snapshot was read) does not replace the snapshot.
 //!
 //! Cost model: a message costs one hash lookup of its topic (plus O(levels) the first time a
 //! topic is seen). The list of visible rows is rebuilt only when the structure, an expansion or
@@ -57,14 +62,28 @@ impl Rate {
     }
 }
 
-/// The last message of one topic and its bookkeeping (retained deliveries count as updates
-/// but not towards the rate).
+/// Where a tag's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A message published while subscribed.
+    Live,
+    /// A retained message replayed on subscribe.
+    Retained,
+    /// The server's last values.
+    Snapshot,
+}
+
+/// The last value of one topic and its bookkeeping (retained deliveries and the server's last
+/// values count as updates but not towards the rate).
 #[derive(Debug, Clone)]
 pub struct Tag {
     pub payload: Payload,
     /// Payload size in bytes.
     pub size: usize,
-    pub retained: bool,
+    pub origin: Origin,
+    /// Whether the value arrived since the last [`Tree::resync`].
+    synced: bool,
+    /// The message's QoS (0 for the server's last values).
     pub qos: u8,
     pub updated: Instant,
     /// When the payload last differed from the previous one (or first arrived).
@@ -76,6 +95,10 @@ pub struct Tag {
 }
 
 impl Tag {
+    pub fn retained(&self) -> bool {
+        self.origin == Origin::Retained
+    }
+
     /// Whether the value changed recently enough to be highlighted.
     pub fn is_fresh(&self, now: Instant) -> bool {
         now.saturating_duration_since(self.changed) < HIGHLIGHT
@@ -163,10 +186,63 @@ impl Tree {
         now: Instant,
     ) -> NodeId {
         self.messages += 1;
-        let id = match self.by_topic.get(topic) {
+        let origin = if retained {
+            Origin::Retained
+        } else {
+            Origin::Live
+        };
+        let id = self.node_of(topic);
+        let newer_known = self.nodes[id]
+            .tag
+            .as_ref()
+            .is_some_and(|t| retained && t.synced && t.origin == Origin::Snapshot);
+        if !newer_known {
+            self.set(id, bytes, origin, qos, now, now);
+        }
+        id
+    }
+
+    /// Takes a value of the server's last values, `age` old, unless a live message reached
+    /// the tag since the last [`Tree::resync`] (it is as new or newer); true when taken.
+    pub fn seed(&mut self, topic: &str, bytes: &[u8], age: Duration, now: Instant) -> bool {
+        let id = self.node_of(topic);
+        let newer_known = self.nodes[id]
+            .tag
+            .as_ref()
+            .is_some_and(|t| t.synced && t.origin == Origin::Live);
+        if newer_known {
+            return false;
+        }
+        let at = now.checked_sub(age).unwrap_or(now);
+        self.set(id, bytes, Origin::Snapshot, 0, at, now);
+        true
+    }
+
+    /// Marks every value as older than whatever arrives from now on: called when a
+    /// subscription is acknowledged, before the server's last values are read again.
+    pub fn resync(&mut self) {
+        for tag in self.nodes.iter_mut().filter_map(|n| n.tag.as_mut()) {
+            tag.synced = false;
+        }
+    }
+
+    fn node_of(&mut self, topic: &str) -> NodeId {
+        match self.by_topic.get(topic) {
             Some(&id) => id,
             None => self.insert_path(topic),
-        };
+        }
+    }
+
+    /// Sets a node's value, received `at` (as seen at `now`).
+    fn set(
+        &mut self,
+        id: NodeId,
+        bytes: &[u8],
+        origin: Origin,
+        qos: u8,
+        at: Instant,
+        now: Instant,
+    ) {
         let sec = now.saturating_duration_since(self.epoch).as_secs();
         let payload = Payload::parse(bytes);
         let number = payload.number();
@@ -174,26 +250,28 @@ impl Tree {
         let tag = self.nodes[id].tag.get_or_insert_with(|| Tag {
             payload: Payload::Binary(Vec::new()),
             size: 0,
-            retained,
+            origin,
+            synced: true,
             qos,
-            updated: now,
-            changed: now,
+            updated: at,
+            changed: at,
             count: 0,
             first_sec: sec,
             rate: Rate::default(),
             spark: VecDeque::with_capacity(SPARK_LEN),
         });
         if fresh_tag || tag.payload != payload {
-            tag.changed = now;
+            tag.changed = at;
         }
         tag.payload = payload;
         tag.size = bytes.len();
-        tag.retained = retained;
+        tag.origin = origin;
+        tag.synced = true;
         tag.qos = qos;
-        tag.updated = now;
+        tag.updated = at;
         tag.count += 1;
-        // A retained message replays an old value: it says nothing about the update rate.
-        if !retained {
+        // Only live messages say how often a tag is updated: the others replay older values.
+        if origin == Origin::Live {
             tag.rate.record(sec);
         }
         if let Some(n) = number {
@@ -209,7 +287,6 @@ impl Tree {
                 cursor = self.nodes[n].parent;
             }
         }
-        id
     }
 
     /// Creates the nodes of `topic` that do not exist yet: O(levels).

@@ -1,5 +1,5 @@
-//! Unit tests of the tag-tree model: insert, update, collapse, filter, rate and sparkline
-//! bookkeeping.
+//! Unit tests of the tag-tree model: insert, update, seeding from the server's last values,
+//! collapse, filter, rate and sparkline bookkeeping.
 use super::*;
 
 fn paths(tree: &mut Tree) -> Vec<String> {
@@ -50,7 +50,7 @@ fn update_keeps_last_value_and_bookkeeping() {
     assert_eq!(id, again);
     let tag = tree.node(id).tag.clone().unwrap();
     assert_eq!(tag.payload, Payload::Json(serde_json::json!(2)));
-    assert!(tag.retained);
+    assert!(tag.retained());
     assert_eq!((tag.qos, tag.count, tag.size), (2, 2, 1));
     assert_eq!(tag.spark().iter().copied().collect::<Vec<_>>(), [1.0, 2.0]);
     // Structure did not change on the second message: no rebuild needed.
@@ -185,4 +185,60 @@ fn thousands_of_topics_stay_cheap_per_message() {
         tree.update(&format!("site/area{}/tag{i}", i % 50), b"2", false, 0, t0);
     }
     assert!(!tree.dirty);
+}
+
+#[test]
+fn the_servers_last_values_fill_in_without_replacing_newer_ones() {
+    let t0 = Instant::now();
+    let now = t0 + Duration::from_secs(60);
+    let mut tree = Tree::new(t0);
+    // A snapshot on an empty tree: the value, dated by its age, is no MQTT message.
+    assert!(tree.seed("a/old", b"1.5", Duration::from_secs(20), now));
+    let id = tree.find("a/old").unwrap();
+    let tag = tree.node(id).tag.clone().unwrap();
+    assert_eq!(tag.payload, Payload::Json(serde_json::json!(1.5)));
+    assert_eq!(
+        (tag.origin, tag.updated, tag.count),
+        (Origin::Snapshot, t0 + Duration::from_secs(40), 1)
+    );
+    assert!(
+        !tag.is_fresh(now),
+        "an old value is not highlighted as a change"
+    );
+    assert_eq!((tree.message_count(), tree.rate(id, now)), (0, 0.0));
+    assert_eq!(tree.node(tree.parent(id).unwrap()).topics, 1);
+
+    // A live message that came first is as new as the snapshot, or newer: it stays.
+    tree.update("a/live", b"2", false, 0, now);
+    assert!(!tree.seed("a/live", b"1", Duration::ZERO, now));
+    let live = tree.find("a/live").unwrap();
+    assert_eq!(
+        tree.node(live).tag.as_ref().unwrap().payload,
+        Payload::Json(serde_json::json!(2))
+    );
+
+    // A retained replay is older than the snapshot read after it: the snapshot replaces it,
+    // and a replay arriving after the snapshot does not replace the snapshot.
+    tree.update("a/kept", b"\"retained\"", true, 1, now);
+    assert!(tree.seed("a/kept", b"\"latest\"", Duration::ZERO, now));
+    tree.update("a/kept", b"\"retained\"", true, 1, now);
+    let kept = tree.find("a/kept").unwrap();
+    assert_eq!(
+        tree.node(kept).tag.as_ref().unwrap().payload,
+        Payload::Json(serde_json::json!("latest"))
+    );
+
+    // After a new subscription, the next snapshot is newer than what came before it.
+    tree.resync();
+    assert!(tree.seed("a/live", b"3", Duration::ZERO, now));
+    tree.update("a/kept", b"\"again\"", true, 1, now);
+    assert_eq!(
+        tree.node(kept).tag.as_ref().unwrap().payload,
+        Payload::Json(serde_json::json!("again"))
+    );
+    // Live messages always apply.
+    tree.update("a/old", b"4", false, 0, now);
+    let tag = tree.node(id).tag.as_ref().unwrap();
+    assert_eq!((tag.origin, tag.count), (Origin::Live, 2));
+    assert_eq!(tree.topic_count(), 3);
 }
