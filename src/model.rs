@@ -51,6 +51,9 @@ pub struct NewApiKey {
     pub key: String,
     pub prefix: String,
     pub created_dt: String,
+    /// The domain the key was made in (`domains:<name>`); absent when made in `svc_admin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
@@ -60,6 +63,10 @@ pub struct ApiKeyInfo {
     pub prefix: String,
     pub created_dt: String,
     pub last_used_dt: Option<String>,
+    /// The domain the key was made in (`domains:<name>`, the `Domain` header of its creation),
+    /// where the topics it publishes first are registered; absent for keys of `svc_admin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     /// The owner, in listings of other users' keys (`GET /auth/keys?scope=all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,

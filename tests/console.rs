@@ -111,6 +111,9 @@ async fn a_key_created_in_the_console_is_shown_once_works_and_stops_when_revoked
     );
     let table = browser.text("#keys").await;
     assert!(!table.contains(&key), "the full key is not listed: {table}");
+    // Made in the domain the console shows.
+    let domain = browser.text("#keys tr td:nth-child(5)").await;
+    assert_eq!(domain, "acme");
 
     // The key works as any client would use it.
     let probe = |key: String, base: String| async move {

@@ -3,11 +3,14 @@
 //! one-owner rule keeps the earliest declaration as owner), `GET /svc/tag/list`, domain isolation of
 //! tag lists and historian routes, auto-registration in `svc_admin` of topics no domain
 //! declares, `POST /svc/tag/write` reaching MQTT subscribers with the JSON of `value`, and
-//! `GET /svc/tag/values`.
+//! `GET /svc/tag/values`. A topic first published with an API key made in a domain is
+//! registered in that domain (the SDK's quick start with a key made in `acme`), unless a
+//! namespace or a tag already gives it an owner, and only when the key's owner may write there.
 
 mod common;
 
 use common::*;
+use reqwest::blocking::RequestBuilder;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -404,4 +407,200 @@ fn tag_write_needs_tags_read_write() {
         .send()
         .unwrap();
     assert_eq!(json_ok(resp, StatusCode::OK), json!(["a/x"]));
+}
+
+const ACME: &str = "domains:acme";
+
+/// Creates an API key with `token`, in `domain` when given (the console sends the domain it
+/// shows); returns the key's secret.
+fn key_made_in(server: &Server, token: &str, domain: Option<&str>, name: &str) -> String {
+    let req = match domain {
+        Some(d) => server.with_token_in(token, d, Method::POST, "/auth/keys"),
+        None => server.with_token(token, Method::POST, "/auth/keys"),
+    };
+    let created = req.json(&json!({"name": name})).send().unwrap();
+    json_ok(created, StatusCode::CREATED)["key"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A request as the SDK sends it with `application_id` `acme`: the key and `Domain`.
+fn with_key(server: &Server, key: &str, method: Method, path: &str) -> RequestBuilder {
+    let req = server.req(method, path).header("X-Svc-Api-Key", key);
+    req.header("Domain", ACME)
+}
+
+/// A client connected as the SDK connects: MQTT 5 over WebSocket, the key as password.
+fn sdk_client(server: &Server, key: &str, client_id: &str) -> Mqtt {
+    server.mqtt(MqttOpts::new(Proto::V5, Via::Ws("/mqtt"), client_id).creds("sdk", key))
+}
+
+/// `sdk.tag.publish(topic, value)`: QoS 2, retained, JSON content type; its PUBCOMP reason.
+fn sdk_publish(client: &mut Mqtt, topic: &str, value: Value) -> String {
+    client.publish_ct(topic, value.to_string(), 2, true, Some("application/json"))
+}
+
+/// The tag list of `domain` as the admin sees it.
+fn tags_of(server: &Server, domain: &str) -> BTreeSet<String> {
+    let list = server.string_list(Some(domain), "/svc/tag/list");
+    list.into_iter().collect()
+}
+
+/// Waits until `topic` is a tag of `domain`.
+fn registered(server: &Server, domain: &str, topic: &str) {
+    let what = format!("{topic} in {domain}");
+    server.poll(Duration::from_secs(10), &what, || {
+        tags_of(server, domain).contains(topic).then_some(())
+    });
+}
+
+/// The values the SDK's three historian reads give for `topic` with `key`: the window
+/// (`PATCH /svc/historian`), the newest values (`/svc/historian/last`) and the export
+/// (`/svc/historian/export/aggregated`, its CSV column); each must answer 200.
+fn sdk_history(server: &Server, key: &str, topic: &str) -> [Vec<Value>; 3] {
+    let call = |method: Method, path: &str, body: Value| {
+        let resp = with_key(server, key, method, path)
+            .json(&body)
+            .send()
+            .unwrap();
+        let status = resp.status();
+        let bytes = resp.bytes().unwrap();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        assert_eq!(status, StatusCode::OK, "{path}: {text}");
+        bytes
+    };
+    let values = |bytes: bytes::Bytes| -> Vec<Value> {
+        let points: Vec<Value> = serde_json::from_slice(&bytes).unwrap();
+        points.iter().map(|p| p["value"].clone()).collect()
+    };
+    let now = chrono::Utc::now();
+    let start = (now - chrono::Duration::hours(1)).to_rfc3339();
+    let end = (now + chrono::Duration::hours(1)).to_rfc3339();
+    let window = json!({"topic": topic, "start_time": start, "range": "2h"});
+    let query = values(call(Method::PATCH, "/svc/historian", window));
+    let last = json!({"topic": topic, "limit": 10});
+    let last = values(call(Method::PATCH, "/svc/historian/last", last));
+    let export = json!({"topics": [topic], "startDate": start, "endDate": end});
+    let gz = call(Method::POST, "/svc/historian/export/aggregated", export);
+    let mut csv = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut csv).unwrap();
+    let mut rows = csv.lines();
+    assert_eq!(rows.next(), Some(&*format!("Timestamp,{topic}")), "{csv}");
+    let cell = |row: &str| serde_json::from_str(row.rsplit(',').next().unwrap()).unwrap();
+    [query, last, rows.map(cell).collect()]
+}
+
+/// The SDK's quick start as its README has it, with a developer key made in `acme` (the
+/// console's Developer Keys page with `acme` chosen) and `application_id` `acme`:
+/// `sdk.tag.publish('my/topic', {value: 42})` over MQTT (which carries only the key), then the
+/// historian reads over HTTP in `acme`. The topic, which no namespace covers, becomes acme's tag
+/// (not historized, as every registered topic: the reads answer 200 `[]`, not 404); once the
+/// application historizes it, the same publish is read back by all three reads.
+#[test]
+fn sdk_quick_start_with_a_key_made_in_a_domain() {
+    let server = Server::start();
+    server.create_domain("acme");
+    let key = key_made_in(&server, &server.admin_token(), Some(ACME), "quickstart");
+    let mut sdk = sdk_client(&server, &key, "sdk-quickstart");
+    assert_eq!(
+        sdk_publish(&mut sdk, "my/topic", json!({"value": 42})),
+        "Success"
+    );
+    registered(&server, ACME, "my/topic");
+    assert!(!tags_of(&server, "domains:svc_admin").contains("my/topic"));
+    let history = sdk_history(&server, &key, "my/topic");
+    assert_eq!(history, <[Vec<Value>; 3]>::default(), "not historized yet");
+
+    let tags = server.get_json(ACME, "/svc/tags/all");
+    let put = with_key(
+        &server,
+        &key,
+        Method::PUT,
+        &rec_path(tags[0]["id"].as_str().unwrap()),
+    );
+    json_ok(
+        put.json(&json!({"historize": true})).send().unwrap(),
+        StatusCode::OK,
+    );
+    assert_eq!(
+        sdk_publish(&mut sdk, "my/topic", json!({"value": 42})),
+        "Success"
+    );
+    let history = sdk_history(&server, &key, "my/topic");
+    assert_eq!(history, [vec![json!(42)], vec![json!(42)], vec![json!(42)]]);
+    // The key says where it registers topics.
+    let listed = server.get_json(ACME, "/auth/keys");
+    assert_eq!(listed[0]["domain"], json!(ACME), "{listed}");
+}
+
+/// A key made in `svc_admin` (or with no Domain header, as every key made before keys had a
+/// domain) registers what it publishes first in `svc_admin`, as before.
+#[test]
+fn a_key_made_in_svc_admin_registers_in_svc_admin() {
+    let server = Server::start();
+    server.create_domain("acme");
+    let admin = server.admin_token();
+    for (i, domain) in [None, Some("domains:svc_admin")].into_iter().enumerate() {
+        let key = key_made_in(&server, &admin, domain, &format!("k{i}"));
+        let mut sdk = sdk_client(&server, &key, &format!("sdk-{i}"));
+        let topic = format!("loose/{i}");
+        assert_eq!(
+            sdk_publish(&mut sdk, &topic, json!({"value": i})),
+            "Success"
+        );
+        registered(&server, "domains:svc_admin", &topic);
+    }
+    assert!(tags_of(&server, ACME).is_empty());
+    let keys = server.get_json("domains:svc_admin", "/auth/keys");
+    assert!(!keys.to_string().contains("\"domain\""), "{keys}");
+}
+
+/// A key made in `acme` takes no topic that has an owner: another domain's tag, a topic in
+/// another domain's namespace, a topic `svc_admin` registered first.
+#[test]
+fn a_key_made_in_a_domain_takes_no_topic_another_owns() {
+    let server = Server::start();
+    server.create_domain("acme");
+    server.create_domain("beta");
+    server.create_tag("domains:beta", "beta/line/temp", false);
+    let ns = server.admin_in("domains:beta", Method::POST, "/svc/namespaces");
+    let ns = ns
+        .json(&json!({"name": "plant", "path": "beta/plant"}))
+        .send();
+    json_ok(ns.unwrap(), StatusCode::CREATED);
+    let mut admin = server.mqtt_admin(Proto::V5, Via::Tcp, "admin");
+    admin.publish("loose/old", "1", 1, false);
+    registered(&server, "domains:svc_admin", "loose/old");
+
+    let key = key_made_in(&server, &server.admin_token(), Some(ACME), "acme-key");
+    let mut sdk = sdk_client(&server, &key, "sdk-acme");
+    for topic in ["beta/line/temp", "beta/plant/new", "loose/old", "acme/new"] {
+        assert_eq!(sdk_publish(&mut sdk, topic, json!(1)), "Success", "{topic}");
+    }
+    registered(&server, ACME, "acme/new");
+    registered(&server, "domains:beta", "beta/plant/new");
+    assert_eq!(tags_of(&server, ACME), set(&["acme/new"]));
+    let beta = set(&["beta/line/temp", "beta/plant/new"]);
+    assert_eq!(tags_of(&server, "domains:beta"), beta);
+    assert_eq!(tags_of(&server, "domains:svc_admin"), set(&["loose/old"]));
+}
+
+/// A user's key made in `acme` publishes a new topic (registered there) only with `tags`
+/// read-write in `acme`; without it the publish is refused and nothing is registered.
+#[test]
+fn a_key_made_in_a_domain_registers_only_where_its_owner_may_write() {
+    let server = Server::start();
+    server.create_domain("acme");
+    let writer = server.user_with_grants(ACME, "writer", &[("tags", "read-write", "*")]);
+    let reader = server.user_with_grants(ACME, "reader", &[("tags", "read", "*")]);
+    let writer_key = key_made_in(&server, &writer, Some(ACME), "w");
+    let reader_key = key_made_in(&server, &reader, Some(ACME), "r");
+    let mut r = sdk_client(&server, &reader_key, "r");
+    assert_eq!(r.publish("reader/topic", "1", 1, false), "NotAuthorized");
+    let mut w = sdk_client(&server, &writer_key, "w");
+    assert_eq!(w.publish("writer/topic", "1", 1, false), "Success");
+    registered(&server, ACME, "writer/topic");
+    assert_eq!(tags_of(&server, ACME), set(&["writer/topic"]));
+    assert!(!tags_of(&server, "domains:svc_admin").contains("reader/topic"));
 }

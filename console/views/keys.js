@@ -9,7 +9,8 @@ export function render(main) {
   main.innerHTML = `
     <h1>Developer keys</h1>
     <p class="muted">An API key acts as you for scripts and devices: send it as
-      <code>X-Svc-Api-Key</code> over HTTP, or as the MQTT password.</p>
+      <code>X-Svc-Api-Key</code> over HTTP, or as the MQTT password. A key is made in the
+      domain chosen above: topics it publishes first, if no domain owns them, become its tags.</p>
     <form class="row" id="create">
       <label>Name <input name="name" required maxlength="64" placeholder="line1-gateway"></label>
       <button class="primary" type="submit">Create key</button>
@@ -20,7 +21,7 @@ export function render(main) {
     </div>
     <p class="notice error" role="alert" hidden></p>
     <table>
-      <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Last used</th><th></th></tr></thead>
+      <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Last used</th><th>Domain</th><th></th></tr></thead>
       <tbody id="keys"></tbody>
     </table>`;
   const error = main.querySelector(".error");
@@ -53,7 +54,8 @@ export function render(main) {
 }
 
 function row(key, refresh, fail) {
-  const tr = textRow([key.name, key.prefix, key.created_dt, key.last_used_dt ?? "never"]);
+  const domain = key.domain?.replace(/^domains:/, "") ?? "svc_admin";
+  const tr = textRow([key.name, key.prefix, key.created_dt, key.last_used_dt ?? "never", domain]);
   const revoke = async () => {
     await call("DELETE", `/auth/keys/${encodeURIComponent(key.id)}`);
     await refresh();

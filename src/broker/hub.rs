@@ -247,7 +247,7 @@ impl Hub {
             ..will
         });
         if let Err(e) = self
-            .dispatch(std::slice::from_ref(&publication), Vec::new())
+            .dispatch(std::slice::from_ref(&publication), &principal, Vec::new())
             .await
         {
             tracing::warn!(error = %e, "a will was not published");
@@ -256,13 +256,18 @@ impl Hub {
 
     /// The one path of accepted publishes: the policy sees them (history, last values), then
     /// retained messages and subscribers get them, and what must be durable is committed.
-    /// `also` are writes committed with the batch (the publisher's own bookkeeping).
+    /// `publisher` is the client that sent them; `also` are writes committed with the batch
+    /// (the publisher's own bookkeeping).
     pub async fn dispatch(
         &self,
         batch: &[Arc<Publication>],
+        publisher: &Arc<Principal>,
         also: Vec<MqttWrite>,
     ) -> Result<(), String> {
-        let messages = batch.iter().map(|p| p.message(None)).collect();
+        let messages = batch
+            .iter()
+            .map(|p| p.message(None, Some(publisher.clone())))
+            .collect();
         self.policy.on_messages(messages).await?;
         self.deliver_all(batch, also).await
     }

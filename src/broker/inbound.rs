@@ -320,7 +320,7 @@ impl Inbound {
         } else {
             Vec::new()
         };
-        if let Err(e) = self.hub.dispatch(&batch, qos2_ids).await {
+        if let Err(e) = self.hub.dispatch(&batch, &self.principal, qos2_ids).await {
             tracing::warn!(error = %e, client_id = %self.session.key, "publishes were not stored");
             return Some(End::Server(
                 DisconnectReasonCode::ImplementationSpecificError,

@@ -52,6 +52,10 @@ pub struct Principal {
     pub admin: bool,
     /// The API key used to connect, so revoking it can close the connection.
     pub api_key_id: Option<String>,
+    /// The domain the credential belongs to, if it has one (an API key made in a domain); the
+    /// policy decides what it means for the messages the client publishes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
 }
 
 /// The MQTT 5 CONNECT user property by which another svc's upstream bridge announces itself
@@ -85,6 +89,9 @@ pub struct Message {
     /// Who inside svc published it (a function or flow), `None` for MQTT clients; lets
     /// automation skip messages that would re-trigger their own writer.
     pub origin: Option<std::sync::Arc<str>>,
+    /// The client that published it (a will: the client that left it); `None` for messages
+    /// from inside svc.
+    pub publisher: Option<Arc<Principal>>,
 }
 
 /// Why the policy refused a CONNECT's credential.
@@ -321,7 +328,7 @@ impl Broker {
         );
         self.hub
             .policy
-            .on_message(publication.message(origin))
+            .on_message(publication.message(origin, None))
             .await
             .map_err(|e| anyhow::anyhow!("the message was not stored: {e}"))?;
         self.hub

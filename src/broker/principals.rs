@@ -54,6 +54,7 @@ mod tests {
             user_key: key.into(),
             admin: false,
             api_key_id: api_key.map(str::to_string),
+            domain: None,
         }
     }
 

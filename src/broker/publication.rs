@@ -1,7 +1,7 @@
 //! A message inside the broker: what was published, once, shared by every subscriber it goes
 //! to, and the PUBLISH packet each delivery of it becomes.
 
-use super::Message;
+use super::{Message, Principal};
 use bytes::Bytes;
 use bytestring::ByteString;
 use rmqtt_codec::types::{Publish, QoS};
@@ -54,8 +54,9 @@ pub fn qos_of(value: u8) -> QoS {
 }
 
 impl Publication {
-    /// The message as the policy sees it; `origin` names an in-process writer.
-    pub fn message(&self, origin: Option<Arc<str>>) -> Message {
+    /// The message as the policy sees it; `origin` names an in-process writer, `publisher`
+    /// the client that published it.
+    pub fn message(&self, origin: Option<Arc<str>>, publisher: Option<Arc<Principal>>) -> Message {
         Message {
             topic: self.topic.to_string(),
             payload: self.payload.clone(),
@@ -64,6 +65,7 @@ impl Publication {
             retain: self.retain,
             hops: self.hops(),
             origin,
+            publisher,
         }
     }
 

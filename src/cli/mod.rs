@@ -139,7 +139,8 @@ pub struct LoginArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Create an API key; the key is printed once and cannot be shown again.
+    /// Create an API key; the key is printed once and cannot be shown again. It is made in the
+    /// `--domain` given: topics it publishes first, if nothing owns them, become tags there.
     Create {
         #[arg(value_parser = non_empty())]
         name: String,

@@ -4,12 +4,18 @@
 //! the keys of that domain's users (those in one of its groups): `GET /auth/keys?scope=all`,
 //! `DELETE /auth/keys/:id?scope=all`. An administrator reaches every key that way. Without
 //! `scope=all` a route touches only the caller's own keys, as the interface says.
+//!
+//! A key remembers the domain it was made in (the `Domain` header of its creation, as the
+//! console's Developer Keys page sends it): a topic the key publishes first, no namespace
+//! covering it and no domain owning it, becomes a tag of that domain ([`super::mqtt`]). Keys
+//! made in `svc_admin` carry none, as every key from before.
 
-use super::caller::{Access, Caller, Identity};
+use super::caller::{Access, Caller};
 use super::credentials::new_api_key;
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
+use crate::ids::ADMIN_DOMAIN;
 use crate::model::{ApiKeyInfo, NewApiKey, NewApiKeyRequest, Success};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -31,7 +37,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     responses((status = 201, description = "The new key, with its secret (shown only once)", body = NewApiKey)))]
 async fn create_key(
     State(state): State<AppState>,
-    Identity(user): Identity,
+    Caller { user, domain }: Caller,
     JsonBody(request): JsonBody<NewApiKeyRequest>,
 ) -> ApiResult<(StatusCode, Json<NewApiKey>)> {
     let name = request.name.trim().to_string();
@@ -39,9 +45,10 @@ async fn create_key(
         return Err(ApiError::bad_request("`name` must be 1 to 200 characters"));
     }
     let (key, prefix, hash) = new_api_key();
+    let domain = (domain != ADMIN_DOMAIN).then_some(domain);
     let info = state
         .store
-        .run(move |s| s.create_api_key(&user.key, &name, &prefix, &hash))
+        .run(move |s| s.create_api_key(&user.key, &name, &prefix, &hash, domain.as_deref()))
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -52,6 +59,7 @@ async fn create_key(
             key,
             prefix: info.prefix,
             created_dt: info.created_dt,
+            domain: info.domain,
         }),
     ))
 }

@@ -6,7 +6,7 @@ use super::credentials::{hash_api_key, API_KEY_PREFIX};
 use super::error::{ApiError, ApiResult};
 use super::AppState;
 use crate::ids::{parse_domain_header, ADMIN_DOMAIN};
-use crate::store::{AuthUser, GrantSet};
+use crate::store::{ApiKeyOwner, AuthUser, GrantSet};
 use crate::time::now_rfc3339;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -28,8 +28,8 @@ pub const READ_WRITE: &str = "read-write";
 #[derive(Default)]
 pub struct AuthCache {
     users: RwLock<HashMap<String, Arc<AuthUser>>>,
-    /// API key hash → (key id, owner user key). Only known keys are cached.
-    keys: RwLock<HashMap<String, (String, String)>>,
+    /// API key hash → the key. Only known keys are cached.
+    keys: RwLock<HashMap<String, ApiKeyOwner>>,
     /// User key → domain → grants.
     grants: RwLock<HashMap<String, HashMap<String, Arc<GrantSet>>>>,
     domains: RwLock<HashSet<String>>,
@@ -145,7 +145,7 @@ pub fn domain_of(headers: &HeaderMap) -> ApiResult<String> {
     }
 }
 
-async fn domain_exists(state: &AppState, domain: &str) -> ApiResult<bool> {
+pub async fn domain_exists(state: &AppState, domain: &str) -> ApiResult<bool> {
     let cache = &state.auth_cache.domains;
     if cache.read().is_ok_and(|d| d.contains(domain)) {
         return Ok(true);
@@ -220,8 +220,11 @@ pub async fn user_of_token(state: &AppState, token: &str) -> ApiResult<Arc<AuthU
     user_by_key(state, key).await?.ok_or_else(invalid)
 }
 
-/// The owner of an API key, and the key's id.
-pub async fn user_of_api_key(state: &AppState, key: &str) -> ApiResult<(Arc<AuthUser>, String)> {
+/// The owner of an API key, and the key (its id and domain).
+pub async fn user_of_api_key(
+    state: &AppState,
+    key: &str,
+) -> ApiResult<(Arc<AuthUser>, ApiKeyOwner)> {
     let invalid = || ApiError::unauthorized("invalid API key");
     if !key.starts_with(API_KEY_PREFIX) {
         return Err(invalid());
@@ -240,10 +243,11 @@ pub async fn user_of_api_key(state: &AppState, key: &str) -> ApiResult<(Arc<Auth
             owner
         }
     };
-    let (key_id, user_key) = owner;
-    touch_key(state, key_id.clone());
-    let user = user_by_key(state, user_key).await?.ok_or_else(invalid)?;
-    Ok((user, key_id))
+    touch_key(state, owner.key.clone());
+    let user = user_by_key(state, owner.user_key.clone())
+        .await?
+        .ok_or_else(invalid)?;
+    Ok((user, owner))
 }
 
 /// Records a key's use, at most once per [`TOUCH_INTERVAL`], off the request path.

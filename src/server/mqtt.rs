@@ -1,6 +1,10 @@
 //! The platform's MQTT policy: who may connect (API key, username and password, or a JWT as the
 //! password), which tags a client may publish and receive, and what happens to every accepted
 //! message (last value, auto-registration of undeclared topics, historian).
+//!
+//! A client connected with an API key made in a domain carries that domain: a topic it
+//! publishes that no domain owns and no namespace covers is that domain's to be (it needs
+//! `tags` read-write there to publish it) and is registered there.
 
 use super::caller::{
     grants_of, user_of_api_key, user_of_password, user_of_token, READ, READ_WRITE,
@@ -31,15 +35,20 @@ impl PlatformPolicy {
         }
     }
 
-    /// Whether the principal holds `action` on tags in the domain that owns `topic`.
+    /// Whether the principal holds `action` on tags in the domain that owns `topic`. A topic
+    /// nobody owns is published in the domain of the principal's key, where it will be
+    /// registered; it is received by administrators only.
     async fn holds_on_topic(&self, who: &Principal, topic: &str, action: &str) -> bool {
         if who.admin {
             return true;
         }
-        let Some(domain) = self.state.tags.domain_of(topic) else {
-            return false;
+        let owner = self.state.tags.domain_of(topic);
+        let domain = match (owner.as_deref(), who.domain.as_deref()) {
+            (Some(owner), _) => owner,
+            (None, Some(home)) if action == READ_WRITE => home,
+            (None, _) => return false,
         };
-        grants_of(&self.state, &who.user_key, &domain)
+        grants_of(&self.state, &who.user_key, domain)
             .await
             .is_ok_and(|grants| {
                 grants
@@ -97,12 +106,12 @@ impl Policy for PlatformPolicy {
     ) -> Result<Principal, AuthRefusal> {
         let state = &self.state;
         let password = password.and_then(|p| std::str::from_utf8(p).ok());
-        let (user, api_key_id) = match password {
+        let (user, key) = match password {
             Some(key) if key.starts_with(API_KEY_PREFIX) => {
-                let (user, key_id) = user_of_api_key(state, key)
+                let (user, key) = user_of_api_key(state, key)
                     .await
                     .map_err(|_| AuthRefusal::BadCredentials)?;
-                ((*user).clone(), Some(key_id))
+                ((*user).clone(), Some(key))
             }
             Some(token) if looks_like_jwt(token) => match user_of_token(state, token).await {
                 Ok(user) => ((*user).clone(), None),
@@ -114,14 +123,17 @@ impl Policy for PlatformPolicy {
                     user_key: String::new(),
                     admin: true,
                     api_key_id: None,
+                    domain: None,
                 });
             }
             None => return Err(AuthRefusal::BadCredentials),
         };
+        let (api_key_id, domain) = key.map_or((None, None), |k| (Some(k.key), k.domain));
         Ok(Principal {
             user_key: user.key,
             admin: user.admin,
             api_key_id,
+            domain,
         })
     }
 
@@ -151,7 +163,8 @@ impl Policy for PlatformPolicy {
                 && !message.topic.starts_with('$')
                 && crate::topic::validate_topic_name(&message.topic).is_ok()
             {
-                self.registrar.register(&message.topic);
+                let home = message.publisher.as_ref().and_then(|p| p.domain.as_deref());
+                self.registrar.register(&message.topic, home);
             }
             if let Some(owner) = owner.as_ref().filter(|o| o.historize) {
                 let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);

@@ -1,9 +1,11 @@
 //! Auto-registration of published topics no domain declared: each becomes a tag (not
-//! historized) of the domain whose namespace covers it, else of `svc_admin`. One background
-//! task registers whatever has arrived meanwhile as one batch (one store call, one reload of
-//! each domain's tags), so a plant that starts publishing 10,000 new topics at once registers
-//! them in seconds rather than reloading its tags 10,000 times.
+//! historized) of the domain whose namespace covers it, else of the domain the publisher's API
+//! key was made in (its home), else of `svc_admin`. One background task registers whatever has
+//! arrived meanwhile as one batch (one store call, one reload of each domain's tags), so a plant
+//! that starts publishing 10,000 new topics at once registers them in seconds rather than
+//! reloading its tags 10,000 times.
 
+use super::caller::domain_exists;
 use super::system_tables::SystemTable;
 use super::AppState;
 use crate::ids::{TableRef, ADMIN_DOMAIN};
@@ -16,8 +18,11 @@ use tokio::sync::mpsc;
 /// Most topics registered in one batch.
 const BATCH: usize = 4096;
 
+/// A topic to register, and the home domain of its first publisher (if any).
+type Request = (String, Option<String>);
+
 pub struct Registrar {
-    queue: mpsc::UnboundedSender<String>,
+    queue: mpsc::UnboundedSender<Request>,
     /// Topics queued or being registered, so a burst queues each once.
     waiting: Arc<Mutex<HashSet<String>>>,
 }
@@ -31,28 +36,31 @@ impl Registrar {
         Registrar { queue, waiting }
     }
 
-    /// Queues `topic` for registration unless it is queued already.
-    pub fn register(&self, topic: &str) {
+    /// Queues `topic` for registration unless it is queued already (the first publisher's
+    /// `home` then counts).
+    pub fn register(&self, topic: &str, home: Option<&str>) {
         let fresh = self
             .waiting
             .lock()
             .is_ok_and(|mut set| set.insert(topic.to_string()));
         if fresh {
-            let _ = self.queue.send(topic.to_string());
+            let _ = self
+                .queue
+                .send((topic.to_string(), home.map(str::to_string)));
         }
     }
 }
 
 async fn run(
     state: AppState,
-    mut topics: mpsc::UnboundedReceiver<String>,
+    mut topics: mpsc::UnboundedReceiver<Request>,
     waiting: Arc<Mutex<HashSet<String>>>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
     while topics.recv_many(&mut batch, BATCH).await > 0 {
         register(&state, &batch).await;
         if let Ok(mut set) = waiting.lock() {
-            for topic in &batch {
+            for (topic, _) in &batch {
                 set.remove(topic);
             }
         }
@@ -60,19 +68,29 @@ async fn run(
     }
 }
 
-/// Declares each of `topics` in the domain whose namespace covers it, unless a domain has
-/// declared it since it was published.
-async fn register(state: &AppState, topics: &[String]) {
+/// Where `topic` is registered: the domain whose namespace covers it, else the publisher's
+/// `home` while it exists (the publish was authorized there: the home's `tags` read-write, or an
+/// administrator), else `svc_admin`.
+async fn domain_for(state: &AppState, topic: &str, home: Option<&str>) -> String {
+    if let Some(domain) = state.tags.namespace_owner(topic) {
+        return domain.to_string();
+    }
+    match home {
+        Some(home) if domain_exists(state, home).await.unwrap_or(false) => home.to_string(),
+        _ => ADMIN_DOMAIN.to_string(),
+    }
+}
+
+/// Declares each of `topics` in its domain ([`domain_for`]), unless a domain has declared it
+/// since it was published.
+async fn register(state: &AppState, topics: &[Request]) {
     let _declaring = state.tags.declaring().await;
     let mut by_domain: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for topic in topics {
+    for (topic, home) in topics {
         if state.tags.owner(topic).is_some() {
             continue;
         }
-        let domain = state
-            .tags
-            .namespace_owner(topic)
-            .map_or_else(|| ADMIN_DOMAIN.to_string(), |d| d.to_string());
+        let domain = domain_for(state, topic, home.as_deref()).await;
         by_domain.entry(domain).or_default().push(topic.clone());
     }
     if by_domain.is_empty() {

@@ -239,10 +239,10 @@ engine_calls! {
     fn grants_of(&self, user_key: &str, domain: &str) -> StoreResult<GrantSet>;
     fn add_permissions(&self, domain: &str, actions: &[(String, String)], scopes: &[String]) -> StoreResult<()>;
     fn custom_actions(&self, domain: &str, feature: &str) -> StoreResult<Vec<String>>;
-    fn create_api_key(&self, user_key: &str, name: &str, prefix: &str, secret_hash: &str) -> StoreResult<ApiKeyInfo>;
+    fn create_api_key(&self, user_key: &str, name: &str, prefix: &str, secret_hash: &str, domain: Option<&str>) -> StoreResult<ApiKeyInfo>;
     fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>>;
     fn delete_api_key(&self, user_key: &str, id: &str) -> StoreResult<bool>;
-    fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<(String, String)>>;
+    fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyOwner>>;
     fn touch_api_key(&self, key: &str, when: &str) -> StoreResult<()>;
     fn set_group_grants(&self, domain: &str, group_key: &str, grants: &[Grant]) -> StoreResult<bool>;
     fn remove_group_member(&self, domain: &str, group_key: &str, user_key: &str) -> StoreResult<bool>;

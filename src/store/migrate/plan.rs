@@ -111,6 +111,7 @@ pub fn system_tables() -> Vec<TableCopy> {
                 col("secret_hash", Text),
                 col("created_dt", Text),
                 col("last_used_dt", Text),
+                col("domain", Text),
             ],
             vec!["key"],
             None,

@@ -33,9 +33,19 @@ fn group_from_row(row: &Row) -> Group {
     )
 }
 
+/// The columns [`api_key_from_row`] reads, in its order.
+const API_KEY_COLUMNS: &str = "key, name, prefix, created_dt, last_used_dt, domain";
+
 fn api_key_from_row(row: &Row) -> ApiKeyInfo {
     let key: String = row.get(0);
-    api_key_model(&key, row.get(1), row.get(2), row.get(3), row.get(4))
+    api_key_model(
+        &key,
+        row.get(1),
+        row.get(2),
+        row.get(3),
+        row.get(4),
+        row.get(5),
+    )
 }
 
 /// The bare key of an API key given by id or bare key.
@@ -258,13 +268,23 @@ impl PgStore {
         name: &str,
         prefix: &str,
         secret_hash: &str,
+        domain: Option<&str>,
     ) -> StoreResult<ApiKeyInfo> {
         let key = new_key();
         let created_dt = now_rfc3339();
         self.execute(
-            "INSERT INTO auth_api_keys (key, user_key, name, prefix, secret_hash, created_dt) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[&key, &user_key, &name, &prefix, &secret_hash, &created_dt],
+            "INSERT INTO auth_api_keys \
+             (key, user_key, name, prefix, secret_hash, created_dt, domain) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &key,
+                &user_key,
+                &name,
+                &prefix,
+                &secret_hash,
+                &created_dt,
+                &domain,
+            ],
         )?;
         Ok(api_key_model(
             &key,
@@ -272,14 +292,17 @@ impl PgStore {
             prefix.to_string(),
             created_dt,
             None,
+            domain.map(str::to_string),
         ))
     }
 
     pub fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>> {
         Ok(self
             .query(
-                "SELECT key, name, prefix, created_dt, last_used_dt FROM auth_api_keys \
-                 WHERE user_key = $1 ORDER BY created_dt, key",
+                &format!(
+                    "SELECT {API_KEY_COLUMNS} FROM auth_api_keys \
+                     WHERE user_key = $1 ORDER BY created_dt, key"
+                ),
                 &[&user_key],
             )?
             .iter()
@@ -294,13 +317,17 @@ impl PgStore {
         )? > 0)
     }
 
-    pub fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<(String, String)>> {
+    pub fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyOwner>> {
         Ok(self
             .query_opt(
-                "SELECT key, user_key FROM auth_api_keys WHERE secret_hash = $1",
+                "SELECT key, user_key, domain FROM auth_api_keys WHERE secret_hash = $1",
                 &[&secret_hash],
             )?
-            .map(|row| (row.get(0), row.get(1))))
+            .map(|row| ApiKeyOwner {
+                key: row.get(0),
+                user_key: row.get(1),
+                domain: row.get(2),
+            }))
     }
 
     pub fn touch_api_key(&self, key: &str, when: &str) -> StoreResult<()> {
@@ -417,15 +444,17 @@ impl PgStore {
     pub fn api_keys_of_users(&self, domain: Option<&str>) -> StoreResult<Vec<ApiKeyInfo>> {
         Ok(self
             .query(
-                "SELECT key, name, prefix, created_dt, last_used_dt, user_key \
-                 FROM auth_api_keys k WHERE $1::text IS NULL OR EXISTS \
-                 (SELECT 1 FROM auth_group_members m WHERE m.user_key = k.user_key \
-                  AND m.domain = $1) ORDER BY user_key, created_dt, key",
+                &format!(
+                    "SELECT {API_KEY_COLUMNS}, user_key \
+                     FROM auth_api_keys k WHERE $1::text IS NULL OR EXISTS \
+                     (SELECT 1 FROM auth_group_members m WHERE m.user_key = k.user_key \
+                      AND m.domain = $1) ORDER BY user_key, created_dt, key"
+                ),
                 &[&domain],
             )?
             .iter()
             .map(|row| ApiKeyInfo {
-                user_id: Some(user_id(row.get(5))),
+                user_id: Some(user_id(row.get(6))),
                 ..api_key_from_row(row)
             })
             .collect())

@@ -20,6 +20,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (10, include_str!("migrations/0010_peers.sql")),
     (11, include_str!("migrations/0011_migrate_progress.sql")),
     (12, include_str!("migrations/0012_record_changes.sql")),
+    (13, include_str!("migrations/0013_api_key_domain.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").

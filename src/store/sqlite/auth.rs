@@ -31,6 +31,9 @@ fn group_from_row(row: &Row) -> rusqlite::Result<Group> {
     ))
 }
 
+/// The columns [`api_key_from_row`] reads, in its order.
+pub(super) const API_KEY_COLUMNS: &str = "key, name, prefix, created_dt, last_used_dt, domain";
+
 pub(super) fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
     let key: String = row.get(0)?;
     Ok(api_key_model(
@@ -39,6 +42,7 @@ pub(super) fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
         row.get(2)?,
         row.get(3)?,
         row.get(4)?,
+        row.get(5)?,
     ))
 }
 
@@ -257,13 +261,15 @@ impl SqliteStore {
         name: &str,
         prefix: &str,
         secret_hash: &str,
+        domain: Option<&str>,
     ) -> StoreResult<ApiKeyInfo> {
         let key = new_key();
         let created_dt = now_rfc3339();
         self.conn()?.execute(
-            "INSERT INTO auth_api_keys (key, user_key, name, prefix, secret_hash, created_dt) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![key, user_key, name, prefix, secret_hash, created_dt],
+            "INSERT INTO auth_api_keys \
+             (key, user_key, name, prefix, secret_hash, created_dt, domain) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![key, user_key, name, prefix, secret_hash, created_dt, domain],
         )?;
         Ok(api_key_model(
             &key,
@@ -271,15 +277,16 @@ impl SqliteStore {
             prefix.to_string(),
             created_dt,
             None,
+            domain.map(str::to_string),
         ))
     }
 
     pub fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>> {
         let conn = self.conn()?;
-        let mut stmt = conn.prepare(
-            "SELECT key, name, prefix, created_dt, last_used_dt FROM auth_api_keys \
-             WHERE user_key = ?1 ORDER BY created_dt, key",
-        )?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {API_KEY_COLUMNS} FROM auth_api_keys \
+             WHERE user_key = ?1 ORDER BY created_dt, key"
+        ))?;
         let rows = stmt.query_map([user_key], api_key_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -293,12 +300,20 @@ impl SqliteStore {
         )? > 0)
     }
 
-    /// The (key id, owner user key) of the key with this secret hash.
-    pub fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<(String, String)>> {
+    /// The key with this secret hash: its id, owner and domain.
+    pub fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyOwner>> {
         Ok(self
             .conn()?
-            .prepare_cached("SELECT key, user_key FROM auth_api_keys WHERE secret_hash = ?1")?
-            .query_row([secret_hash], |r| Ok((r.get(0)?, r.get(1)?)))
+            .prepare_cached(
+                "SELECT key, user_key, domain FROM auth_api_keys WHERE secret_hash = ?1",
+            )?
+            .query_row([secret_hash], |r| {
+                Ok(ApiKeyOwner {
+                    key: r.get(0)?,
+                    user_key: r.get(1)?,
+                    domain: r.get(2)?,
+                })
+            })
             .optional()?)
     }
 

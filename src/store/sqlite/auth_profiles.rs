@@ -1,24 +1,11 @@
 //! What the SDK shows around a user and a group: a user's profile (names, email, number,
 //! image), the groups it belongs to, a group's members, and grants added to an existing group.
 
-use super::auth::api_key_from_row;
+use super::auth::{api_key_from_row, API_KEY_COLUMNS};
 use super::{SqliteStore, StoreResult};
 use crate::model::{ApiKeyInfo, Grant, NamedGrant, UserProfile};
 use crate::store::types::*;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
-
-/// Adds the profile column to a users table from before it existed; idempotent.
-pub(super) fn migrate(conn: &rusqlite::Connection) -> StoreResult<()> {
-    let has_profile: bool = conn.query_row(
-        "SELECT EXISTS(SELECT 1 FROM pragma_table_info('auth_users') WHERE name = 'profile')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_profile {
-        conn.execute_batch("ALTER TABLE auth_users ADD COLUMN profile TEXT NOT NULL DEFAULT '{}'")?;
-    }
-    Ok(())
-}
 
 impl SqliteStore {
     pub fn set_user_profile(&self, user_key: &str, profile: &UserProfile) -> StoreResult<()> {
@@ -86,15 +73,15 @@ impl SqliteStore {
     /// given.
     pub fn api_keys_of_users(&self, domain: Option<&str>) -> StoreResult<Vec<ApiKeyInfo>> {
         let conn = self.conn()?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT key, name, prefix, created_dt, last_used_dt, user_key FROM auth_api_keys k \
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {API_KEY_COLUMNS}, user_key FROM auth_api_keys k \
              WHERE ?1 IS NULL OR EXISTS (SELECT 1 FROM auth_group_members m \
                  WHERE m.user_key = k.user_key AND m.domain = ?1) \
-             ORDER BY user_key, created_dt, key",
-        )?;
+             ORDER BY user_key, created_dt, key"
+        ))?;
         let rows = stmt.query_map([domain], |row| {
             let mut info = api_key_from_row(row)?;
-            info.user_id = Some(user_id(&row.get::<_, String>(5)?));
+            info.user_id = Some(user_id(&row.get::<_, String>(6)?));
             Ok(info)
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -4,7 +4,7 @@
 //! from before the steps were numbered runs them all once, changes nothing it already has, and
 //! is recorded at version 10. Steps after those run exactly once and need not be idempotent.
 
-use super::{auth_profiles, fulltext};
+use super::fulltext;
 use crate::store::StoreResult;
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -19,7 +19,10 @@ enum Step {
 const STEPS: &[(i64, Step)] = &[
     (1, Step::Sql(include_str!("migrations/0001_identity.sql"))),
     // Databases from before user profiles lack the column.
-    (2, Step::Code(auth_profiles::migrate)),
+    (
+        2,
+        Step::Code(|c| add_column(c, "auth_users", "profile", "TEXT NOT NULL DEFAULT '{}'")),
+    ),
     // Full-text rows are written by the store; databases from before had insert triggers.
     (3, Step::Code(fulltext::drop_insert_triggers)),
     (4, Step::Sql(include_str!("migrations/0004_historian.sql"))),
@@ -38,7 +41,28 @@ const STEPS: &[(i64, Step)] = &[
         10,
         Step::Sql(include_str!("migrations/0010_upstream_queue.sql")),
     ),
+    // The domain an API key was made in (NULL: svc_admin, and every older key).
+    (
+        11,
+        Step::Code(|c| add_column(c, "auth_api_keys", "domain", "TEXT")),
+    ),
 ];
+
+/// Adds a column the table lacks; a table that has it is left alone, so a database whose
+/// record of steps was lost (or predates it) can run the step again.
+fn add_column(conn: &Connection, table: &str, column: &str, definition: &str) -> StoreResult<()> {
+    let has: bool = conn.query_row(
+        "SELECT EXISTS(SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+        [table, column],
+        |r| r.get(0),
+    )?;
+    if !has {
+        conn.execute_batch(&format!(
+            "ALTER TABLE {table} ADD COLUMN {column} {definition}"
+        ))?;
+    }
+    Ok(())
+}
 
 /// Applies the steps the database lacks; returns the version it is at.
 pub(super) fn apply(conn: &mut Connection) -> StoreResult<i64> {
@@ -84,17 +108,22 @@ mod tests {
             .unwrap()
     }
 
+    /// The newest step's version.
+    fn latest() -> i64 {
+        STEPS.last().map_or(0, |(version, _)| *version)
+    }
+
     #[test]
     fn each_step_is_applied_once_and_recorded() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(apply(&mut conn).unwrap(), 10);
-        assert_eq!(versions(&conn), (1..=10).collect::<Vec<_>>());
+        assert_eq!(apply(&mut conn).unwrap(), latest());
+        assert_eq!(versions(&conn), (1..=latest()).collect::<Vec<_>>());
         conn.execute(
             "INSERT INTO auth_domains (name, created_dt) VALUES ('plant', 'x')",
             [],
         )
         .unwrap();
-        assert_eq!(apply(&mut conn).unwrap(), 10);
+        assert_eq!(apply(&mut conn).unwrap(), latest());
         let domains: i64 = conn
             .query_row("SELECT count(*) FROM auth_domains", [], |r| r.get(0))
             .unwrap();
@@ -111,12 +140,39 @@ mod tests {
              INSERT INTO auth_users VALUES ('u1', 'ops', 'h', 0, 'x');",
         )
         .unwrap();
-        assert_eq!(apply(&mut conn).unwrap(), 10);
+        assert_eq!(apply(&mut conn).unwrap(), latest());
         let profile: String = conn
             .query_row("SELECT profile FROM auth_users WHERE key = 'u1'", [], |r| {
                 r.get(0)
             })
             .unwrap();
         assert_eq!(profile, "{}");
+    }
+
+    #[test]
+    fn keys_made_before_keys_had_a_domain_have_none() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        apply(&mut conn).unwrap();
+        // A database at version 10: its keys have no domain column.
+        conn.execute_batch(
+            "ALTER TABLE auth_api_keys DROP COLUMN domain;
+             DELETE FROM svc_schema_migrations WHERE version = 11;
+             INSERT INTO auth_api_keys (key, user_key, name, prefix, secret_hash, created_dt)
+                 VALUES ('k1', 'u1', 'old', 'svcx_ab', 'h', 'x');",
+        )
+        .unwrap();
+        assert_eq!(apply(&mut conn).unwrap(), latest());
+        let domain: Option<String> = conn
+            .query_row(
+                "SELECT domain FROM auth_api_keys WHERE key = 'k1'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(domain, None);
+        // Its record of steps lost, the database runs the step again unharmed.
+        conn.execute_batch("DELETE FROM svc_schema_migrations WHERE version = 11")
+            .unwrap();
+        assert_eq!(apply(&mut conn).unwrap(), latest());
     }
 }

@@ -104,12 +104,14 @@ pub fn domain_model(name: String, created_dt: String) -> Domain {
 }
 
 /// An API key as the API shows it (its owner filled in by the callers that list everyone's).
+/// `domain` is the bare name of the domain it was made in, if any.
 pub fn api_key_model(
     key: &str,
     name: String,
     prefix: String,
     created_dt: String,
     last_used_dt: Option<String>,
+    domain: Option<String>,
 ) -> ApiKeyInfo {
     ApiKeyInfo {
         id: api_key_id(key),
@@ -117,8 +119,20 @@ pub fn api_key_model(
         prefix,
         created_dt,
         last_used_dt,
+        domain: domain.map(|d| format!("domains:{d}")),
         user_id: None,
     }
+}
+
+/// What an API key's secret stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyOwner {
+    /// The key's bare key (its id without the table).
+    pub key: String,
+    pub user_key: String,
+    /// The tenant domain the key was made in: what it publishes first, no other domain owning
+    /// it, becomes that domain's tag. `None` for keys made in `svc_admin` and older keys.
+    pub domain: Option<String>,
 }
 
 /// Every grant a user holds in one domain, through all of its groups there.
