@@ -5,7 +5,9 @@
 //! none; more unacknowledged QoS 2 publishes than the Receive Maximum get DISCONNECT 0x93; the
 //! server never exceeds the client's Receive Maximum nor its own window of 128 (also for 3.1.1); an
 //! inbound packet above 1 MiB gets DISCONNECT 0x95 (3.1.1: the connection is closed); a delivery
-//! above the client's Maximum Packet Size is not sent; a malformed packet gets 0x81.
+//! above the client's Maximum Packet Size is not sent; a malformed packet gets 0x81. The
+//! DISCONNECT 0x93 reaches a client that is still writing (the server closes carefully, issue
+//! 32), and the connection lingering then does not hold its session.
 
 mod common;
 

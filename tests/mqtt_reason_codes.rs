@@ -5,7 +5,8 @@
 //! (3.1.1 and QoS 0: acknowledged or dropped silently) and the connection stays up; the server's
 //! DISCONNECT says 0x8E on takeover, 0x87 when the client's API key is revoked and 0x8B on
 //! shutdown; a client id another user's session uses names a separate session for a second user
-//! (sessions are keyed by user and client id, issue 11), without disturbing the first.
+//! (sessions are keyed by user and client id, issue 11), without disturbing the first. A refused
+//! CONNECT's CONNACK reaches a client that sent more behind its CONNECT (issue 32).
 
 mod common;
 
