@@ -263,7 +263,8 @@ async fn refuse(
     ack.reason_string = Some(why.into());
     ack.session_present = false;
     let answer = sender.refuse(writer, Packet::ConnectAck(Box::new(ack)));
-    super::transport::linger(reader, answer).await;
+    // Boxed: a refusal's state is needed once, not kept in every handshake's future.
+    Box::pin(super::transport::linger(reader, answer)).await;
 }
 
 /// The will, in allocations of its own (the decoded CONNECT shares the read buffer's).
