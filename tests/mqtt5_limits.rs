@@ -5,7 +5,9 @@
 //! none; more unacknowledged QoS 2 publishes than the Receive Maximum get DISCONNECT 0x93; the
 //! server never exceeds the client's Receive Maximum nor its own window of 128 (also for 3.1.1); an
 //! inbound packet above 1 MiB gets DISCONNECT 0x95 (3.1.1: the connection is closed); a delivery
-//! above the client's Maximum Packet Size is not sent; a malformed packet gets 0x81.
+//! above the client's Maximum Packet Size is not sent; a malformed packet gets 0x81. The
+//! DISCONNECT 0x93 reaches a client that is still writing (the server closes carefully, issue
+//! 32), and the connection lingering then does not hold its session.
 
 mod common;
 
@@ -286,6 +288,128 @@ fn more_unacknowledged_publishes_than_receive_maximum_get_0x93() {
         v5::DisconnectReasonCode::ReceiveMaximumExceeded,
         "Receive Maximum + 1",
     );
+}
+
+/// Connects `client_id` (with `connect`'s other fields) and writes, in one burst without
+/// waiting, one QoS 2 publish more than the server's Receive Maximum and then 256 KiB of QoS 0
+/// publishes: more than the server reads before it ends the connection.
+fn exceed_receive_maximum(server: &Server, via: Via, connect: v5::Connect) -> Raw5 {
+    let (mut c, ack) = Raw5::connect_ok(server, via, connect);
+    let mut burst = bytes::BytesMut::new();
+    for i in 0..=ack.receive_max.get() {
+        let mut p = publish_packet("flood/still-writing", format!("{i}"), 2, false);
+        p.packet_id = Some(c.pid());
+        c.encode(v5::Packet::Publish(Box::new(p)), &mut burst);
+    }
+    for _ in 0..256 {
+        let p = publish_packet("flood/filler", vec![b'x'; 1024], 0, false);
+        c.encode(v5::Packet::Publish(Box::new(p)), &mut burst);
+    }
+    let name = c.name.clone();
+    c.send_bytes(&burst)
+        .unwrap_or_else(|e| panic!("{name}: writing the burst: {e}"));
+    c
+}
+
+/// Reads up to the server's DISCONNECT, answering every PUBREC with PUBREL on the way as
+/// Paho's client does; panics when a write fails or no DISCONNECT comes.
+fn release_until_disconnect(c: &mut Raw5) -> v5::DisconnectReasonCode {
+    loop {
+        match c.next(MQTT_WAIT) {
+            Ok(v5::Packet::PublishReceived(rec)) => {
+                let rel = v5::Packet::PublishRelease(v5::PublishAck2 {
+                    packet_id: rec.packet_id,
+                    ..Default::default()
+                });
+                if let Err(e) = c.try_send(rel) {
+                    panic!("{}: a PUBREL before the DISCONNECT was read: {e}", c.name);
+                }
+            }
+            Ok(v5::Packet::Disconnect(d)) => return d.reason_code,
+            Ok(other) => panic!("{}: {other:?} before the DISCONNECT", c.name),
+            Err(end) => panic!("{}: no DISCONNECT ({end:?})", c.name),
+        }
+    }
+}
+
+/// Writes a PINGREQ every 20 ms for 200 ms: what a client that has not read the server's
+/// DISCONNECT yet may still be sending. Panics when a write fails.
+fn keep_writing(c: &mut Raw5) {
+    for _ in 0..10 {
+        if let Err(e) = c.try_send(v5::Packet::PingRequest) {
+            panic!("{}: a write crossing the DISCONNECT: {e}", c.name);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Paho's interoperability test `test_flow_control2`: the server's DISCONNECT 0x93 crosses what
+/// the client still writes (PUBRELs, and the publishes behind the one too many). The server
+/// closes carefully: its side closes (FIN, WebSocket Close) and what the client still sends is
+/// taken and thrown away for a while, so no reset makes the client's writes fail before it
+/// has read the DISCONNECT (a close with unread bytes in the socket is a reset).
+#[test]
+fn the_receive_maximum_disconnect_reaches_a_client_still_writing() {
+    let server = Server::start();
+    for round in 0..3 {
+        for via in EVERY_VIA {
+            let id = format!("still-writing-{round}-{}", via_tag(via));
+            let mut c = exceed_receive_maximum(&server, via, connect5(&id));
+            assert_eq!(
+                release_until_disconnect(&mut c),
+                v5::DisconnectReasonCode::ReceiveMaximumExceeded,
+                "{id}"
+            );
+            keep_writing(&mut c);
+            let (rest, closed) = c.drain(MQTT_WAIT);
+            assert!(rest.is_empty(), "{id}: after the DISCONNECT: {rest:?}");
+            let closed = closed.unwrap_or_else(|| panic!("{id}: the server's side is still open"));
+            assert!(
+                closed.contains("EOF") || closed.contains("closed by the server"),
+                "{id}: the server's side ended with `{closed}`, not a close"
+            );
+        }
+    }
+}
+
+/// A connection the server ended goes on reading for a while (see above), but its session is
+/// free at once: the same client id connects again while it lingers, finds its session, and
+/// gets what was published to it meanwhile.
+#[test]
+fn a_lingering_connection_does_not_hold_its_session() {
+    let server = Server::start();
+    let mut publisher = Raw5::admin(&server, Via::Tcp, "linger-publisher");
+    for via in EVERY_VIA {
+        let id = format!("lingering-{}", via_tag(via));
+        let topic = format!("linger/{}", via_tag(via));
+        let persistent = v5::Connect {
+            clean_start: false,
+            session_expiry_interval_secs: 300,
+            ..connect5(&id)
+        };
+        let (mut first, _) = Raw5::connect_ok(&server, via, persistent.clone());
+        first.subscribe(&topic, 1);
+        drop(first);
+        let mut first = exceed_receive_maximum(&server, via, persistent.clone());
+        assert_eq!(
+            release_until_disconnect(&mut first),
+            v5::DisconnectReasonCode::ReceiveMaximumExceeded,
+            "{id}"
+        );
+        // `first` stays open and quiet: the server's side lingers for its full second.
+        let started = Instant::now();
+        publisher.publish(publish_packet(&topic, "meanwhile", 1, false));
+        let (mut second, ack) = Raw5::connect_ok(&server, via, persistent);
+        assert!(ack.session_present, "{id}: the session is there");
+        let got = second.expect_publish();
+        assert_eq!(&got.payload[..], b"meanwhile", "{id}");
+        assert!(
+            started.elapsed() < Duration::from_millis(900),
+            "{id}: the reconnection took {:?}, as long as the old connection lingers",
+            started.elapsed()
+        );
+        drop(first);
+    }
 }
 
 /// Every PUBLISH arriving until `quiet` passes without one (not acknowledged).

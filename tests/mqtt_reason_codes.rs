@@ -5,7 +5,8 @@
 //! (3.1.1 and QoS 0: acknowledged or dropped silently) and the connection stays up; the server's
 //! DISCONNECT says 0x8E on takeover, 0x87 when the client's API key is revoked and 0x8B on
 //! shutdown; a client id another user's session uses names a separate session for a second user
-//! (sessions are keyed by user and client id, issue 11), without disturbing the first.
+//! (sessions are keyed by user and client id, issue 11), without disturbing the first. A refused
+//! CONNECT's CONNACK reaches a client that sent more behind its CONNECT (issue 32).
 
 mod common;
 
@@ -67,6 +68,56 @@ fn bad_password_gets_0x86_with_a_reason_string() {
             lower.contains("password"),
             "{tag}: CONNACK 0x86 reason string {reason:?}"
         );
+    }
+}
+
+/// A client that sends more behind its CONNECT without waiting (256 KiB of publishes) reads
+/// the refusal, and its writes that cross it do not fail: the server closes its side and takes
+/// what the client still sends for a while instead of closing with unread bytes (a reset).
+#[test]
+fn a_refused_connect_reaches_a_client_still_writing() {
+    let server = Server::start_with(&[
+        "--login-max-failures",
+        "0",
+        "--login-max-address-failures",
+        "0",
+    ]);
+    for round in 0..3 {
+        for via in EVERY_VIA {
+            let id = format!("pipelined-{round}-{}", via_tag(via));
+            let mut c = Raw5::open(&server, via, v5::Codec::new(0, 0), &id)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let mut burst = bytes::BytesMut::new();
+            let connect = with_password(connect5(&id), "admin", "wrong");
+            c.encode(v5::Packet::Connect(Box::new(connect)), &mut burst);
+            for _ in 0..256 {
+                let p = publish_packet("pipelined/filler", vec![b'x'; 1024], 0, false);
+                c.encode(v5::Packet::Publish(Box::new(p)), &mut burst);
+            }
+            c.send_bytes(&burst)
+                .unwrap_or_else(|e| panic!("{id}: writing the burst: {e}"));
+            match c.next(MQTT_WAIT) {
+                Ok(v5::Packet::ConnectAck(ack)) => assert_eq!(
+                    ack.reason_code,
+                    v5::ConnectAckReason::BadUserNameOrPassword,
+                    "{id}"
+                ),
+                other => panic!("{id}: no CONNACK: {other:?}"),
+            }
+            for _ in 0..10 {
+                if let Err(e) = c.try_send(v5::Packet::PingRequest) {
+                    panic!("{id}: a write crossing the CONNACK: {e}");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let (rest, closed) = c.drain(MQTT_WAIT);
+            assert!(rest.is_empty(), "{id}: after the CONNACK: {rest:?}");
+            let closed = closed.unwrap_or_else(|| panic!("{id}: the server's side is still open"));
+            assert!(
+                closed.contains("EOF") || closed.contains("closed by the server"),
+                "{id}: the server's side ended with `{closed}`, not a close"
+            );
+        }
     }
 }
 

@@ -120,14 +120,25 @@ impl Attached {
                 },
             }
         };
+        let server_ends = matches!(end, End::Server(_));
         let reason = self.client.detach(end);
-        let Attached { writer, client, .. } = *self;
+        let Attached {
+            reader,
+            writer,
+            client,
+        } = *self;
         let Client {
             sender, inbound, ..
         } = *client;
         drop(inbound);
+        let closing = sender.close(writer, reason);
         // Boxed: the last write's state is needed once, not kept in every client's future.
-        Box::pin(sender.close(writer, reason)).await;
+        if server_ends {
+            // The client may still be writing: see [`transport::linger`].
+            Box::pin(transport::linger(reader, closing)).await;
+        } else {
+            Box::pin(closing).await;
+        }
     }
 
     /// Reads and handles the client's packets and writes what is queued for it, whichever is

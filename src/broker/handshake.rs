@@ -51,6 +51,7 @@ pub async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Box<
             let ack = v5::ConnectAck::default();
             refuse(
                 sender,
+                reader,
                 writer,
                 ack,
                 ConnectAckReason::ClientIdentifierNotValid,
@@ -133,7 +134,7 @@ pub async fn accept_client(hub: Arc<Hub>, connection: Connection) -> Option<Box<
                     (reason, why)
                 }
             };
-            refuse(sender, writer, ack, reason, &why).await;
+            refuse(sender, reader, writer, ack, reason, &why).await;
             return None;
         }
     };
@@ -248,8 +249,11 @@ async fn read_connect(
     }
 }
 
+/// Answers a refused CONNECT with its CONNACK and closes carefully (see
+/// [`super::transport::linger`]): a client that sent more behind its CONNECT still reads why.
 async fn refuse(
     sender: Sender,
+    reader: Reader,
     writer: Writer,
     mut ack: v5::ConnectAck,
     reason: ConnectAckReason,
@@ -258,9 +262,9 @@ async fn refuse(
     ack.reason_code = reason;
     ack.reason_string = Some(why.into());
     ack.session_present = false;
-    sender
-        .refuse(writer, Packet::ConnectAck(Box::new(ack)))
-        .await;
+    let answer = sender.refuse(writer, Packet::ConnectAck(Box::new(ack)));
+    // Boxed: a refusal's state is needed once, not kept in every handshake's future.
+    Box::pin(super::transport::linger(reader, answer)).await;
 }
 
 /// The will, in allocations of its own (the decoded CONNECT shares the read buffer's).

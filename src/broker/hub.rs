@@ -149,11 +149,16 @@ impl Hub {
                 let present = !clean_start && Session::persistent(&state);
                 if !present {
                     self.clear(&existing, &mut state);
-                    if Session::persistent(&state) {
-                        writes.push(MqttWrite::DeleteSession {
-                            client_id: key.to_string(),
-                        });
-                    }
+                }
+                // What the store keeps of a session goes when it stops being persistent: on a
+                // clean start, and when it is taken up without an expiry (it then ends with
+                // this connection, and its deliveries are no longer written). Rows left behind
+                // would come back after a restart, and a session made anew under the key
+                // numbers its queue from 1 again: its first stored delivery would collide.
+                if Session::persistent(&state) && (!present || expiry_secs == 0) {
+                    writes.push(MqttWrite::DeleteSession {
+                        client_id: key.to_string(),
+                    });
                 }
                 drop(state);
                 (existing, present)

@@ -445,7 +445,16 @@ impl Inbound {
             if state.expiry_secs == 0 && expiry > 0 {
                 return End::Server(DisconnectReasonCode::ProtocolError);
             }
+            let ends_now = expiry == 0 && Session::persistent(&state);
             state.expiry_secs = expiry.min(self.hub.limits.session_expiry_secs);
+            drop(state);
+            if ends_now {
+                // It ends with this connection: nothing of it stays in the store (see
+                // `Hub::attach`).
+                self.hub.persist.send(vec![MqttWrite::DeleteSession {
+                    client_id: self.session.key.to_string(),
+                }]);
+            }
         }
         match disconnect.reason_code {
             DisconnectReasonCode::NormalDisconnection => End::Normal,

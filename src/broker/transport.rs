@@ -3,12 +3,14 @@
 //! broker core as one [`Connection`] (a [`Reader`] and a [`Writer`] over a plain byte stream),
 //! so the core sees every client the same way whatever carried it.
 
+mod linger;
 mod tls;
 mod websocket;
 
 #[cfg(test)]
 mod tests;
 
+pub use linger::linger;
 pub use tls::tls_acceptor;
 pub use tokio_rustls::TlsAcceptor;
 pub use websocket::{serve_websocket, upgrade};

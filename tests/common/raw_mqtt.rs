@@ -145,7 +145,8 @@ where
     C: Encoder<P, Error = EncodeError> + Decoder<Item = (P, u32), Error = DecodeError>,
     P: Debug,
 {
-    pub(super) fn open(server: &Server, via: Via, codec: C, name: &str) -> Result<Self, String> {
+    /// A connection with nothing sent yet (to pipeline packets behind a CONNECT).
+    pub fn open(server: &Server, via: Via, codec: C, name: &str) -> Result<Self, String> {
         Ok(Raw {
             link: Link::open(server, via)?,
             codec,
@@ -160,11 +161,16 @@ where
     /// Encodes and writes a packet; `Err` when the connection is gone.
     pub fn try_send(&mut self, packet: P) -> Result<(), String> {
         let mut out = BytesMut::new();
+        self.encode(packet, &mut out);
+        self.link.write(&out)
+    }
+
+    /// Appends `packet`, encoded, to `out` (to write many packets in one burst).
+    pub fn encode(&mut self, packet: P, out: &mut BytesMut) {
         let what = format!("{packet:?}");
         self.codec
-            .encode(packet, &mut out)
+            .encode(packet, out)
             .unwrap_or_else(|e| panic!("`{}`: cannot encode {what}: {e:?}", self.name));
-        self.link.write(&out)
     }
 
     /// Encodes and writes a packet; panics when the connection is gone.
