@@ -284,6 +284,34 @@ where
     }
 }
 
+impl Raw5 {
+    /// Goes on writing after the server said why it ends the connection, as a client that has
+    /// not read that yet does (ten PINGREQs, 20 ms apart): every write must go through, since
+    /// the server closes carefully (no reset while the client writes). `after` names what the
+    /// server sent.
+    pub fn keep_writing(&mut self, after: &str) {
+        for _ in 0..10 {
+            if let Err(e) = self.try_send(v5::Packet::PingRequest) {
+                panic!("{}: a write crossing the {after}: {e}", self.name);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Expects nothing more from the server after its `after`, and its side closed within
+    /// `within` by an end of stream (or a WebSocket close), not a reset.
+    pub fn expect_clean_close(&mut self, within: Duration, after: &str) {
+        let (rest, closed) = self.drain(within);
+        let name = &self.name;
+        assert!(rest.is_empty(), "{name}: after the {after}: {rest:?}");
+        let closed = closed.unwrap_or_else(|| panic!("{name}: the server's side is still open"));
+        assert!(
+            closed.contains("EOF") || closed.contains("closed by the server"),
+            "{name}: the server's side ended with `{closed}`, not a close"
+        );
+    }
+}
+
 /// How a connection ended, as [`Raw5::ending`] saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
