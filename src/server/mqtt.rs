@@ -167,12 +167,14 @@ impl Policy for PlatformPolicy {
                 self.registrar.register(&message.topic, home);
             }
             if let Some(owner) = owner.as_ref().filter(|o| o.historize) {
-                let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
+                let (ts_ms, value, quality) =
+                    point_from_payload(&message.payload, message.received_ms);
                 let write = HistoryWrite {
                     domain: owner.domain.to_string(),
                     topic: message.topic.clone(),
                     ts_ms,
                     value,
+                    quality,
                 };
                 if message.qos == 0 {
                     self.state.historian.record(write).await;

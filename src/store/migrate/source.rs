@@ -261,6 +261,7 @@ mod tests {
                     topic: topic.into(),
                     ts_ms: *ts,
                     value: json!(v),
+                    quality: crate::store::Quality::GOOD,
                 })
             })
             .collect();
