@@ -271,6 +271,9 @@ fn run(store: &Store, shared: &Shared, first: Fold, mut sealer: Sealer) {
                 .map_err(|e| tracing::debug!(error = %e, "could not create the next historian journal file"))
                 .ok();
         }
+        // Once, before the first wait: a tail left by an earlier run (or by a version before
+        // blocks) must close even if no value ever arrives again.
+        sealer.load(store);
         let (settling, stop) = {
             let mut state = shared.lock();
             if held.values.is_empty() {
@@ -300,7 +303,6 @@ fn run(store: &Store, shared: &Shared, first: Fold, mut sealer: Sealer) {
         }
         // Closing blocks waits behind folding: a few per round, so acknowledged values are
         // never held up by a backlog of old rows being converted.
-        sealer.load(store);
         if let Err(e) = sealer.seal_some(store, SEAL_BUDGET) {
             tracing::error!(error = %e, "historian could not close a block; will retry");
             std::thread::sleep(RETRY_AFTER);

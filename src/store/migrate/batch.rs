@@ -56,6 +56,25 @@ pub const fn col(name: &'static str, kind: Kind) -> Column {
     Column { name, kind }
 }
 
+/// How a copied table is partitioned in PostgreSQL: the column that routes a row, and which of
+/// the historian's partitioned tables it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partitioning {
+    /// `hist_points`, by `ts`.
+    Points,
+    /// `hist_blocks`, by `start_ts`.
+    Blocks,
+}
+
+impl Partitioning {
+    pub fn column(self) -> &'static str {
+        match self {
+            Partitioning::Points => "ts",
+            Partitioning::Blocks => "start_ts",
+        }
+    }
+}
+
 /// How one table is copied.
 #[derive(Debug, Clone)]
 pub struct TableCopy {
@@ -77,8 +96,9 @@ pub struct TableCopy {
     pub on_conflict: &'static str,
     /// Rows per batch (one statement and one transaction each).
     pub batch_rows: usize,
-    /// The historian's points: each batch first creates the partitions its times need.
-    pub partitioned: bool,
+    /// The historian's points and blocks: each batch first creates the partitions its times
+    /// need.
+    pub partitioned: Option<Partitioning>,
 }
 
 pub const DO_NOTHING: &str = "ON CONFLICT DO NOTHING";

@@ -15,3 +15,4 @@ CREATE TABLE IF NOT EXISTS hist_blocks (
     last_seq bigint NOT NULL, last_value text NOT NULL,
     data bytea NOT NULL,
     PRIMARY KEY (series, start_ts, id)) PARTITION BY RANGE (start_ts);
+ALTER SEQUENCE hist_blocks_id OWNED BY hist_blocks.id;
