@@ -50,10 +50,21 @@ impl Kind {
 pub struct Column {
     pub name: &'static str,
     pub kind: Kind,
+    /// What the column reads as where the source lacks it (an SQL literal).
+    pub absent: &'static str,
 }
 
 pub const fn col(name: &'static str, kind: Kind) -> Column {
-    Column { name, kind }
+    Column {
+        name,
+        kind,
+        absent: "NULL",
+    }
+}
+
+/// A column that an older database may lack, read as `absent` (an SQL literal) there.
+pub const fn col_or(name: &'static str, kind: Kind, absent: &'static str) -> Column {
+    Column { name, kind, absent }
 }
 
 /// How a copied table is partitioned in PostgreSQL: the column that routes a row, and which of

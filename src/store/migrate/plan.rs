@@ -3,7 +3,7 @@
 //! declare them), and a domain's record table in its schema. What is left out, and why, is in
 //! docs/decisions.md ("svc migrate").
 
-use super::batch::{col, Column, Kind, Partitioning, TableCopy, DO_NOTHING};
+use super::batch::{col, col_or, Column, Kind, Partitioning, TableCopy, DO_NOTHING};
 use crate::ids::TableRef;
 use crate::store::postgres::names;
 
@@ -213,7 +213,7 @@ pub fn historian_tables() -> Vec<TableCopy> {
             col("seq", Int),
             col("num", Float),
             col("value", Text),
-            col("quality", BigInt),
+            col_or("quality", BigInt, "0"),
         ],
         vec!["series", "ts", "seq"],
         None,

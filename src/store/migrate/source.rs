@@ -163,7 +163,7 @@ impl Source {
                 if present.contains(c.name) {
                     quoted(c.name)
                 } else {
-                    "NULL".to_string()
+                    c.absent.to_string()
                 }
             })
             .collect();
