@@ -4,8 +4,6 @@
 # (flush and merge, cache snapshot and full compaction, blocks written by promtool), and
 # measured as the bytes of its files. Every helper fails the bench (die) when a tool is missing
 # after the install, does not start, or leaves nothing to measure.
-#
-# The sourcing script sets TOOL_PLANT (examples/plant_load) before calling these.
 
 # settle_files WHAT QUIET TIMEOUT CHECK PATH… : waits until the files under PATHs (names and
 # sizes) stay the same for QUIET seconds while the command CHECK succeeds, at most TIMEOUT

@@ -82,7 +82,7 @@ pub fn vm_export(flags: &Flags) -> Result<String, String> {
 
 /// The bucket of a chart over the points: their span / `--buckets`, rounded up to whole
 /// seconds (a unit both APIs take).
-fn bucket_ms(points: &Points, buckets: u64) -> i64 {
+pub fn bucket_ms(points: &Points, buckets: u64) -> i64 {
     let (from, to) = points.window();
     let ms = ((to - from) as u64).div_ceil(buckets);
     ms.div_ceil(1000) as i64 * 1000

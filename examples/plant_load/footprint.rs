@@ -12,25 +12,25 @@ use std::time::{Duration, Instant};
 
 /// One look at the historian's tables.
 #[derive(Debug, Clone, PartialEq)]
-struct Look {
+pub struct Look {
     /// Bytes per top-level table (partitions counted in their parent).
-    tables: BTreeMap<String, u64>,
-    hot_rows: u64,
+    pub tables: BTreeMap<String, u64>,
+    pub hot_rows: u64,
 }
 
 impl Look {
-    fn bytes(&self) -> u64 {
+    pub fn bytes(&self) -> u64 {
         self.tables.values().sum()
     }
 }
 
-enum Db {
+pub enum Db {
     Sqlite(Connection),
     Postgres(tokio::runtime::Runtime, tokio_postgres::Client),
 }
 
 impl Db {
-    fn open(db: &str) -> Result<Db, String> {
+    pub fn open(db: &str) -> Result<Db, String> {
         if db.starts_with("postgres://") || db.starts_with("postgresql://") {
             let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
             let client = runtime.block_on(async {
@@ -53,7 +53,7 @@ impl Db {
         }
     }
 
-    fn look(&self) -> Result<Look, String> {
+    pub fn look(&self) -> Result<Look, String> {
         let mut tables = BTreeMap::new();
         let hot_rows;
         match self {

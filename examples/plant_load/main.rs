@@ -55,6 +55,8 @@ mod charts;
 mod footprint;
 mod references;
 mod svc_side;
+#[cfg(test)]
+mod tests;
 
 use flags::Flags;
 use plant_data::{Kind, Signal};

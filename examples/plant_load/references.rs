@@ -97,7 +97,7 @@ pub fn vm_import(flags: &Flags) -> Result<String, String> {
 }
 
 /// One line of InfluxDB line protocol: `<measurement> value=<typed value> <ms>`.
-fn influx_line(series: &Series, value: &Value, ts: i64) -> String {
+pub fn influx_line(series: &Series, value: &Value, ts: i64) -> String {
     let field = match value {
         Value::Bool(b) => b.to_string(),
         Value::Number(n) if n.is_i64() || n.is_u64() => format!("{n}i"),

@@ -64,7 +64,7 @@ pub fn declare(flags: &Flags) -> Result<String, String> {
 }
 
 /// Largest minus smallest numeric value of the series' first `count` points (0 for text).
-fn span(series: &Series, count: u64) -> f64 {
+pub fn span(series: &Series, count: u64) -> f64 {
     let (lo, hi) = series
         .values()
         .take(count as usize)
@@ -81,14 +81,14 @@ fn span(series: &Series, count: u64) -> f64 {
 
 /// A part of a series one connection publishes: points `first`, `first + stride`, … .
 #[derive(Clone)]
-struct Share {
-    series: Series,
-    first: u64,
-    stride: u64,
+pub struct Share {
+    pub series: Series,
+    pub first: u64,
+    pub stride: u64,
 }
 
 /// One connection's messages: its shares interleaved in time.
-fn messages(
+pub fn messages(
     points: &Points,
     shares: Vec<Share>,
 ) -> impl Iterator<Item = (String, String)> + Send + 'static {
@@ -121,6 +121,30 @@ fn messages(
         .flatten()
 }
 
+/// Which connection publishes what: each series from one connection in time order, or
+/// (`split`) from several connections, each taking every k-th point, so a series arrives nearly
+/// in order at a higher rate even with fewer series than connections.
+pub fn plan_shares(series: &[Series], publishers: usize, split: bool) -> Vec<Vec<Share>> {
+    let stride = if split {
+        (publishers / series.len().max(1)).max(1) as u64
+    } else {
+        1
+    };
+    let mut shares: Vec<Vec<Share>> = vec![Vec::new(); publishers];
+    let mut next = 0;
+    for series in series {
+        for first in 0..stride {
+            shares[next % publishers].push(Share {
+                series: series.clone(),
+                first,
+                stride,
+            });
+            next += 1;
+        }
+    }
+    shares
+}
+
 /// Publishes the points and waits until svc holds them (see the header of main.rs).
 pub fn publish(flags: &Flags) -> Result<String, String> {
     let svc = svc_of(flags);
@@ -139,26 +163,7 @@ pub fn publish(flags: &Flags) -> Result<String, String> {
     };
     let qos = publisher::qos(flags.number("qos", 1));
 
-    // Each series from one connection in time order, or (--split) from several connections,
-    // each taking every k-th point, so a series arrives nearly in order at a higher rate even
-    // with fewer series than connections.
-    let stride = if flags.switch("split") {
-        (publishers / points.series.len()).max(1) as u64
-    } else {
-        1
-    };
-    let mut shares: Vec<Vec<Share>> = vec![Vec::new(); publishers];
-    let mut next = 0;
-    for series in &points.series {
-        for first in 0..stride {
-            shares[next % publishers].push(Share {
-                series: series.clone(),
-                first,
-                stride,
-            });
-            next += 1;
-        }
-    }
+    let shares = plan_shares(&points.series, publishers, flags.switch("split"));
 
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let started = Instant::now();
