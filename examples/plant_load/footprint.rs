@@ -55,8 +55,7 @@ impl Db {
 
     pub fn look(&self) -> Result<Look, String> {
         let mut tables = BTreeMap::new();
-        let hot_rows;
-        match self {
+        let hot_rows = match self {
             Db::Sqlite(conn) => {
                 // dbstat names every b-tree page's owner (table or index); sqlite_master ties
                 // an index to its table. Free pages belong to no table and are not counted.
@@ -74,11 +73,10 @@ impl Db {
                     let (name, bytes) = row.map_err(|e| format!("dbstat: {e}"))?;
                     tables.insert(name, bytes as u64);
                 }
-                hot_rows =
-                    conn.query_row("SELECT count(*) FROM hist_points", [], |r| {
-                        r.get::<_, i64>(0)
-                    })
-                    .map_err(|e| format!("count hist_points: {e}"))? as u64;
+                conn.query_row("SELECT count(*) FROM hist_points", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map_err(|e| format!("count hist_points: {e}"))? as u64
             }
             Db::Postgres(runtime, client) => {
                 // Every table named hist_* in the current schema and, recursively, its
@@ -99,12 +97,12 @@ impl Db {
                 for row in rows {
                     tables.insert(row.get::<_, String>(0), row.get::<_, i64>(1) as u64);
                 }
-                hot_rows = runtime
+                runtime
                     .block_on(client.query_one("SELECT count(*) FROM hist_points", &[]))
                     .map_err(|e| format!("count hist_points: {e}"))?
-                    .get::<_, i64>(0) as u64;
+                    .get::<_, i64>(0) as u64
             }
-        }
+        };
         if tables.is_empty() {
             return Err("no table named hist_* was found".into());
         }
