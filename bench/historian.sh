@@ -304,7 +304,8 @@ if part reads; then
     # The raw reference reads svc's rows while there are rows to read; once svc keeps blocks,
     # a row-per-point copy of the same points (today's layout).
     RAW_DB=$DB RAW_TOPIC=bench/query
-    if "$PLANT" footprint --db "$DB" | grep -q '"hist_blocks"'; then
+    FOOTPRINT=$("$PLANT" footprint --db "$DB") || die "plant_load footprint failed"
+    if grep -q '"hist_blocks"' <<<"$FOOTPRINT"; then
         "$TOOL" raw-ingest --schema-from "$DB" --dir "$WORK/raw-copy" --count "$POINTS" >/dev/null ||
             die "the raw copy failed"
         RAW_DB=$WORK/raw-copy/raw.db RAW_TOPIC=bench/raw
