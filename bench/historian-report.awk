@@ -9,7 +9,7 @@
 #   ingest_lag MS PUBLISH_SECONDS
 #   year_svc RATE SECONDS / year_vm RATE SECONDS    the year's ingest
 #   chart_svc P50 P99 MAX N / chart_vm P50 P99 MAX N    the year chart: ms, charts drawn
-# Variables (-v): n_ingest, n_points, page, rss, hwm (kB), per_signal, year_points,
+# Variables (-v): n_ingest, n_points, page (svc's page), one_page (the single request), rss, hwm (kB), per_signal, year_points,
 # year_queries, sdt (the SDT row's note when it was not measured, else empty).
 
 $1 == "plant" { bytes[$2, $3] = $4; points[$2, $3] = $5; next }
@@ -80,8 +80,8 @@ END {
         row(sprintf("query: VictoriaMetrics `/api/v1/export` of the same %d points", n_points), "vm_export", "points/s", "")
         row(sprintf("query: svc `PATCH /svc/historian`, %d points in pages of %d; ratio to raw", n_points, page), "query_svc", "points/s", "query_raw")
         row(sprintf("query: svc, the same; ratio to VictoriaMetrics"), "query_svc", "points/s", "vm_export")
-        row(sprintf("query: raw SQLite scan of %d rows", page), "page_raw", "points/s", "")
-        row(sprintf("query: svc `PATCH /svc/historian`, one request of %d points; ratio to raw", page), "page_svc", "points/s", "page_raw")
+        row(sprintf("query: raw SQLite scan of %d rows", one_page), "page_raw", "points/s", "")
+        row(sprintf("query: svc `PATCH /svc/historian`, one request of %d points; ratio to raw", one_page), "page_svc", "points/s", "page_raw")
         print ""
         if (c["ingest_lag"]) {
             pick("ingest_lag")

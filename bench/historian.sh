@@ -82,7 +82,8 @@
 # (run svc and the load tools under `nice -n <value>`; a negative value, as root, keeps other
 # jobs on a shared machine from stealing the benchmark's CPU), SVC_LOG (default info; logs are
 # shown only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to
-# measure an already built svc binary instead of building target/release/svc.
+# measure an already built svc binary instead of building target/release/svc, BENCH_SVC_ARGS
+# (options added to every `svc serve`, e.g. `--historian-seal-idle 10s`).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -103,10 +104,13 @@ SDT_FIELDS=${BENCH_PLANT_SDT_FIELDS:-'{"compression":{"deviation_percent":0.1,"s
 SETTLE=(--settle --settle-rows "${BENCH_SETTLE_ROWS:-5000}" --settle-quiet "${BENCH_SETTLE_QUIET:-15}"
     --settle-timeout "${BENCH_SETTLE_TIMEOUT:-300}")
 PAGE=100000
+# The single-request read: one page, or all the points when there are fewer.
+ONE_PAGE=$((POINTS < PAGE ? POINTS : PAGE))
 PASSWORD="bench-$(date +%s)-$$"
 RESULTS="$ROOT/bench/historian-results.md"
 NICE=()
 if [ -n "${BENCH_NICE:-}" ]; then NICE=(nice -n "$BENCH_NICE"); fi
+SVC_SERVE_ARGS=${BENCH_SVC_ARGS:-}
 [ "$PER_SIGNAL" -gt 0 ] || { echo "BENCH_PLANT_POINTS must be at least 10" >&2; exit 2; }
 
 # shellcheck source=bench/lib.sh
@@ -324,9 +328,9 @@ if part reads; then
         echo "query_raw $(field "$out" points_per_s) $(field "$out" seconds)"
         out=$(vm_export)
         echo "vm_export $(field "$out" points_per_s) $(field "$out" seconds)"
-        out=$(svc_query "$PAGE")
+        out=$(svc_query "$ONE_PAGE")
         echo "page_svc $(field "$out" points_per_s) $(field "$out" seconds)"
-        out=$(raw_query "$PAGE")
+        out=$(raw_query "$ONE_PAGE")
         echo "page_raw $(field "$out" points_per_s) $(field "$out" seconds)"
     done >>"$WORK/results"
 fi
@@ -366,8 +370,8 @@ COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -z "${BENCH_SVC:-}" ] && [ -n "$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]; then
     COMMIT="$COMMIT (src modified)"
 fi
-REPORT=$(awk -v n_ingest="$INGEST" -v n_points="$POINTS" -v page="$PAGE" -v rss="$SVC_RSS" \
-    -v hwm="$SVC_HWM" -v per_signal="$PER_SIGNAL" -v year_points="$YEAR_POINTS" \
+REPORT=$(awk -v n_ingest="$INGEST" -v n_points="$POINTS" -v page="$PAGE" -v one_page="$ONE_PAGE" \
+    -v rss="$SVC_RSS" -v hwm="$SVC_HWM" -v per_signal="$PER_SIGNAL" -v year_points="$YEAR_POINTS" \
     -v year_queries="$YEAR_QUERIES" -v sdt="${SDT_NOTE:-}" -f bench/historian-report.awk \
     "$WORK/results") && GOALS=0 || GOALS=$?
 [ "$GOALS" = 0 ] || [ "$GOALS" = 3 ] || die "the report failed"

@@ -132,13 +132,14 @@ start_ready() {
 # start_svc [WRAPPER…] : `svc serve` (the binary SVC) on a fresh data dir (SVC_DATA, default
 # $WORK/data) and free ports, under WRAPPER (e.g. `nice -n -10`); sets SVC_PID, SVC_URL,
 # SVC_MQTT_PORT and DB (its database: the SQLite file, or SVC_DATABASE when that is set, passed
-# as `--database`). SVC_NAME (default svc) names its log files.
+# as `--database`). SVC_NAME (default svc) names its log files; SVC_SERVE_ARGS (split on
+# spaces) adds options to `svc serve`.
 start_svc() {
     local data=${SVC_DATA:-$WORK/data}
     log "starting ${SVC_NAME:-svc} serve (fresh data dir)"
     start_ready "${SVC_NAME:-svc}" env SVC_LOG="${SVC_LOG:-info}" "$@" "$SVC" serve --data-dir "$data" \
         --http-port 0 --mqtt-port 0 --ws-port 0 --admin-password "$PASSWORD" \
-        ${SVC_DATABASE:+--database "$SVC_DATABASE"}
+        ${SVC_DATABASE:+--database "$SVC_DATABASE"} ${SVC_SERVE_ARGS:-}
     SVC_PID=$PID
     SVC_URL="http://$ADDR"
     SVC_MQTT_PORT=$(sed -n 's/.*"mqtt":"[^"]*:\([0-9]*\)".*/\1/p' <<<"$READY")
