@@ -8,6 +8,7 @@
 
 mod aggregated;
 mod export;
+mod export_writer;
 mod journal;
 mod payload;
 mod sealer;
@@ -22,11 +23,10 @@ mod store_tests;
 #[allow(unused_imports)]
 pub use crate::store::{HistoryPoint, HistoryWrite};
 pub use aggregated::{resolve_aggregated_export, AggregatedExportRequest};
+pub use export_writer::write_export;
 // wired into the server by the broker step
 #[allow(unused_imports)]
-pub use export::{
-    export_csv_gz, resolve_export, write_csv_gz, Buckets, ExportColumn, ExportPlan, ExportRequest,
-};
+pub use export::{export_csv_gz, resolve_export, Buckets, ExportColumn, ExportPlan, ExportRequest};
 // wired into the server by the broker step
 #[allow(unused_imports)]
 pub use payload::{decode_payload, point_from_payload};
