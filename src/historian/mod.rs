@@ -17,6 +17,8 @@ pub mod writer;
 mod zone;
 
 #[cfg(test)]
+mod block_store_tests;
+#[cfg(test)]
 mod store_tests;
 
 // wired into the server by the broker step
