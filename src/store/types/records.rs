@@ -160,6 +160,8 @@ pub fn collection_of_record(
 pub struct ReportLimits {
     pub timeout: Duration,
     pub max_rows: usize,
+    /// Historian points the `historian` relation may be made of (each read from its block).
+    pub max_points: u64,
 }
 
 /// A relation a report names, resolved in the active domain.
