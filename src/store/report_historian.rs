@@ -46,6 +46,18 @@ pub fn read_scope(
     scope: &HistorianScope,
     limits: ReportLimits,
     deadline: Instant,
+    sink: impl FnMut(&str, &[BlockPoint]) -> StoreResult<()>,
+) -> StoreResult<u64> {
+    read_pages(layout, series, scope, (limits, deadline), PAGE, sink)
+}
+
+/// [`read_scope`] asking the read path for `page` points at a time.
+pub(crate) fn read_pages(
+    layout: &impl HistoryLayout,
+    series: &[(i64, String)],
+    scope: &HistorianScope,
+    (limits, deadline): (ReportLimits, Instant),
+    page_size: u64,
     mut sink: impl FnMut(&str, &[BlockPoint]) -> StoreResult<()>,
 ) -> StoreResult<u64> {
     let mut read = 0u64;
@@ -65,11 +77,11 @@ pub fn read_scope(
     for (id, topic) in series.iter().filter(|(_, t)| scope.has_topic(t)) {
         let mut from = scope.start_ms;
         while from < scope.end_ms {
-            let page = layout.read_range(*id, from, scope.end_ms, Some(PAGE))?;
+            let page = layout.read_range(*id, from, scope.end_ms, Some(page_size))?;
             let Some(last) = page.last().map(|p| p.ts_ms) else {
                 break;
             };
-            if (page.len() as u64) < PAGE {
+            if (page.len() as u64) < page_size {
                 take(topic, &page)?;
                 break;
             }
