@@ -177,9 +177,7 @@ impl Walk {
             };
             self.understood += 1;
             let scope = match (alias, &select.selection) {
-                (Some(name), Some(selection)) if inner => {
-                    occurrence_scope(selection, &name, alone)
-                }
+                (Some(name), Some(selection)) if inner => occurrence_scope(selection, &name, alone),
                 _ => HistorianScope::everything(),
             };
             let known = std::mem::replace(&mut self.scope, HistorianScope::nothing());
@@ -319,7 +317,11 @@ fn narrow(scope: &mut HistorianScope, expr: &Expr, name: &str, alone: bool) {
 /// Narrows to `[start, end)`, found within the four-digit years: a bound at their edge is no
 /// bound at all.
 fn narrow_time(scope: &mut HistorianScope, start: i64, end: i64) {
-    let start = if start <= TEXT_MIN_MS { i64::MIN } else { start };
+    let start = if start <= TEXT_MIN_MS {
+        i64::MIN
+    } else {
+        start
+    };
     let end = if end > TEXT_MAX_MS { i64::MAX } else { end };
     scope.narrow_time(start, end);
 }

@@ -335,7 +335,10 @@ fn assert_close(got: &Value, want: &Value, what: &str) {
     match (got, want) {
         (Value::Number(g), Value::Number(w)) => {
             let (g, w) = (g.as_f64().unwrap(), w.as_f64().unwrap());
-            assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{what}: {g} vs {w}");
+            assert!(
+                (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+                "{what}: {g} vs {w}"
+            );
         }
         (Value::Array(g), Value::Array(w)) if g.len() == w.len() => {
             for (g, w) in g.iter().zip(w) {
@@ -367,7 +370,10 @@ fn state_as_sql(value: &Value) -> Value {
 fn check_reports_over(s: &Server, points: &Points) {
     let plant: Points = points.iter().filter(|p| p.0 != BETA2).cloned().collect();
     // A range that straddles the blocks of both rounds (text bounds with milliseconds).
-    let (from, to) = (ts_text(T0 + 100 * MINUTE), ts_text(T0 + 3 * HOUR + 30 * MINUTE));
+    let (from, to) = (
+        ts_text(T0 + 100 * MINUTE),
+        ts_text(T0 + 3 * HOUR + 30 * MINUTE),
+    );
     let got = rows(
         s,
         &format!(

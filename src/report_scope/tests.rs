@@ -33,7 +33,16 @@ fn the_text_is_the_one_sqlite_writes() {
     let mut stmt = db
         .prepare("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', ?1 / 1000.0, 'unixepoch')")
         .unwrap();
-    let mut times = vec![TEXT_MIN_MS, TEXT_MAX_MS, 0, -1, 1, T0, T0 + 999, -62_135_596_800_000];
+    let mut times = vec![
+        TEXT_MIN_MS,
+        TEXT_MAX_MS,
+        0,
+        -1,
+        1,
+        T0,
+        T0 + 999,
+        -62_135_596_800_000,
+    ];
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     for _ in 0..2000 {
         x ^= x << 13;
@@ -51,7 +60,9 @@ fn the_text_is_the_one_sqlite_writes() {
 fn comparisons_bound_the_time_as_text_compares() {
     let at = "2026-01-01T01:00:00.000Z";
     assert_eq!(
-        scope(&format!("SELECT * FROM historian WHERE timestamp >= '{at}'")),
+        scope(&format!(
+            "SELECT * FROM historian WHERE timestamp >= '{at}'"
+        )),
         range(T0 + HOUR, i64::MAX)
     );
     assert_eq!(
@@ -63,7 +74,9 @@ fn comparisons_bound_the_time_as_text_compares() {
         range(i64::MIN, T0 + HOUR)
     );
     assert_eq!(
-        scope(&format!("SELECT * FROM historian WHERE timestamp <= '{at}'")),
+        scope(&format!(
+            "SELECT * FROM historian WHERE timestamp <= '{at}'"
+        )),
         range(i64::MIN, T0 + HOUR + 1)
     );
     assert_eq!(

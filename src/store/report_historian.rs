@@ -28,13 +28,33 @@ pub fn over_time(limits: ReportLimits) -> StoreError {
     ))
 }
 
+/// How a refusal tells the caller to read fewer points.
+const NARROW: &str = "narrow its time range with a condition on `timestamp` (such as \
+     `WHERE timestamp >= '2026-01-01'`) or name its topics with `topic = '…'`";
+
 fn too_many_points(limits: ReportLimits) -> StoreError {
     StoreError::Unprocessable(format!(
-        "the query reads more than {} historian points; narrow its time range with a \
-         condition on `timestamp` (such as `WHERE timestamp >= '2026-01-01'`) or name its \
-         topics with `topic = '…'`",
+        "the query reads more than {} historian points; {NARROW}",
         limits.max_points
     ))
+}
+
+fn reading_over_time(limits: ReportLimits) -> StoreError {
+    StoreError::Unprocessable(format!(
+        "reading the historian points of the query took longer than its time limit of {} s; \
+         {NARROW}",
+        limits.timeout.as_secs_f64()
+    ))
+}
+
+/// `error` of a report's reading of historian points, or the time-limit refusal when the
+/// deadline had passed (the engine then cancels what runs, whatever error that gives).
+pub fn past_deadline(error: StoreError, limits: ReportLimits, deadline: Instant) -> StoreError {
+    if Instant::now() >= deadline {
+        reading_over_time(limits)
+    } else {
+        error
+    }
 }
 
 /// Hands the points of each of `series` (id, topic) that `scope` admits to `sink`, series by
@@ -67,7 +87,7 @@ pub(crate) fn read_pages(
             return Err(too_many_points(limits));
         }
         if Instant::now() > deadline {
-            return Err(over_time(limits));
+            return Err(reading_over_time(limits));
         }
         sink(topic, points)
     };

@@ -15,7 +15,7 @@
 use super::{names, report_historian, PgStore};
 use crate::ids::{is_identifier, TableRef};
 use crate::report_sql::CheckedQuery;
-use crate::store::report_historian::over_time;
+use crate::store::report_historian::{over_time, past_deadline};
 use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
 use serde_json::{Map, Value};
@@ -111,13 +111,8 @@ impl PgStore {
                 .await?)
         })?;
         if let Some(scope) = &historian {
-            report_historian::fill(self, &tx, domain, scope, limits, deadline).map_err(|e| {
-                if Instant::now() >= deadline {
-                    over_time(limits)
-                } else {
-                    e
-                }
-            })?;
+            report_historian::fill(self, &tx, domain, scope, limits, deadline)
+                .map_err(|e| past_deadline(e, limits, deadline))?;
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

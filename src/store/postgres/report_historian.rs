@@ -11,9 +11,9 @@ use crate::report_scope::HistorianScope;
 use crate::store::report_historian::{read_scope, TEMP_TABLE};
 use crate::store::{ReportLimits, StoreResult};
 use deadpool_postgres::Transaction;
+use std::time::Instant;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::Type;
-use std::time::Instant;
 
 /// The relation over the temporary table [`fill`] wrote: `value` the numeric reading as an
 /// exact `numeric`, `value_json` the value as stored, and `timestamp` text that compares byte
@@ -53,20 +53,27 @@ pub(super) fn fill(
         .map(|row| (row.get(0), row.get(1)))
         .collect();
     let copy = format!("COPY pg_temp.{TEMP_TABLE} (topic, ts, value) FROM STDIN (FORMAT binary)");
-    read_scope(&layout, &series, scope, limits, deadline, |topic, points| {
-        store.block(async {
-            let sink = tx.copy_in(&copy).await?;
-            let writer = BinaryCopyInWriter::new(sink, &[Type::TEXT, Type::INT8, Type::JSONB]);
-            futures::pin_mut!(writer);
-            for point in points {
-                writer
-                    .as_mut()
-                    .write(&[&topic, &point.ts_ms, &point.value])
-                    .await?;
-            }
-            writer.finish().await?;
-            Ok(())
-        })
-    })?;
+    read_scope(
+        &layout,
+        &series,
+        scope,
+        limits,
+        deadline,
+        |topic, points| {
+            store.block(async {
+                let sink = tx.copy_in(&copy).await?;
+                let writer = BinaryCopyInWriter::new(sink, &[Type::TEXT, Type::INT8, Type::JSONB]);
+                futures::pin_mut!(writer);
+                for point in points {
+                    writer
+                        .as_mut()
+                        .write(&[&topic, &point.ts_ms, &point.value])
+                        .await?;
+                }
+                writer.finish().await?;
+                Ok(())
+            })
+        },
+    )?;
     Ok(())
 }

@@ -13,7 +13,7 @@
 use super::{quoted, report_historian, SqliteStore, StoreError, StoreResult};
 use crate::ids::{is_identifier, TableRef};
 use crate::report_sql::CheckedQuery;
-use crate::store::report_historian::over_time;
+use crate::store::report_historian::{over_time, past_deadline};
 use crate::store::types::*;
 use rusqlite::types::ValueRef;
 use serde_json::{Map, Value};
@@ -74,13 +74,8 @@ impl SqliteStore {
         // drops the temporary table they were copied into.
         let tx = conn.unchecked_transaction()?;
         if let Some(scope) = &historian {
-            report_historian::fill(&tx, domain, scope, limits, deadline).map_err(|e| {
-                if Instant::now() >= deadline {
-                    over_time(limits)
-                } else {
-                    e
-                }
-            })?;
+            report_historian::fill(&tx, domain, scope, limits, deadline)
+                .map_err(|e| past_deadline(e, limits, deadline))?;
         }
         let mut stmt = tx.prepare(&sql).map_err(|e| refused_by_sqlite(&e))?;
         if !stmt.readonly() {

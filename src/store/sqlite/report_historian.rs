@@ -11,10 +11,11 @@
 use super::hist_blocks::Layout;
 use super::StoreResult;
 use crate::report_scope::HistorianScope;
+use crate::store::blocks::BlockPoint;
 use crate::store::report_historian::{read_scope, TEMP_TABLE};
 use crate::store::ReportLimits;
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{params, Connection};
+use rusqlite::types::{ToSqlOutput, Value as SqlValue, ValueRef};
+use rusqlite::{params_from_iter, Connection};
 use serde_json::Value;
 use std::time::Instant;
 
@@ -42,9 +43,13 @@ pub(super) fn fill(
     ))?;
     let series = domain_series(tx, domain)?;
     // Not cached: the table is gone once the report ends.
-    let mut insert = tx.prepare(&format!(
-        "INSERT INTO temp.{TEMP_TABLE} (topic, ts, value) VALUES (?1, ?2, ?3)"
-    ))?;
+    let insert = |rows: usize| {
+        let values = vec!["(?, ?, ?)"; rows].join(", ");
+        tx.prepare(&format!(
+            "INSERT INTO temp.{TEMP_TABLE} (topic, ts, value) VALUES {values}"
+        ))
+    };
+    let (mut many, mut one) = (insert(ROWS_PER_INSERT)?, insert(1)?);
     read_scope(
         &Layout(tx),
         &series,
@@ -52,13 +57,29 @@ pub(super) fn fill(
         limits,
         deadline,
         |topic, points| {
-            for point in points {
-                insert.execute(params![topic, point.ts_ms, sql_value(&point.value)])?;
+            let mut chunks = points.chunks_exact(ROWS_PER_INSERT);
+            for chunk in chunks.by_ref() {
+                many.execute(params_from_iter(chunk.iter().flat_map(|p| row(topic, p))))?;
+            }
+            for point in chunks.remainder() {
+                one.execute(params_from_iter(row(topic, point)))?;
             }
             Ok(())
         },
     )?;
     Ok(())
+}
+
+/// Rows written by one `INSERT` (SQLite binds at most 32,766 parameters).
+const ROWS_PER_INSERT: usize = 256;
+
+/// One point's parameters.
+fn row<'p>(topic: &'p str, point: &'p BlockPoint) -> [ToSqlOutput<'p>; 3] {
+    [
+        ToSqlOutput::Borrowed(ValueRef::Text(topic.as_bytes())),
+        ToSqlOutput::Owned(SqlValue::Integer(point.ts_ms)),
+        sql_value(&point.value),
+    ]
 }
 
 /// The domain's series (id, topic), by id (the order `hist_points` keeps them in).
@@ -70,17 +91,17 @@ fn domain_series(conn: &Connection, domain: &str) -> StoreResult<Vec<(i64, Strin
 }
 
 /// A stored value as `json_extract(value, '$')` returns it.
-fn sql_value(value: &Value) -> SqlValue {
-    match value {
+fn sql_value(value: &Value) -> ToSqlOutput<'_> {
+    ToSqlOutput::Owned(match value {
         Value::Null => SqlValue::Null,
         Value::Bool(b) => SqlValue::Integer(i64::from(*b)),
         Value::Number(n) => match n.as_i64() {
             Some(i) => SqlValue::Integer(i),
             None => n.as_f64().map_or(SqlValue::Null, SqlValue::Real),
         },
-        Value::String(text) => SqlValue::Text(text.clone()),
+        Value::String(text) => return ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
         other => SqlValue::Text(other.to_string()),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -92,6 +113,7 @@ mod tests {
     use crate::store::sqlite::SqliteStore;
     use crate::store::types::*;
     use crate::store::StoreError;
+    use rusqlite::params;
     use serde_json::json;
     use std::time::Duration;
 
@@ -118,8 +140,16 @@ mod tests {
         let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
         for round in 0..3i64 {
             let start = T0 + round * 60_000;
-            write(&store, "a", (0..12).map(|i| (start + i * 1000, json!(round * 100 + i))));
-            write(&store, "a", (0..8).map(|i| (start + 5000, json!(format!("same {i}")))));
+            write(
+                &store,
+                "a",
+                (0..12).map(|i| (start + i * 1000, json!(round * 100 + i))),
+            );
+            write(
+                &store,
+                "a",
+                (0..8).map(|i| (start + 5000, json!(format!("same {i}")))),
+            );
             if round < 2 {
                 assert_eq!(store.seal_history("d", "a").unwrap().points, 20);
             }
@@ -209,18 +239,38 @@ mod tests {
         let reader = store.conn().unwrap();
         let tx = reader.unchecked_transaction().unwrap();
         let scope = HistorianScope::everything();
-        fill(&tx, "d", &scope, limits(1000), Instant::now() + Duration::from_secs(5)).unwrap();
+        fill(
+            &tx,
+            "d",
+            &scope,
+            limits(1000),
+            Instant::now() + Duration::from_secs(5),
+        )
+        .unwrap();
         let writer = store.conn().unwrap();
         writer.busy_timeout(Duration::ZERO).unwrap();
-        writer.execute_batch("BEGIN IMMEDIATE; COMMIT").expect("the write lock is free");
+        writer
+            .execute_batch("BEGIN IMMEDIATE; COMMIT")
+            .expect("the write lock is free");
         write(&store, "a", [(T0 + 999_000, json!(1))]);
-        let count = |c: &Connection, sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
-        assert_eq!(count(&tx, "SELECT count(*) FROM temp.svc_report_historian"), 61);
-        assert_eq!(count(&tx, "SELECT count(*) FROM hist_points"), 21, "the snapshot holds");
+        let count =
+            |c: &Connection, sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+        assert_eq!(
+            count(&tx, "SELECT count(*) FROM temp.svc_report_historian"),
+            61
+        );
+        assert_eq!(
+            count(&tx, "SELECT count(*) FROM hist_points"),
+            21,
+            "the snapshot holds"
+        );
         drop(tx);
         assert_eq!(count(&writer, "SELECT count(*) FROM hist_points"), 22);
         assert_eq!(
-            count(&reader, "SELECT count(*) FROM sqlite_temp_master WHERE name = 'svc_report_historian'"),
+            count(
+                &reader,
+                "SELECT count(*) FROM sqlite_temp_master WHERE name = 'svc_report_historian'"
+            ),
             0,
             "gone with the rollback"
         );
@@ -238,11 +288,27 @@ mod tests {
         assert_eq!(run(all, 61).unwrap()[0]["n"], json!(61));
         match run(all, 60) {
             Err(StoreError::Unprocessable(m)) => {
-                assert!(m.contains("more than 60 historian points") && m.contains("timestamp"), "{m}")
+                assert!(
+                    m.contains("more than 60 historian points") && m.contains("timestamp"),
+                    "{m}"
+                )
             }
             other => panic!("{other:?}"),
         }
         let narrow = "SELECT count(*) AS n FROM historian WHERE timestamp < '2026-01-01T00:01'";
         assert_eq!(run(narrow, 60).unwrap()[0]["n"], json!(21));
+        // Out of time while reading points: the same advice.
+        let query = check(all).unwrap();
+        let relations = store.report_relations("d", &query).unwrap();
+        let no_time = ReportLimits {
+            timeout: Duration::ZERO,
+            ..limits(100)
+        };
+        match store.run_report("d", query, &relations, no_time) {
+            Err(StoreError::Unprocessable(m)) => {
+                assert!(m.contains("time limit") && m.contains("`timestamp`"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
