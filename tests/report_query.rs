@@ -1,7 +1,8 @@
 //! `POST /svc/historian/query`: a read-only SQL SELECT over the active domain's historian and
 //! tables, checked against values computed here; every forbidden statement, relation and
 //! function refused with a sentence naming it; the time and row limits (422); permissions; and
-//! a determined attempt to reach another domain's data.
+//! a determined attempt to reach another domain's data; and the `historian` relation over
+//! points closed into compressed blocks (issue 33), on both engines.
 
 mod common;
 

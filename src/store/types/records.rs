@@ -155,7 +155,8 @@ pub fn collection_of_record(
 
 // ---- Reports ----
 
-/// How long a report may run and how many rows it may return.
+/// How long a report may run, how many rows it may return and how many historian points it
+/// may read.
 #[derive(Debug, Clone, Copy)]
 pub struct ReportLimits {
     pub timeout: Duration,
