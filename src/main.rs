@@ -13,6 +13,7 @@ mod ids;
 mod memory;
 mod model;
 mod query;
+mod report_scope;
 mod report_sql;
 mod schedule;
 mod schema;

@@ -145,6 +145,11 @@ pub fn check(sql: &str) -> Result<CheckedQuery, String> {
 }
 
 impl CheckedQuery {
+    /// The historian points the query can read (see [`crate::report_scope`]).
+    pub fn historian_scope(&self) -> crate::report_scope::HistorianScope {
+        crate::report_scope::historian_scope(&self.query)
+    }
+
     /// The query's SQL with `definitions` (`(name, SELECT …)`, one per relation it names)
     /// placed as CTEs before its own.
     pub fn with_relations(mut self, definitions: &[(String, String)]) -> Result<String, String> {

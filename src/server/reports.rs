@@ -21,6 +21,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 pub const LIMITS: ReportLimits = ReportLimits {
     timeout: Duration::from_secs(5),
     max_rows: 10_000,
+    max_points: 5_000_000,
 };
 
 pub fn routes() -> OpenApiRouter<AppState> {

@@ -11,6 +11,7 @@ mod location;
 pub mod migrate;
 mod postgres;
 mod record_cache;
+mod report_historian;
 mod sqlite;
 mod types;
 

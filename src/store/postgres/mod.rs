@@ -19,6 +19,7 @@ pub(super) mod names;
 mod record_writes;
 mod records;
 mod report;
+mod report_historian;
 mod tags;
 mod upstream_queue;
 

@@ -1,7 +1,8 @@
 //! Runs a checked report query (see [`crate::report_sql`]) over one domain's data on
 //! PostgreSQL. As on SQLite, each relation the query names becomes a CTE over that domain's
-//! rows only; here the query also runs in a `READ ONLY` transaction whose `search_path` is the
-//! domain's schema alone, under `statement_timeout`. Rows come back as `to_jsonb` of each row,
+//! rows only (the historian's over a temporary table of its points, `report_historian.rs`);
+//! here the query also runs in a `READ ONLY` transaction whose `search_path` is the domain's
+//! schema alone, under `statement_timeout`. Rows come back as `to_jsonb` of each row,
 //! so every PostgreSQL type reaches the API as JSON.
 //!
 //! Relations: `historian(topic, timestamp, value)` with `value` the numeric reading as an exact
@@ -11,22 +12,21 @@
 //! hold (numbers and booleans as `numeric`, anything else as its text). Definitions use function syntax only, since they
 //! pass through the report checker's parser.
 
-use super::{names, PgStore};
+use super::{names, report_historian, PgStore};
 use crate::ids::{is_identifier, TableRef};
 use crate::report_sql::CheckedQuery;
+use crate::store::report_historian::{over_time, past_deadline};
 use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
 use serde_json::{Map, Value};
+use std::time::Instant;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 
 /// The caller's own mistake in a query PostgreSQL refused (unknown column, type error…).
 fn refused(err: tokio_postgres::Error, limits: ReportLimits) -> StoreError {
     match err.as_db_error() {
-        Some(db) if *db.code() == SqlState::QUERY_CANCELED => StoreError::Unprocessable(format!(
-            "the query ran longer than its time limit of {} s",
-            limits.timeout.as_secs_f64()
-        )),
+        Some(db) if *db.code() == SqlState::QUERY_CANCELED => over_time(limits),
         Some(db) => StoreError::Invalid(format!("the query failed: {}", db.message())),
         None => err.into(),
     }
@@ -64,10 +64,15 @@ impl PgStore {
         relations: &[(String, ReportRelation)],
         limits: ReportLimits,
     ) -> StoreResult<Vec<Map<String, Value>>> {
+        let deadline = Instant::now() + limits.timeout;
         let mut definitions = Vec::with_capacity(relations.len());
+        let mut historian = None;
         for (name, relation) in relations {
             let definition = match relation {
-                ReportRelation::Historian => historian_definition(domain),
+                ReportRelation::Historian => {
+                    historian = Some(query.historian_scope());
+                    report_historian::definition()
+                }
                 ReportRelation::Table(table) => self.table_definition(table)?,
             };
             definitions.push((name.clone(), definition));
@@ -82,13 +87,41 @@ impl PgStore {
             "SELECT to_jsonb(r) AS svc_row, r.* FROM ({sql}) AS r LIMIT {}",
             limits.max_rows + 1
         );
-        let timeout_ms = limits.timeout.as_millis().max(1);
+        // One snapshot for the historian's points and the query; the temporary table they are
+        // copied into is created before the transaction turns read-only, and goes with it.
+        let mut client = self.block(self.client())?;
+        let tx = self.block(async {
+            let builder = client.build_transaction();
+            Ok(builder
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .start()
+                .await?)
+        })?;
+        let create = match historian {
+            Some(_) => format!("{};", report_historian::create_table()),
+            None => String::new(),
+        };
+        self.block(async {
+            let timeout_ms = limits.timeout.as_millis().max(1);
+            Ok(tx
+                .batch_execute(&format!(
+                    "{create} SET TRANSACTION READ ONLY; \
+                     SET LOCAL statement_timeout = {timeout_ms}"
+                ))
+                .await?)
+        })?;
+        if let Some(scope) = &historian {
+            report_historian::fill(self, &tx, domain, scope, limits, deadline)
+                .map_err(|e| past_deadline(e, limits, deadline))?;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(over_time(limits));
+        }
         let rows = self.block(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
             tx.batch_execute(&format!(
-                "SET TRANSACTION READ ONLY; SET LOCAL statement_timeout = {timeout_ms}; \
-                 SET LOCAL search_path = {}, pg_catalog",
+                "SET LOCAL statement_timeout = {}; SET LOCAL search_path = {}, pg_catalog",
+                left.as_millis().max(1),
                 names::schema(domain)
             ))
             .await?;
@@ -163,16 +196,4 @@ fn row_object(row: &tokio_postgres::Row) -> Map<String, Value> {
         }
     }
     object
-}
-
-/// The historian relation of a domain (the domain is a validated name: no quote in it).
-fn historian_definition(domain: &str) -> String {
-    format!(
-        "SELECT s.topic AS topic, \
-         to_char(timezone('UTC', to_timestamp(p.ts / 1000.0)), 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') \
-             AS timestamp, \
-         public.svc_number(CAST(p.value AS jsonb)) AS value, CAST(p.value AS jsonb) AS value_json \
-         FROM public.hist_points p JOIN public.hist_series s ON s.id = p.series \
-         WHERE s.domain = '{domain}'"
-    )
 }

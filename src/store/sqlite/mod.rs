@@ -19,6 +19,7 @@ mod pool;
 mod record_writes;
 mod records;
 mod report;
+mod report_historian;
 mod tags;
 mod upstream_queue;
 mod upstream_secrets;

@@ -1,22 +1,24 @@
 //! Runs a checked report query (see [`crate::report_sql`]) over one domain's data. Each relation
 //! it names becomes a CTE over that domain's rows only:
 //! - `historian(topic, timestamp, value)`: timestamps RFC 3339 UTC with milliseconds, values as
-//!   SQL values (numbers stay numbers, strings strings, objects and arrays JSON text);
+//!   SQL values (numbers stay numbers, strings strings, objects and arrays JSON text), over a
+//!   temporary table of the points the query can read (`report_historian.rs`);
 //! - one relation per table of the domain: `id`, `created_dt`, `updated_dt` and a column per
 //!   top-level field found in its records.
 //!
 //! The statement must be read-only to SQLite too, runs under a time limit (interrupted when it
 //! passes) and may return at most a set number of rows. In PostgreSQL the same relations are
-//! CTEs over `hist_points` and the `jsonb` tables, with `statement_timeout` as the time limit.
+//! CTEs over such a temporary table and the `jsonb` tables, with `statement_timeout` as the time limit.
 
-use super::{quoted, SqliteStore, StoreError, StoreResult};
+use super::{quoted, report_historian, SqliteStore, StoreError, StoreResult};
 use crate::ids::{is_identifier, TableRef};
 use crate::report_sql::CheckedQuery;
+use crate::store::report_historian::{over_time, past_deadline};
 use crate::store::types::*;
 use rusqlite::types::ValueRef;
 use serde_json::{Map, Value};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 impl SqliteStore {
     /// The domain's record tables (bare names).
@@ -50,10 +52,15 @@ impl SqliteStore {
         relations: &[(String, ReportRelation)],
         limits: ReportLimits,
     ) -> StoreResult<Vec<Map<String, Value>>> {
+        let deadline = Instant::now() + limits.timeout;
         let mut definitions = Vec::with_capacity(relations.len());
+        let mut historian = None;
         for (name, relation) in relations {
             let definition = match relation {
-                ReportRelation::Historian => historian_definition(),
+                ReportRelation::Historian => {
+                    historian = Some(query.historian_scope());
+                    report_historian::definition()
+                }
                 ReportRelation::Table(table) => self.table_definition(table)?,
             };
             definitions.push((name.clone(), definition));
@@ -62,32 +69,29 @@ impl SqliteStore {
             .with_relations(&definitions)
             .map_err(StoreError::Internal)?;
         let conn = self.conn()?;
-        let mut stmt = conn.prepare(&sql).map_err(|e| refused_by_sqlite(&e))?;
+        let _watchdog = Watchdog::start(conn.get_interrupt_handle(), limits.timeout);
+        // One snapshot for the historian's points and the query; the rollback at its end
+        // drops the temporary table they were copied into.
+        let tx = conn.unchecked_transaction()?;
+        if let Some(scope) = &historian {
+            report_historian::fill(&tx, domain, scope, limits, deadline)
+                .map_err(|e| past_deadline(e, limits, deadline))?;
+        }
+        let mut stmt = tx.prepare(&sql).map_err(|e| refused_by_sqlite(&e))?;
         if !stmt.readonly() {
             return Err(StoreError::Invalid(
                 "only a read-only SELECT is allowed".into(),
             ));
         }
         let columns: Vec<String> = stmt.column_names().iter().map(|c| c.to_string()).collect();
-        let _watchdog = Watchdog::start(conn.get_interrupt_handle(), limits.timeout);
-        // The only parameter is the domain in the historian's definition (the checker refuses
-        // parameters in the query itself).
-        let mut rows = if stmt.parameter_count() == 1 {
-            stmt.query([domain])?
-        } else {
-            stmt.query([])?
-        };
+        // The checker refuses parameters, and the relations take none.
+        let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         loop {
             let row = match rows.next() {
                 Ok(Some(row)) => row,
                 Ok(None) => break,
-                Err(e) if is_interrupt(&e) => {
-                    return Err(StoreError::Unprocessable(format!(
-                        "the query ran longer than its time limit of {} s",
-                        limits.timeout.as_secs_f64()
-                    )))
-                }
+                Err(e) if is_interrupt(&e) => return Err(over_time(limits)),
                 Err(e) => return Err(refused_by_sqlite(&e)),
             };
             if out.len() == limits.max_rows {
@@ -131,14 +135,6 @@ impl SqliteStore {
         }
         Ok(format!("SELECT {} FROM {physical}", columns.join(", ")))
     }
-}
-
-fn historian_definition() -> String {
-    "SELECT s.topic AS topic, \
-     strftime('%Y-%m-%dT%H:%M:%fZ', p.ts / 1000.0, 'unixepoch') AS timestamp, \
-     json_extract(p.value, '$') AS value \
-     FROM hist_points p JOIN hist_series s ON s.id = p.series WHERE s.domain = ?1"
-        .to_string()
 }
 
 fn json_of(value: ValueRef<'_>) -> Value {

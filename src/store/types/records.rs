@@ -155,11 +155,14 @@ pub fn collection_of_record(
 
 // ---- Reports ----
 
-/// How long a report may run and how many rows it may return.
+/// How long a report may run, how many rows it may return and how many historian points it
+/// may read.
 #[derive(Debug, Clone, Copy)]
 pub struct ReportLimits {
     pub timeout: Duration,
     pub max_rows: usize,
+    /// Historian points the `historian` relation may be made of (each read from its block).
+    pub max_points: u64,
 }
 
 /// A relation a report names, resolved in the active domain.
