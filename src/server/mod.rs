@@ -19,6 +19,7 @@ mod flows;
 mod group_changes;
 mod groups;
 mod historian;
+mod historize;
 mod http;
 mod http_metrics;
 mod info;
@@ -86,6 +87,8 @@ pub struct Shared {
     pub tags: Arc<tag_registry::TagRegistry>,
     pub last_values: Arc<last_values::LastValues>,
     pub historian: HistorianWriter,
+    /// The filters of the tags with compression (what the historian keeps of them).
+    pub compressed: historize::Series,
     /// Set once the broker is up; the broker's policy needs the state first.
     pub broker: Arc<OnceLock<Broker>>,
     pub automation: automation::Automation,
@@ -220,6 +223,7 @@ async fn serve(settings: Settings) -> Result<()> {
         last_values: Arc::default(),
         historian: HistorianWriter::start(store.clone())
             .context("cannot start the historian writer")?,
+        compressed: historize::Series::default(),
         broker: broker_cell.clone(),
         automation: automation::Automation::default(),
         peers: peers::Peers::start(store.clone()),
@@ -279,6 +283,7 @@ async fn serve(settings: Settings) -> Result<()> {
     .await
     .context("HTTP server failed")?;
     state.upstreams.stop_all();
+    historize::close(&state).await;
     state.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;
     tracing::info!("stopped");

@@ -14,4 +14,4 @@ mod tests;
 
 pub use filter::{Sample, SeriesFilter};
 pub use series::Compressor;
-pub use settings::{Compression, DEFAULT_MAX_TIME};
+pub use settings::Compression;
