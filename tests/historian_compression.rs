@@ -2,7 +2,8 @@
 //! source timestamps on tags with a swinging door, a deadband, or both, read back through
 //! `PATCH /svc/historian`: every original lies within the deviation of the line between the
 //! stored points around it (within the deadband of the last stored value, deadband alone), a
-//! flat tag stores a heartbeat every `max_time`, the point the filter holds back is stored at a
+//! flat tag stores a heartbeat every `max_time`, a flag keeps the points around its flips, the
+//! point the filter holds back is stored at a
 //! clean shutdown and when the tag's compression changes, and a subscriber and the last value
 //! see every value. Bad settings are 400 naming the member.
 
@@ -150,6 +151,7 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
     let band = "plant/line1/level";
     let flat = "plant/line1/setpoint";
     let both = "plant/line1/flow";
+    let flag = "plant/line1/running";
     compressed_tag(&server, door, json!({"deviation": 0.25, "max_time": "1m"}));
     compressed_tag(&server, band, json!({"deadband_percent": 1, "span": 50}));
     compressed_tag(&server, flat, json!({"deviation": 0.1, "max_time": "10s"}));
@@ -158,6 +160,7 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
         both,
         json!({"deadband": 0.05, "deviation": 0.2, "min_time": "2s", "max_time": "30s"}),
     );
+    compressed_tag(&server, flag, json!({"deadband": 0}));
     let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "compression-watcher");
     watcher.subscribe("plant/#", 1);
     let mut mqtt = server.mqtt_admin(Proto::V5, Via::Tcp, "compression-feed");
@@ -168,6 +171,11 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
     publish(&mut mqtt, both, &signal);
     let steady: Vec<(i64, f64)> = (0..=60).map(|s| (s * 1_000, 5.0)).collect();
     publish(&mut mqtt, flat, &steady);
+    // A flag that flips twice keeps the points around each flip.
+    for s in 0..120 {
+        let payload = json!({"value": (40..80).contains(&s), "timestamp": T0 + s * 1_000});
+        assert_eq!(mqtt.publish(flag, payload.to_string(), 1, false), "Success");
+    }
     // A string on a compressed tag is stored as it comes.
     let state = json!({"value": "calibrating", "timestamp": T0 + 600_000}).to_string();
     assert_eq!(mqtt.publish(door, state, 1, false), "Success");
@@ -184,7 +192,7 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
     );
 
     // Live delivery and the last value see every value; only the historian keeps fewer.
-    let total = 3 * signal.len() + steady.len() + 1;
+    let total = 3 * signal.len() + steady.len() + 120 + 1;
     let seen: Vec<Msg> = (0..total)
         .map(|_| {
             watcher
@@ -217,6 +225,13 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
     let status = server.terminate();
     assert!(status.success(), "{status}; logs:\n{}", server.logs());
     server.restart();
+
+    let flips: Vec<(i64, Value)> = [(0, false), (39, false), (40, true), (79, true), (80, false)]
+        .into_iter()
+        .chain([(119, false)]) // held at shutdown
+        .map(|(s, b)| (s * 1_000, json!(b)))
+        .collect();
+    assert_eq!(stored(&server, flag), flips);
 
     let kept = stored(&server, door);
     assert_eq!(kept.last(), Some(&(600_000, json!("calibrating"))));

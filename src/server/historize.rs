@@ -6,7 +6,7 @@
 use super::tag_registry::TagOwner;
 use super::AppState;
 use crate::broker::Message;
-use crate::historian::compression::{Compressor, Sample};
+use crate::historian::compression::{Compressor, Reading, Sample};
 use crate::historian::point_from_payload;
 use crate::historian::writer::{HistorianWriter, NotRecorded};
 use crate::store::HistoryWrite;
@@ -36,7 +36,7 @@ impl Batch {
         let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
         let sample = Sample {
             ts_ms,
-            number: value.as_f64(),
+            reading: Reading::of(&value),
             quality: 0,
         };
         let point = Pending {

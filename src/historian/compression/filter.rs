@@ -3,12 +3,14 @@
 //! swinging door on what passes it, with `min_time`, the `max_time` heartbeat, and the points
 //! that are always stored.
 //!
-//! - Always stored (and whatever the filter holds is stored first, so the stretch before stays
-//!   reconstructible): the first point, a value that is not a finite JSON number (a string,
-//!   boolean, null, array or object), the first number after one, a point whose quality differs
-//!   from the previous point's, and a point not newer than the newest seen (out of order, or a
-//!   second value at the same millisecond, which interpolation over time cannot place).
-//! - Deadband: a number within `deadband` of the reference (the last point passed on) is held
+//! - Compressed: finite JSON numbers, and booleans as 0 and 1 (with a deadband below 1, a flag
+//!   that flips rarely keeps the points around each flip). Always stored (and whatever the filter holds is stored
+//!   first, so the stretch before stays reconstructible): the first point, anything else (a
+//!   string, null, an array or object), a change of kind (between numbers, booleans and the
+//!   rest), a point whose quality differs from the previous point's, and a point not newer than
+//!   the newest seen (out of order, or a second value at the same millisecond, which
+//!   interpolation over time cannot place).
+//! - Deadband: a level within `deadband` of the reference (the last point passed on) is held
 //!   back as the "previous" value; when a later one passes, the held one is passed on first, so
 //!   the last value before a change is kept.
 //! - Swinging door: the doors pivot on the last stored point itself (not at ±deviation from it,
@@ -30,15 +32,50 @@
 //! value at or before it.
 
 use super::Compression;
+use serde_json::Value;
 
 /// One point as the filter reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
     pub ts_ms: i64,
-    /// The value when it is a JSON number; `None` for anything else.
-    pub number: Option<f64>,
+    pub reading: Reading,
     /// The point's quality as an OPC UA status code (0 is good).
     pub quality: u32,
+}
+
+/// What the filter reads of a value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reading {
+    Number(f64),
+    Flag(bool),
+    /// A string, null, an array or an object: always stored.
+    Other,
+}
+
+/// The kinds the filter compresses; a change of kind is always stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Number,
+    Flag,
+}
+
+impl Reading {
+    pub fn of(value: &Value) -> Reading {
+        match value {
+            Value::Number(n) => n.as_f64().map_or(Reading::Other, Reading::Number),
+            Value::Bool(b) => Reading::Flag(*b),
+            _ => Reading::Other,
+        }
+    }
+
+    /// The level the bands and the door compare, with its kind; `None` when always stored.
+    fn level(self) -> Option<(f64, Kind)> {
+        match self {
+            Reading::Number(x) if x.is_finite() => Some((x, Kind::Number)),
+            Reading::Flag(b) => Some((if b { 1.0 } else { 0.0 }, Kind::Flag)),
+            _ => None,
+        }
+    }
 }
 
 /// The state of one series; `T` is what the caller stores (the point itself).
@@ -47,8 +84,8 @@ pub struct SeriesFilter<T> {
     settings: Compression,
     /// The newest timestamp and the last quality seen; `None` before the first point.
     last: Option<(i64, u32)>,
-    /// The current run of in-order numbers; `None` after anything that was always stored
-    /// but a number.
+    /// The current run of in-order levels of one kind; `None` after anything that was always
+    /// stored but a number or a flag.
     run: Option<Run<T>>,
 }
 
@@ -60,9 +97,10 @@ struct Held<T> {
     item: T,
 }
 
-/// A run of in-order numbers of one quality, from the last point stored.
+/// A run of in-order levels of one kind and quality, from the last point stored.
 #[derive(Debug)]
 struct Run<T> {
+    kind: Kind,
     /// The last stored point: the doors' pivot, and where `min_time` and `max_time` count from.
     stored: (i64, f64),
     /// The deadband's reference: the last point passed on to the door (or stored).
@@ -94,29 +132,30 @@ impl<T> SeriesFilter<T> {
 
     /// Feeds one point; whatever must be stored now goes to `out`, oldest first.
     pub fn push(&mut self, sample: Sample, item: T, out: &mut Vec<T>) {
-        let number = sample.number.filter(|v| v.is_finite());
+        let level = sample.reading.level();
         let (in_order, same_quality) = match self.last {
             None => (true, true),
             Some((newest, quality)) => (sample.ts_ms > newest, sample.quality == quality),
         };
         let newest = self.last.map_or(sample.ts_ms, |(n, _)| n.max(sample.ts_ms));
         self.last = Some((newest, sample.quality));
-        match (self.run.as_mut(), number) {
-            (Some(run), Some(v)) if in_order && same_quality => run.push(
-                &self.settings,
-                Held {
-                    ts: sample.ts_ms,
-                    v,
-                    item,
-                },
-                out,
-            ),
+        match (self.run.as_mut(), level) {
+            (Some(run), Some((v, kind))) if in_order && same_quality && run.kind == kind => run
+                .push(
+                    &self.settings,
+                    Held {
+                        ts: sample.ts_ms,
+                        v,
+                        item,
+                    },
+                    out,
+                ),
             _ => {
                 self.finish(out);
                 out.push(item);
-                self.run = number
+                self.run = level
                     .filter(|_| in_order)
-                    .map(|v| Run::start(sample.ts_ms, v));
+                    .map(|(v, kind)| Run::start(kind, sample.ts_ms, v));
             }
         }
     }
@@ -136,8 +175,9 @@ impl<T> SeriesFilter<T> {
 }
 
 impl<T> Run<T> {
-    fn start(ts: i64, v: f64) -> Run<T> {
+    fn start(kind: Kind, ts: i64, v: f64) -> Run<T> {
         Run {
+            kind,
             stored: (ts, v),
             reference: v,
             previous: None,

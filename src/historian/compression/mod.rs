@@ -12,6 +12,6 @@ mod settings;
 #[cfg(test)]
 mod tests;
 
-pub use filter::{Sample, SeriesFilter};
+pub use filter::{Reading, Sample, SeriesFilter};
 pub use series::Compressor;
 pub use settings::Compression;

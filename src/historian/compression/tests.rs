@@ -1,6 +1,6 @@
 //! The filter's guarantees on worked examples and, as properties, on generated signals (random
-//! walks, ramps, noisy sines, steps, flat lines; regular and irregular timestamps; mixed with
-//! strings, quality changes and out-of-order points).
+//! walks, ramps, noisy sines, steps, flat lines, flags that flip; regular and irregular
+//! timestamps; mixed with strings, changes of kind and quality, and out-of-order points).
 
 use super::*;
 use proptest::prelude::*;
@@ -20,11 +20,11 @@ fn settings(
     }
 }
 
-/// One generated input point: a number or not, with a quality.
+/// One generated input point: a number, a flag or something else, with a quality.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Input {
     ts: i64,
-    number: Option<f64>,
+    reading: Reading,
     quality: u32,
 }
 
@@ -32,9 +32,17 @@ impl Input {
     fn sample(&self) -> Sample {
         Sample {
             ts_ms: self.ts,
-            number: self.number,
+            reading: self.reading,
             quality: self.quality,
         }
+    }
+}
+
+fn number(ts: i64, v: f64) -> Input {
+    Input {
+        ts,
+        reading: Reading::Number(v),
+        quality: 0,
     }
 }
 
@@ -57,11 +65,7 @@ fn stored(settings: &Compression, inputs: &[Input]) -> Vec<usize> {
 fn numbers(ts: &[i64], values: &[f64]) -> Vec<Input> {
     ts.iter()
         .zip(values)
-        .map(|(&ts, &v)| Input {
-            ts,
-            number: Some(v),
-            quality: 0,
-        })
+        .map(|(&ts, &v)| number(ts, v))
         .collect()
 }
 
@@ -146,41 +150,60 @@ fn points_sooner_than_min_time_are_not_tested() {
 }
 
 #[test]
-fn non_numbers_quality_changes_and_late_points_are_always_stored() {
-    let n = |ts, v| Input {
+fn a_rare_flip_of_a_flag_keeps_the_points_around_it() {
+    let ts: Vec<i64> = (0..100).map(|s| s * 1_000).collect();
+    let inputs: Vec<Input> = ts
+        .iter()
+        .map(|&ts| Input {
+            ts,
+            reading: Reading::Flag((40..70).contains(&(ts / 1_000))),
+            quality: 0,
+        })
+        .collect();
+    for s in [
+        settings(Some(0.0), None, 0, 3_600_000),
+        settings(None, Some(0.0), 0, 3_600_000),
+    ] {
+        // The first, the last false and the first true, the last true and the first false,
+        // and the last point at shutdown.
+        assert_eq!(stored(&s, &inputs), [0, 39, 40, 69, 70, 99], "{s:?}");
+    }
+}
+
+#[test]
+fn other_values_kind_and_quality_changes_and_late_points_are_always_stored() {
+    let other = |ts, reading| Input {
         ts,
-        number: Some(v),
+        reading,
         quality: 0,
     };
     let inputs = [
-        n(0, 1.0),
-        n(1, 1.0),
-        n(2, 1.0),
-        Input {
-            ts: 3,
-            number: None, // "running"
-            quality: 0,
-        },
-        n(4, 1.0),
-        n(5, 1.0),
+        number(0, 1.0),
+        number(1, 1.0),
+        number(2, 1.0),
+        other(3, Reading::Other), // "running"
+        number(4, 1.0),
+        number(5, 1.0),
         Input {
             ts: 6,
-            number: Some(1.0),
+            reading: Reading::Number(1.0),
             quality: 0x4000_0000, // uncertain
         },
-        n(7, 1.0),
-        n(8, 1.0),
-        n(5, 1.0),      // late
-        n(8, 1.0),      // the same millisecond as the newest
-        n(9, f64::NAN), // not a finite number
-        n(10, 1.0),
-        n(11, 1.0),
+        number(7, 1.0),
+        number(8, 1.0),
+        number(5, 1.0),      // late
+        number(8, 1.0),      // the same millisecond as the newest
+        number(9, f64::NAN), // not a finite number
+        number(10, 1.0),
+        number(11, 1.0),
+        other(12, Reading::Flag(true)), // a change of kind, 1 all the same
+        number(13, 1.0),
     ];
     let kept = stored(&settings(Some(0.5), Some(0.5), 0, 3_600_000), &inputs);
     // The held 1.0 at 2 is stored before the string; 4 starts a new run after it; 5 is held
     // until the quality changes at 6; 7 (quality back to good) and 8 are held back until the
-    // late point; every point that is always stored is.
-    assert_eq!(kept, [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    // late point; 11 before the flag; every point that is always stored is.
+    assert_eq!(kept, [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
 }
 
 #[test]
@@ -190,7 +213,7 @@ fn the_compressor_keeps_a_filter_per_topic_until_its_settings_change() {
     let door = settings(None, Some(1.0), 0, 3_600_000);
     let sample = |ts| Sample {
         ts_ms: ts,
-        number: Some(1.0),
+        reading: Reading::Number(1.0),
         quality: 0,
     };
     let mut out = Vec::new();
@@ -219,9 +242,17 @@ fn the_compressor_keeps_a_filter_per_topic_until_its_settings_change() {
 
 // ---- Properties ----
 
-/// A number the filter compresses: finite.
+/// The level the filter compresses (a finite number, a flag as 0 or 1) and its kind.
+fn level(input: &Input) -> Option<(f64, bool)> {
+    match input.reading {
+        Reading::Number(x) if x.is_finite() => Some((x, false)),
+        Reading::Flag(b) => Some((if b { 1.0 } else { 0.0 }, true)),
+        _ => None,
+    }
+}
+
 fn finite(input: &Input) -> Option<f64> {
-    input.number.filter(|v| v.is_finite())
+    level(input).map(|(x, _)| x)
 }
 
 /// Checks every guarantee on what `settings` stored of `inputs` (no out-of-order points).
@@ -233,12 +264,12 @@ fn check(settings: &Compression, inputs: &[Input], kept: &[usize]) -> Result<(),
         Some(&(inputs.len() - 1)),
         "shutdown stores what is held"
     );
-    // Always stored: not a finite number, a quality change, the first number after either.
+    // Always stored: not a finite number or a flag, a change of kind or quality.
     let forced: Vec<bool> = (0..inputs.len())
         .map(|i| {
             i == 0
-                || finite(&inputs[i]).is_none()
-                || finite(&inputs[i - 1]).is_none()
+                || level(&inputs[i]).is_none()
+                || level(&inputs[i - 1]).map(|(_, k)| k) != level(&inputs[i]).map(|(_, k)| k)
                 || inputs[i - 1].quality != inputs[i].quality
         })
         .collect();
@@ -252,7 +283,7 @@ fn check(settings: &Compression, inputs: &[Input], kept: &[usize]) -> Result<(),
     }
     let scale = inputs
         .iter()
-        .filter_map(|p| p.number)
+        .filter_map(finite)
         .fold(1.0_f64, |m, v| m.max(v.abs()));
     let tolerance = 1e-9 * scale;
     let deadband = settings.deadband.unwrap_or(0.0);
@@ -261,9 +292,10 @@ fn check(settings: &Compression, inputs: &[Input], kept: &[usize]) -> Result<(),
         let before = kept[kept.partition_point(|&k| k <= i) - 1];
         let after = kept[kept.partition_point(|&k| k < i)];
         let (s, e) = (&inputs[before], &inputs[after]);
+        let kind = level(input).map(|(_, k)| k);
         prop_assert!(
-            finite(s).is_some() && finite(e).is_some(),
-            "point {} is not between stored numbers",
+            level(s).map(|(_, k)| k) == kind && level(e).map(|(_, k)| k) == kind,
+            "point {} is not between stored levels of its kind",
             i
         );
         prop_assert_eq!(s.quality, input.quality);
@@ -402,9 +434,30 @@ fn any_settings() -> impl Strategy<Value = Compression> {
         })
 }
 
+/// Numbers, or flags that flip now and then.
 fn numeric_series() -> impl Strategy<Value = Vec<Input>> {
-    (2..300_usize)
-        .prop_flat_map(|n| (times(n), signal(n)).prop_map(|(ts, values)| numbers(&ts, &values)))
+    (2..300_usize).prop_flat_map(|n| {
+        let flips = prop::collection::vec((1..60_usize, any::<bool>()), 1..20).prop_map(move |s| {
+            let mut flags: Vec<bool> = s
+                .iter()
+                .flat_map(|&(len, b)| std::iter::repeat_n(b, len))
+                .collect();
+            flags.resize(n, flags.last().copied().unwrap_or(false));
+            flags
+        });
+        let flags = (times(n), flips).prop_map(|(ts, flags)| {
+            ts.iter()
+                .zip(flags)
+                .map(|(&ts, b)| Input {
+                    ts,
+                    reading: Reading::Flag(b),
+                    quality: 0,
+                })
+                .collect()
+        });
+        let levels = (times(n), signal(n)).prop_map(|(ts, values)| numbers(&ts, &values));
+        prop_oneof![4 => levels, 1 => flags]
+    })
 }
 
 proptest! {
@@ -420,10 +473,10 @@ proptest! {
     }
 
     #[test]
-    fn strings_and_quality_changes_are_stored_and_guarantees_hold_around_them(
+    fn other_values_and_changes_of_kind_or_quality_are_stored_and_guarantees_hold_around_them(
         settings in any_settings(),
         inputs in numeric_series(),
-        marks in prop::collection::vec((0..300_usize, 0..3_u8), 0..12),
+        marks in prop::collection::vec((0..300_usize, 0..4_u8), 0..12),
     ) {
         let mut inputs = inputs;
         let mut quality = 0;
@@ -432,9 +485,10 @@ proptest! {
         for (i, input) in inputs.iter_mut().enumerate() {
             for &(_, what) in changes.iter().filter(|(at, _)| *at == i) {
                 match what {
-                    0 => input.number = None,
+                    0 => input.reading = Reading::Other,
                     1 => quality ^= 0x8000_0000,
-                    _ => input.number = Some(f64::INFINITY),
+                    2 => input.reading = Reading::Number(f64::INFINITY),
+                    _ => input.reading = Reading::Flag(i % 2 == 0),
                 }
             }
             input.quality = quality;
@@ -453,7 +507,7 @@ proptest! {
         for (at, back) in late {
             if at < inputs.len() {
                 let newest = inputs[..at].iter().map(|p| p.ts).max().unwrap_or(0);
-                inputs.insert(at, Input { ts: newest - back + 1, number: Some(1.0), quality: 0 });
+                inputs.insert(at, number(newest - back + 1, 1.0));
             }
         }
         let kept = stored(&settings, &inputs);
