@@ -34,11 +34,6 @@ impl Batch {
             return;
         }
         let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
-        let sample = Sample {
-            ts_ms,
-            reading: Reading::of(&value),
-            quality: 0,
-        };
         let point = Pending {
             write: HistoryWrite {
                 domain: owner.domain.to_string(),
@@ -50,14 +45,22 @@ impl Batch {
         };
         match &owner.compression {
             None => self.points.push(point),
-            Some(settings) => series.push(
-                &owner.domain,
-                &message.topic,
-                settings,
-                sample,
-                point,
-                &mut self.points,
-            ),
+            Some(settings) => {
+                let sample = Sample {
+                    ts_ms,
+                    reading: Reading::of(&point.write.value),
+                    // Good until points carry a quality.
+                    quality: 0,
+                };
+                series.push(
+                    &owner.domain,
+                    &message.topic,
+                    settings,
+                    sample,
+                    point,
+                    &mut self.points,
+                );
+            }
         }
     }
 

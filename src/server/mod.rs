@@ -290,7 +290,8 @@ async fn serve(settings: Settings) -> Result<()> {
     Ok(())
 }
 
-/// Applies historian retention once a minute.
+/// Applies historian retention once a minute, and ends the compressed series whose tag went
+/// away (one a message re-created while its tag was being deleted).
 fn spawn_retention(state: &AppState) {
     let state = state.clone();
     tokio::spawn(async move {
@@ -303,6 +304,7 @@ fn spawn_retention(state: &AppState) {
                 state.settings.historian_retention,
             )
             .await;
+            historize::prune(&state).await;
         }
     });
 }

@@ -4,12 +4,12 @@
 //! that are always stored.
 //!
 //! - Compressed: finite JSON numbers, and booleans as 0 and 1 (with a deadband below 1, a flag
-//!   that flips rarely keeps the points around each flip). Always stored (and whatever the filter holds is stored
-//!   first, so the stretch before stays reconstructible): the first point, anything else (a
-//!   string, null, an array or object), a change of kind (between numbers, booleans and the
-//!   rest), a point whose quality differs from the previous point's, and a point not newer than
-//!   the newest seen (out of order, or a second value at the same millisecond, which
-//!   interpolation over time cannot place).
+//!   that flips rarely keeps the points around each flip). Always stored (and whatever the
+//!   filter holds is stored first, so the stretch before stays reconstructible): the first
+//!   point, anything else (a string, null, an array or object), a change of kind (between
+//!   numbers, booleans and the rest), a point whose quality differs from the previous point's,
+//!   and a point not newer than the newest seen (out of order, or a second value at the same
+//!   millisecond, which interpolation over time cannot place).
 //! - Deadband: a level within `deadband` of the reference (the last point passed on) is held
 //!   back as the "previous" value; when a later one passes, the held one is passed on first, so
 //!   the last value before a change is kept.
@@ -22,9 +22,10 @@
 //!   tested (PI's compression minimum, a noise limiter); only the latest such point is kept,
 //!   for the heartbeat.
 //! - `max_time`: a point at least `max_time` after the last stored one passes the deadband and
-//!   is stored (without the previous value when it is within the deadband); and when a point comes more than `max_time` after the last stored one, what the
-//!   filter holds is stored first, so stored points are never further apart than `max_time`
-//!   while points arrive between them.
+//!   is stored (without the previous value when it is within the deadband); and when a point
+//!   comes more than `max_time` after the last stored one, what the filter holds is stored
+//!   first, so stored points are never further apart than `max_time` while points arrive
+//!   between them.
 //!
 //! What this guarantees, for the points not exempted by `min_time` (see the property tests):
 //! with a deviation, every original lies within `deviation + 2 × deadband` of the line between
