@@ -95,14 +95,16 @@ bench_engine() {
     call POST /svc/tags '{"path":"bench/query","historize":true}' >/dev/null
     log "$ENGINE: ingesting $INGEST values"
     out=$("$TOOL" ingest --port "$SVC_MQTT_PORT" --username bench --password "$key" \
-        --topic bench/ingest --count "$INGEST" --publishers "$PUBLISHERS" --db "$DB") ||
+        --topic bench/ingest --count "$INGEST" --publishers "$PUBLISHERS" --db "$DB" \
+        --url "$SVC_URL" --token "$TOKEN") ||
         die "$ENGINE: ingest failed"
     log "$ENGINE: $out"
     grep -q '"complete":true' <<<"$out" || die "$ENGINE: not every value was historized: $out"
     echo "$ENGINE ingest $(field "$out" values_per_s)"
     log "$ENGINE: loading $POINTS points for the range query"
     out=$("$TOOL" ingest --port "$SVC_MQTT_PORT" --username bench --password "$key" \
-        --topic bench/query --count "$POINTS" --publishers "$PUBLISHERS" --db "$DB") ||
+        --topic bench/query --count "$POINTS" --publishers "$PUBLISHERS" --db "$DB" \
+        --url "$SVC_URL" --token "$TOKEN") ||
         die "$ENGINE: loading the range failed"
     grep -q '"complete":true' <<<"$out" || die "$ENGINE: not every point was historized: $out"
     "$TOOL" query --url "$SVC_URL" --token "$TOKEN" --topic bench/query --count "$POINTS" \

@@ -1,77 +1,252 @@
 #!/usr/bin/env bash
-# Historian benchmark of `svc serve` against raw SQLite (rusqlite) on the same schema, measured in
-# one run on the same machine (examples/historian_load.rs does the work):
+# Historian benchmark of `svc serve` against raw SQLite (rusqlite) and the historians a plant
+# compares it with (VictoriaMetrics 1.79, InfluxDB 1.6, Prometheus 2.42, Debian's packages,
+# installed when missing), on the same data in one run on the same machine
+# (examples/historian_load.rs and examples/plant_load/ do the work):
 #
 #   bash bench/historian.sh
 #
-# (1) ingest: BENCH_INGEST values (200,000) published over MQTT at QoS 1 (4 publishers, an API
-#     key as password) to one historized tag, payload `{"value":N,"timestamp":<epoch ms>}` one
-#     second apart; values/s = values / (first publish → the last value is a row of `hist_points`,
-#     polled read-only on svc's database file every 20 ms). Reference: a fresh database with the
-#     DDL of `hist_series`/`hist_points` copied from svc's database, svc's pragmas (WAL,
-#     synchronous=NORMAL) and the same rows inserted in transactions of 5,000. Goal: svc >= 50% of
-#     raw (a second raw row uses svc's own statement shape). An extra row (no goal) publishes bare numbers instead, so every value takes the broker's
-#     receive time and many share a millisecond (svc's `seq` path).
-# (2) query: BENCH_POINTS points (1,000,000) of one tag, loaded over MQTT the same way, read with
-#     `PATCH /svc/historian {"topic","start_time","end_time","limit"}` in pages of 100,000
-#     (LIMIT_MAX in src/historian/window.rs; each page starts 1 ms after the previous page's last
-#     timestamp; time = sum of the requests until each body is fully received, JSON parsing by the
-#     client excluded), and a single 100,000-point request. Reference: the same rows read straight
-#     from svc's database file (`SELECT ts, value FROM hist_points WHERE series=? AND ts>=? AND
-#     ts<? ORDER BY ts, seq`, every row read). Goal: the full range through svc >= 30% of raw.
+# Part `plant`, bytes on disk per point (issue 33). The plant data set of
+# examples/common/plant_data.rs (five two-decimal random walks, an integer counter, a rare
+# boolean, a step setpoint, a four-decimal analog, a string state; deterministic), 1 Hz,
+# BENCH_PLANT_POINTS points in all (500,000: 50,000 per signal), from 2026-01-01:
+#   - svc on SQLite and svc on PostgreSQL (a private cluster, Debian's package), each a fresh
+#     `svc serve`: the tags declared historized, then the nine numeric signals published over
+#     MQTT QoS 1 as `{"value":V,"timestamp":<ms>}` (BENCH_PUBLISHERS connections, each tag from
+#     one connection in time order), done when the historian's `count` of every tag is complete;
+#     then a settle: until `hist_points` holds fewer than BENCH_SETTLE_ROWS rows (5,000) or the
+#     historian's tables did not change for BENCH_SETTLE_QUIET s (15), at most
+#     BENCH_SETTLE_TIMEOUT s (300), so the background closing of hot rows into blocks is done;
+#     then the bytes of every table named `hist_*` (SQLite: `dbstat` pages of the tables and
+#     their indexes; PostgreSQL: `pg_total_relation_size` with partitions, indexes and TOAST,
+#     after a plain VACUUM). Then the string state the same way, and the bytes again: numeric
+#     bytes/point over the numeric points, all bytes/point over all points.
+#   - VictoriaMetrics (fresh, its own data dir): the numeric signals through `/api/v1/import`
+#     (booleans as 0/1; it stores numbers only), `/internal/force_flush` and
+#     `/internal/force_merge`, until idle; every file under its data dir.
+#   - InfluxDB 1.6: the numeric signals, then the state, through `/write?precision=ms` (line
+#     protocol, a measurement per signal, values typed as published), each followed by the
+#     cache snapshot (2 s cold) and full compaction (5 s cold); the shard files and the WAL
+#     (its preallocated series file left out and reported apart).
+#   - Prometheus: the numeric signals as OpenMetrics, `promtool tsdb create-blocks-from
+#     openmetrics` with 31-day blocks; every file of the blocks.
+#   - BENCH_PLANT_SDT=1 adds svc on SQLite with swinging-door compression at 0.1 % of each
+#     tag's span: the numeric tags declared with BENCH_PLANT_SDT_FIELDS (default
+#     `{"compression":{"deviation_percent":0.1,"span":SPAN}}`, SPAN = the signal's range over
+#     the run); reported "not measured" with the reason when svc refuses the setting, the tag
+#     does not read back with it, or every point was stored anyway.
+#   Goals: svc on SQLite at or below VictoriaMetrics, numeric signals; PostgreSQL at most 2x
+#   SQLite; swinging door at most 1/4 of lossless.
+# Part `reads`, ingest and the raw range read on one `svc serve` on SQLite:
+#   (1) ingest: BENCH_INGEST values (200,000) published over MQTT at QoS 1 (4 publishers, an
+#       API key as password) to one historized tag, payload `{"value":N,"timestamp":<epoch
+#       ms>}` one second apart; values/s = values / (first publish → the last value is a row of
+#       `hist_points`, polled read-only on svc's database file every 20 ms; once the database
+#       keeps blocks, the historian's `count` through the API). Reference: a fresh database with
+#       the DDL of `hist_series`/`hist_points` copied from svc's database, svc's pragmas (WAL,
+#       synchronous=NORMAL) and the same rows inserted in transactions of 5,000. Goal: svc >=
+#       50% of raw (a second raw row uses svc's own statement shape). An extra row (no goal)
+#       publishes bare numbers instead, so every value takes the broker's receive time.
+#   (2) query: BENCH_POINTS points (1,000,000) of one tag, loaded over MQTT the same way, read
+#       with `PATCH /svc/historian {"topic","start_time","end_time","limit"}` in pages of
+#       100,000 (LIMIT_MAX in src/historian/window.rs; each page starts 1 ms after the previous
+#       page's last timestamp; time = sum of the requests until each body is fully received,
+#       JSON parsing by the client excluded), and a single 100,000-point request. References:
+#       the same rows read straight from svc's database file (`SELECT ts, value FROM hist_points
+#       WHERE series=? AND ts>=? AND ts<? ORDER BY ts, seq`, every row read; once svc keeps
+#       blocks, from a row-per-point copy made by raw-ingest), and the same points imported
+#       into VictoriaMetrics read with one `/api/v1/export` (until the body is received).
+#       Goals: the full range through svc >= 30% of raw and >= VictoriaMetrics's export.
+# Part `year`: one tag (walk 0 of the plant set) at 1 Hz for a year, BENCH_YEAR_POINTS points
+#   (31,536,000) from 2025-01-01, published into the same svc over MQTT QoS 1
+#   (BENCH_YEAR_PUBLISHERS connections, 4, connection k of K sending points k, k + K, …, so
+#   the tag arrives nearly in order; time until the historian's `count` is complete) and
+#   imported into VictoriaMetrics (time until `/api/v1/import` answered; its merge after that is
+#   a note); then BENCH_YEAR_QUERIES charts (30) of 500 buckets of min, mean and max over the
+#   year: svc = three `PATCH /svc/historian {"bucket","aggregation"}` sent at once,
+#   VictoriaMetrics = three `query_range` of `min_over_time`, `avg_over_time`, `max_over_time`
+#   with step = bucket (`nocache=1`); p50/p99 of a whole chart, after one untimed chart. A
+#   system's charts stop early once they took BENCH_CHART_BUDGET s (600) and the report says
+#   how many were drawn. Goal: svc p99 <= 50 ms.
 #
-# BENCH_ROUNDS rounds (default 3) interleave svc and raw; the report shows the round with the median
-# rate per measurement. Results are written to bench/historian-results.md (overwritten) with the
-# machine, its load and the date; svc is stopped on exit.
+# BENCH_ROUNDS rounds (default 3) interleave svc and its references in part `reads`; the report
+# shows the round with the median rate per measurement. Results are written to
+# bench/historian-results.md (overwritten) with the machine, its load and the date; every
+# process started is stopped on exit.
 #
-# Settings (environment): BENCH_INGEST (200000), BENCH_POINTS (1000000), BENCH_PUBLISHERS (4),
-# BENCH_ROUNDS (3), BENCH_NICE (run svc and the load tools under `nice -n <value>`; a negative
-# value, as root, keeps other jobs on a shared machine from stealing the benchmark's CPU),
-# SVC_LOG (default info; svc's log is kept only on failure), BENCH_STRICT=1 to exit 1 when a goal
-# is missed, BENCH_SVC=<path> to measure an already built svc binary instead of building
-# target/release/svc.
+# Settings (environment): BENCH_PARTS ("plant reads year"; a subset runs only those parts),
+# BENCH_PLANT_POINTS, BENCH_PLANT_SDT, BENCH_PLANT_SDT_FIELDS, BENCH_SETTLE_ROWS,
+# BENCH_SETTLE_QUIET, BENCH_SETTLE_TIMEOUT, BENCH_INGEST, BENCH_POINTS, BENCH_PUBLISHERS (4),
+# BENCH_ROUNDS (3), BENCH_YEAR_POINTS, BENCH_YEAR_PUBLISHERS, BENCH_YEAR_QUERIES,
+# BENCH_CHART_BUDGET, BENCH_NICE
+# (run svc and the load tools under `nice -n <value>`; a negative value, as root, keeps other
+# jobs on a shared machine from stealing the benchmark's CPU), SVC_LOG (default info; logs are
+# shown only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to
+# measure an already built svc binary instead of building target/release/svc, BENCH_SVC_ARGS
+# (options added to every `svc serve`, e.g. `--historian-seal-idle 10s`).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
+PARTS=" ${BENCH_PARTS:-plant reads year} "
+PLANT_POINTS=${BENCH_PLANT_POINTS:-500000}
+PER_SIGNAL=$((PLANT_POINTS / 10))
 INGEST=${BENCH_INGEST:-200000}
 POINTS=${BENCH_POINTS:-1000000}
 PUBLISHERS=${BENCH_PUBLISHERS:-4}
 ROUNDS=${BENCH_ROUNDS:-3}
+YEAR_POINTS=${BENCH_YEAR_POINTS:-31536000}
+YEAR_PUBLISHERS=${BENCH_YEAR_PUBLISHERS:-4}
+YEAR_QUERIES=${BENCH_YEAR_QUERIES:-30}
+CHART_BUDGET=${BENCH_CHART_BUDGET:-600}
+YEAR_START_MS=1735689600000 # 2025-01-01T00:00:00Z
+SDT_FIELDS=${BENCH_PLANT_SDT_FIELDS:-'{"compression":{"deviation_percent":0.1,"span":SPAN}}'}
+SETTLE=(--settle --settle-rows "${BENCH_SETTLE_ROWS:-5000}" --settle-quiet "${BENCH_SETTLE_QUIET:-15}"
+    --settle-timeout "${BENCH_SETTLE_TIMEOUT:-300}")
 PAGE=100000
+# The single-request read: one page, or all the points when there are fewer.
+ONE_PAGE=$((POINTS < PAGE ? POINTS : PAGE))
 PASSWORD="bench-$(date +%s)-$$"
 RESULTS="$ROOT/bench/historian-results.md"
 NICE=()
 if [ -n "${BENCH_NICE:-}" ]; then NICE=(nice -n "$BENCH_NICE"); fi
+SVC_SERVE_ARGS=${BENCH_SVC_ARGS:-}
+[ "$PER_SIGNAL" -gt 0 ] || { echo "BENCH_PLANT_POINTS must be at least 10" >&2; exit 2; }
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
+# shellcheck source=bench/historian-refs.sh
+source "$ROOT/bench/historian-refs.sh"
 command -v curl >/dev/null 2>&1 || install_deb curl
-build_tools historian_load
-TOOL="$ROOT/target/release/examples/historian_load"
-
-# --- svc ----------------------------------------------------------------------------------
+build_tools historian_load plant_load
+TOOL="$TARGET/release/examples/historian_load"
+PLANT="$TARGET/release/examples/plant_load"
 bench_workdir historian-bench
-start_svc "${NICE[@]}"
-MQTT_PORT=$SVC_MQTT_PORT
-login_admin
-API_KEY=$(call POST /auth/keys '{"name":"bench"}' | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
-[ -n "$API_KEY" ] || die "no API key"
-TAGS="bench/query bench/ingest-rt"
-for round in $(seq 1 "$ROUNDS"); do TAGS="$TAGS bench/ingest-$round"; done
-log "declaring historized tags: $TAGS"
-for tag in $TAGS; do
-    call POST /svc/tags "{\"path\":\"$tag\",\"historize\":true}" >/dev/null
-done
 
+part() { [[ $PARTS == *" $1 "* ]]; }
 field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
-# ingest TOPIC COUNT [extra flags] : publishes over MQTT and waits for the rows.
+text_field() { sed -n "s/.*\"$2\":\"\([^\"]*\)\".*/\1/p" <<<"$1"; }
+# plant SUBCOMMAND FLAG… : examples/plant_load, its JSON line on stdout; dies on failure.
+plant() {
+    local out
+    out=$("${NICE[@]}" "$PLANT" "$@") || die "plant_load $1 failed"
+    log "  plant_load $1: $out"
+    echo "$out"
+}
+# new_api_key : an API key of the running svc (its password for MQTT).
+new_api_key() {
+    local key
+    key=$(call POST /auth/keys '{"name":"bench"}' | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
+    [ -n "$key" ] || die "no API key"
+    echo "$key"
+}
+NOTES=()
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- part plant: bytes on disk per point ----------------------------------------------------
+# plant_into_svc SYSTEM SET… : publishes each SET into the running svc in turn, measuring the
+# historian's tables after each; lines "plant SYSTEM <numeric|all> BYTES POINTS".
+plant_into_svc() {
+    local system=$1 key out points=0 set label extra=()
+    shift
+    [[ $DB == postgres* ]] && extra=(--vacuum)
+    key=$(new_api_key)
+    for set in "$@"; do
+        plant declare --url "$SVC_URL" --token "$TOKEN" --set "$set" --per-signal "$PER_SIGNAL" >/dev/null
+        out=$(plant publish --port "$SVC_MQTT_PORT" --password "$key" --url "$SVC_URL" \
+            --token "$TOKEN" --set "$set" --per-signal "$PER_SIGNAL" --publishers "$PUBLISHERS")
+        points=$((points + $(field "$out" points)))
+        out=$(plant footprint --db "$DB" "${SETTLE[@]}" "${extra[@]}")
+        label=all
+        [ "$set" = numeric ] && label=numeric
+        NOTES+=("$system, $label signals: settle $(field "$out" seconds) s ($(text_field "$out" ended)), $(field "$out" hot_rows) rows left in hist_points; bytes by table: $(sed -n 's/.*"tables":\({[^}]*}\).*/\1/p' <<<"$out")")
+        echo "plant $system $label $(field "$out" bytes) $points"
+    done
+}
+
+# plant_sdt : svc on SQLite with swinging door on the numeric tags; a "plant" line, or a note
+# saying why it was not measured.
+plant_sdt() {
+    local key out err="$WORK/sdt-declare.err" total=$((9 * PER_SIGNAL))
+    SVC_NAME=svc-plant-sdt SVC_DATA=$WORK/data-plant-sdt SVC_DATABASE="" start_svc "${NICE[@]}"
+    login_admin
+    if ! "$PLANT" declare --url "$SVC_URL" --token "$TOKEN" --set numeric --per-signal "$PER_SIGNAL" \
+        --tag-fields "$SDT_FIELDS" >/dev/null 2>"$err"; then
+        SDT_NOTE="not measured: svc refused the compression setting ($(tail -n 1 "$err" | sed 's/^plant_load declare: //'))"
+    else
+        key=$(new_api_key)
+        out=$(plant publish --port "$SVC_MQTT_PORT" --password "$key" --url "$SVC_URL" --token "$TOKEN" \
+            --set numeric --per-signal "$PER_SIGNAL" --publishers "$PUBLISHERS" --expect any)
+        if [ "$(field "$out" stored)" -ge "$total" ]; then
+            SDT_NOTE="not measured: svc stored all $total points with the setting $SDT_FIELDS (it had no effect)"
+        else
+            NOTES+=("svc_sqlite_sdt: svc kept $(field "$out" stored) of the $total points published")
+            out=$(plant footprint --db "$DB" "${SETTLE[@]}")
+            echo "plant svc_sqlite_sdt numeric $(field "$out" bytes) $total" >>"$WORK/results"
+        fi
+    fi
+    [ -z "${SDT_NOTE:-}" ] || log "swinging door: $SDT_NOTE"
+    stop_pid "$SVC_PID"
+}
+
+if part plant; then
+    log "plant data set: $PER_SIGNAL points per signal"
+    SVC_NAME=svc-plant-sqlite SVC_DATA=$WORK/data-plant-sqlite SVC_DATABASE="" start_svc "${NICE[@]}"
+    login_admin
+    plant_into_svc svc_sqlite numeric state >>"$WORK/results"
+    stop_pid "$SVC_PID"
+
+    start_postgres
+    SVC_NAME=svc-plant-postgres SVC_DATA=$WORK/data-plant-postgres SVC_DATABASE=$(pg_database plant) \
+        start_svc "${NICE[@]}"
+    login_admin
+    plant_into_svc svc_postgres numeric state >>"$WORK/results"
+    stop_pid "$SVC_PID"
+    stop_pid "$PG_PID"
+
+    SDT_NOTE=""
+    if [ "${BENCH_PLANT_SDT:-0}" = 1 ]; then plant_sdt; fi
+
+    start_victoria vm-plant
+    plant vm-import --url "$VM_URL" --set numeric --per-signal "$PER_SIGNAL" >/dev/null
+    NOTES+=("VictoriaMetrics came to rest $(vm_settle) s after force_flush and force_merge")
+    echo "plant victoriametrics numeric $(vm_bytes) $((9 * PER_SIGNAL))" >>"$WORK/results"
+    stop_pid "$VM_PID"
+
+    start_influx
+    plant influx-write --url "$INFLUX_URL" --set numeric --per-signal "$PER_SIGNAL" >/dev/null
+    NOTES+=("InfluxDB came to rest $(influx_settle) s after the numeric signals")
+    echo "plant influxdb numeric $(influx_bytes) $((9 * PER_SIGNAL))" >>"$WORK/results"
+    plant influx-write --url "$INFLUX_URL" --set state --per-signal "$PER_SIGNAL" >/dev/null
+    NOTES+=("InfluxDB came to rest $(influx_settle) s after the state; its series file: $(influx_series_note)")
+    echo "plant influxdb all $(influx_bytes) $((10 * PER_SIGNAL))" >>"$WORK/results"
+    stop_pid "$INFLUX_PID"
+
+    plant openmetrics --out "$WORK/plant.om" --set numeric --per-signal "$PER_SIGNAL" >/dev/null
+    PROM_BYTES=$(prom_blocks "$WORK/plant.om" "$WORK/prometheus")
+    PROM_BLOCKS=$(find "$WORK/prometheus" -mindepth 1 -maxdepth 1 -type d | wc -l)
+    NOTES+=("Prometheus: $PROM_BLOCKS block(s) written by promtool")
+    echo "plant prometheus numeric $PROM_BYTES $((9 * PER_SIGNAL))" >>"$WORK/results"
+    awk '$1 == "plant" && ($4 + 0 <= 0 || $5 + 0 <= 0) { exit 1 }' "$WORK/results" ||
+        die "a plant measurement came out empty: $(grep '^plant' "$WORK/results")"
+fi
+
+# --- parts reads and year: one svc on SQLite --------------------------------------------------
+if part reads || part year; then
+    SVC_NAME=svc SVC_DATA=$WORK/data SVC_DATABASE="" start_svc "${NICE[@]}"
+    MAIN_PID=$SVC_PID
+    login_admin
+    API_KEY=$(new_api_key)
+    start_victoria vm-reads
+fi
+
+# ingest TOPIC COUNT [extra flags] : publishes over MQTT and waits until svc holds the values.
 ingest() {
     local topic=$1 count=$2 out
     shift 2
-    out=$("${NICE[@]}" "$TOOL" ingest --port "$MQTT_PORT" --username bench --password "$API_KEY" \
-        --topic "$topic" --count "$count" --publishers "$PUBLISHERS" --db "$DB" "$@") ||
-        die "ingest into $topic failed"
+    out=$("${NICE[@]}" "$TOOL" ingest --port "$SVC_MQTT_PORT" --username bench --password "$API_KEY" \
+        --topic "$topic" --count "$count" --publishers "$PUBLISHERS" --db "$DB" \
+        --url "$SVC_URL" --token "$TOKEN" "$@") || die "ingest into $topic failed"
     log "  svc ingest $topic: $out"
     grep -q '"complete":true' <<<"$out" || die "svc did not historize every value of $topic: $out"
     echo "$out"
@@ -93,53 +268,100 @@ svc_query() {
 }
 raw_query() {
     local out
-    out=$("${NICE[@]}" "$TOOL" raw-query --db "$DB" --topic bench/query --count "$1") ||
+    out=$("${NICE[@]}" "$TOOL" raw-query --db "$RAW_DB" --topic "$RAW_TOPIC" --count "$1") ||
         die "raw query failed"
     log "  raw query $1: $out"
     [ "$(field "$out" points)" = "$1" ] || die "raw query read $(field "$out" points) rows, expected $1"
     echo "$out"
 }
+vm_export() {
+    plant vm-export --url "$VM_URL" --set index --prefix bench_query --per-signal "$POINTS"
+}
 
-# --- measure ------------------------------------------------------------------------------
-# Lines in $WORK/results: "<measurement> <rate> <seconds>".
-LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-for round in $(seq 1 "$ROUNDS"); do
-    log "ingest round $round of $ROUNDS: $INGEST values"
-    out=$(ingest "bench/ingest-$round" "$INGEST")
-    echo "ingest_svc $(field "$out" values_per_s) $(field "$out" seconds)"
-    awk -v s="$(field "$out" seconds)" -v p="$(field "$out" publish_seconds)" \
-        'BEGIN { printf "ingest_lag %.0f %.3f\n", (s - p) * 1000, p }'
-    out=$(raw_ingest "$INGEST")
-    echo "ingest_raw $(field "$out" values_per_s) $(field "$out" seconds)"
-    out=$(raw_ingest "$INGEST" --svc-sql)
-    echo "ingest_raw_svc_sql $(field "$out" values_per_s) $(field "$out" seconds)"
-done >>"$WORK/results"
-log "ingest with the broker's receive time as timestamp: $INGEST values"
-out=$(ingest bench/ingest-rt "$INGEST" --receive-time)
-echo "ingest_svc_rt $(field "$out" values_per_s) $(field "$out" seconds)" >>"$WORK/results"
+if part reads; then
+    TAGS="bench/query bench/ingest-rt"
+    for round in $(seq 1 "$ROUNDS"); do TAGS="$TAGS bench/ingest-$round"; done
+    log "declaring historized tags: $TAGS"
+    for tag in $TAGS; do
+        call POST /svc/tags "{\"path\":\"$tag\",\"historize\":true}" >/dev/null
+    done
+    for round in $(seq 1 "$ROUNDS"); do
+        log "ingest round $round of $ROUNDS: $INGEST values"
+        out=$(ingest "bench/ingest-$round" "$INGEST")
+        echo "ingest_svc $(field "$out" values_per_s) $(field "$out" seconds)"
+        awk -v s="$(field "$out" seconds)" -v p="$(field "$out" publish_seconds)" \
+            'BEGIN { printf "ingest_lag %.0f %.3f\n", (s - p) * 1000, p }'
+        out=$(raw_ingest "$INGEST")
+        echo "ingest_raw $(field "$out" values_per_s) $(field "$out" seconds)"
+        out=$(raw_ingest "$INGEST" --svc-sql)
+        echo "ingest_raw_svc_sql $(field "$out" values_per_s) $(field "$out" seconds)"
+    done >>"$WORK/results"
+    log "ingest with the broker's receive time as timestamp: $INGEST values"
+    out=$(ingest bench/ingest-rt "$INGEST" --receive-time)
+    echo "ingest_svc_rt $(field "$out" values_per_s) $(field "$out" seconds)" >>"$WORK/results"
 
-log "loading $POINTS points into bench/query over MQTT"
-LOAD_OUT=$(ingest bench/query "$POINTS")
-echo "load_svc $(field "$LOAD_OUT" values_per_s) $(field "$LOAD_OUT" seconds)" >>"$WORK/results"
+    log "loading $POINTS points into bench/query over MQTT, and into VictoriaMetrics"
+    LOAD_OUT=$(ingest bench/query "$POINTS")
+    echo "load_svc $(field "$LOAD_OUT" values_per_s) $(field "$LOAD_OUT" seconds)" >>"$WORK/results"
+    plant vm-import --url "$VM_URL" --set index --prefix bench_query --per-signal "$POINTS" >/dev/null
+    log "VictoriaMetrics at rest after $(vm_settle) s"
+    # The raw reference reads svc's rows while there are rows to read; once svc keeps blocks,
+    # a row-per-point copy of the same points (today's layout).
+    RAW_DB=$DB RAW_TOPIC=bench/query
+    FOOTPRINT=$("$PLANT" footprint --db "$DB") || die "plant_load footprint failed"
+    if grep -q '"hist_blocks"' <<<"$FOOTPRINT"; then
+        "$TOOL" raw-ingest --schema-from "$DB" --dir "$WORK/raw-copy" --count "$POINTS" >/dev/null ||
+            die "the raw copy failed"
+        RAW_DB=$WORK/raw-copy/raw.db RAW_TOPIC=bench/raw
+        NOTES+=("raw SQLite scans read a row-per-point copy of the points (svc's database keeps blocks)")
+    fi
 
-log "query warm-up"
-svc_query "$POINTS" >/dev/null
-raw_query "$POINTS" >/dev/null
-for round in $(seq 1 "$ROUNDS"); do
-    log "query round $round of $ROUNDS"
-    out=$(svc_query "$POINTS")
-    echo "query_svc $(field "$out" points_per_s) $(field "$out" seconds)"
-    out=$(raw_query "$POINTS")
-    echo "query_raw $(field "$out" points_per_s) $(field "$out" seconds)"
-    out=$(svc_query "$PAGE")
-    echo "page_svc $(field "$out" points_per_s) $(field "$out" seconds)"
-    out=$(raw_query "$PAGE")
-    echo "page_raw $(field "$out" points_per_s) $(field "$out" seconds)"
-done >>"$WORK/results"
+    log "query warm-up"
+    svc_query "$POINTS" >/dev/null
+    raw_query "$POINTS" >/dev/null
+    vm_export >/dev/null
+    for round in $(seq 1 "$ROUNDS"); do
+        log "query round $round of $ROUNDS"
+        out=$(svc_query "$POINTS")
+        echo "query_svc $(field "$out" points_per_s) $(field "$out" seconds)"
+        out=$(raw_query "$POINTS")
+        echo "query_raw $(field "$out" points_per_s) $(field "$out" seconds)"
+        out=$(vm_export)
+        echo "vm_export $(field "$out" points_per_s) $(field "$out" seconds)"
+        out=$(svc_query "$ONE_PAGE")
+        echo "page_svc $(field "$out" points_per_s) $(field "$out" seconds)"
+        out=$(raw_query "$ONE_PAGE")
+        echo "page_raw $(field "$out" points_per_s) $(field "$out" seconds)"
+    done >>"$WORK/results"
+fi
+
+# --- part year: a year of one tag, drawn as a chart ------------------------------------------
+if part year; then
+    YEAR=(--prefix year --set walk --per-signal "$YEAR_POINTS" --start-ms "$YEAR_START_MS")
+    plant declare --url "$SVC_URL" --token "$TOKEN" "${YEAR[@]}" >/dev/null
+    log "publishing a year ($YEAR_POINTS points) into svc over MQTT"
+    out=$(plant publish --port "$SVC_MQTT_PORT" --password "$API_KEY" --url "$SVC_URL" --token "$TOKEN" \
+        "${YEAR[@]}" --publishers "$YEAR_PUBLISHERS" --split)
+    echo "year_svc $(field "$out" values_per_s) $(field "$out" seconds)" >>"$WORK/results"
+    out=$(plant vm-import --url "$VM_URL" "${YEAR[@]}")
+    awk -v n="$YEAR_POINTS" -v s="$(field "$out" seconds)" \
+        'BEGIN { printf "year_vm %.0f %.3f\n", n / s, s }' >>"$WORK/results"
+    NOTES+=("VictoriaMetrics merged the year in $(vm_settle) s after its import was answered")
+    CHARTS=(--buckets 500 --queries "$YEAR_QUERIES" --budget-seconds "$CHART_BUDGET")
+    log "charts: svc"
+    out=$(plant chart --url "$SVC_URL" --token "$TOKEN" "${YEAR[@]}" "${CHARTS[@]}")
+    echo "chart_svc $(field "$out" p50_ms) $(field "$out" p99_ms) $(field "$out" max_ms) $(field "$out" charts)" >>"$WORK/results"
+    log "charts: VictoriaMetrics"
+    out=$(plant vm-chart --url "$VM_URL" "${YEAR[@]}" "${CHARTS[@]}")
+    echo "chart_vm $(field "$out" p50_ms) $(field "$out" p99_ms) $(field "$out" max_ms) $(field "$out" charts)" >>"$WORK/results"
+fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
-SVC_RSS=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$SVC_PID/status")
-SVC_HWM=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$SVC_PID/status")
-DB_MB=$(du -cm "$DB"* | tail -n 1 | cut -f1)
+SVC_RSS="" SVC_HWM="" DB_MB=""
+if [ -n "${MAIN_PID:-}" ]; then
+    SVC_RSS=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$MAIN_PID/status")
+    SVC_HWM=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$MAIN_PID/status")
+    DB_MB=$(du -cm "$DB"* | tail -n 1 | cut -f1)
+fi
 
 # --- report -------------------------------------------------------------------------------
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -148,57 +370,36 @@ COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -z "${BENCH_SVC:-}" ] && [ -n "$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]; then
     COMMIT="$COMMIT (src modified)"
 fi
-REPORT=$(awk -v n_ingest="$INGEST" -v n_points="$POINTS" -v page="$PAGE" -v rss="$SVC_RSS" -v hwm="$SVC_HWM" '
-    { k = $1; c[k]++; r[k, c[k]] = $2; s[k, c[k]] = $3 }
-    function pick(k,    i, j, t, idx) {
-        for (i = 1; i <= c[k]; i++) idx[i] = i
-        for (i = 1; i <= c[k]; i++) for (j = i + 1; j <= c[k]; j++)
-            if (r[k, idx[j]] < r[k, idx[i]]) { t = idx[i]; idx[i] = idx[j]; idx[j] = t }
-        rate[k] = r[k, idx[int((c[k] + 1) / 2)]]; secs[k] = s[k, idx[int((c[k] + 1) / 2)]]
-        all[k] = ""
-        for (i = 1; i <= c[k]; i++) all[k] = all[k] (i > 1 ? ", " : "") r[k, i]
-    }
-    function row(name, k, unit, ref) {
-        pick(k)
-        printf "| %s | %.0f %s | %s | %.3f s | %s |\n", name, rate[k], unit, all[k], secs[k], ref == "" ? "" : sprintf("**%.0f%%**", 100 * rate[k] / rate[ref])
-    }
-    END {
-        print "| measurement | rate (median) | all rounds | seconds | svc / raw |"
-        print "|---|---:|---|---:|---:|"
-        row(sprintf("ingest: raw rusqlite, %d rows in transactions of 5,000", n_ingest), "ingest_raw", "values/s", "")
-        row(sprintf("ingest: raw rusqlite with svc'"'"'s statement (`ON CONFLICT DO NOTHING`, `BEGIN IMMEDIATE`)"), "ingest_raw_svc_sql", "values/s", "")
-        row(sprintf("ingest: svc, %d QoS 1 publishes → rows (payload timestamps)", n_ingest), "ingest_svc", "values/s", "ingest_raw")
-        row(sprintf("ingest: svc, %d QoS 1 publishes → rows (receive-time timestamps; no goal)", n_ingest), "ingest_svc_rt", "values/s", "ingest_raw")
-        row(sprintf("load: svc, %d QoS 1 publishes → rows (the query data)", n_points), "load_svc", "values/s", "")
-        row(sprintf("query: raw SQLite scan of %d rows", n_points), "query_raw", "points/s", "")
-        row(sprintf("query: svc `PATCH /svc/historian`, %d points in pages of %d", n_points, page), "query_svc", "points/s", "query_raw")
-        row(sprintf("query: raw SQLite scan of %d rows", page), "page_raw", "points/s", "")
-        row(sprintf("query: svc `PATCH /svc/historian`, one request of %d points", page), "page_svc", "points/s", "page_raw")
-        print ""
-        pick("ingest_lag")
-        printf "- svc ingest, median round: the last PUBACK arrived %.3f s after the first publish, the last row %d ms later (the historian keeps up with the broker; the MQTT path sets the rate)\n", secs["ingest_lag"], rate["ingest_lag"]
-        printf "- svc resident memory after the run: %.1f MB (peak %.1f MB)\n", rss / 1024, hwm / 1024
-        ok_i = rate["ingest_svc"] >= 0.5 * rate["ingest_raw"]
-        ok_q = rate["query_svc"] >= 0.3 * rate["query_raw"]
-        printf "- ingest >= 50%% of raw: %.0f%% → %s\n", 100 * rate["ingest_svc"] / rate["ingest_raw"], ok_i ? "**met**" : "**NOT met**"
-        printf "- query (%d points through svc) >= 30%% of raw: %.0f%% → %s\n", n_points, 100 * rate["query_svc"] / rate["query_raw"], ok_q ? "**met**" : "**NOT met**"
-        exit (ok_i && ok_q) ? 0 : 3
-    }' "$WORK/results") && GOALS=0 || GOALS=$?
+REPORT=$(awk -v n_ingest="$INGEST" -v n_points="$POINTS" -v page="$PAGE" -v one_page="$ONE_PAGE" \
+    -v rss="$SVC_RSS" -v hwm="$SVC_HWM" -v per_signal="$PER_SIGNAL" -v year_points="$YEAR_POINTS" \
+    -v year_queries="$YEAR_QUERIES" -v sdt="${SDT_NOTE:-}" -f bench/historian-report.awk \
+    "$WORK/results") && GOALS=0 || GOALS=$?
+[ "$GOALS" = 0 ] || [ "$GOALS" = 3 ] || die "the report failed"
 
 {
-    echo "# Historian benchmark: svc against raw SQLite"
+    echo "# Historian benchmark: svc against raw SQLite, VictoriaMetrics, InfluxDB and Prometheus"
     echo
     echo "Written by \`bench/historian.sh\`; overwritten on every run."
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr)"
     echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}; nice: ${BENCH_NICE:-0} (svc and the load tools)"
-    echo "- ingest: $PUBLISHERS MQTT publishers (rumqttc, QoS 1, API key) on one historized tag, payload \`{\"value\":N,\"timestamp\":<epoch ms>}\` 1 s apart; values/s = values / (first publish → count of the series' rows in \`hist_points\` reaches the total, polled read-only every 20 ms); raw: same DDL (copied from svc's database), WAL + synchronous=NORMAL, one prepared INSERT, 5,000 rows per transaction"
-    echo "- query: $POINTS points of one tag (1 s apart); svc = \`PATCH /svc/historian\` with \`start_time\`, \`end_time\`, \`limit\` ≤ $PAGE (LIMIT_MAX), time until each response body is received, summed over pages; raw = \`SELECT ts, value FROM hist_points WHERE series=? AND ts>=? AND ts<? ORDER BY ts, seq\` on svc's database file, every row read (ts as integer, value as text); one untimed warm-up of each first"
-    echo "- $ROUNDS interleaved round(s); the round with the median rate is shown; database after the run: ${DB_MB} MB"
+    echo "- command: \`$(env | grep -E '^BENCH_[A-Z_]+=' | sort | tr '\n' ' ')bash bench/historian.sh\`; parts:${PARTS% }"
+    echo "- reference systems (Debian packages): victoria-metrics $(deb_version victoria-metrics), influxdb $(deb_version influxdb), prometheus $(deb_version prometheus) (promtool), postgresql $(deb_version postgresql)"
     echo "- load average (1, 5, 15 min) before / after measuring: $LOAD_BEFORE / $LOAD_AFTER (anything above ~0.5 before means something else was running: treat the numbers as noisy)"
+    if part reads; then
+        echo "- ingest: $PUBLISHERS MQTT publishers (rumqttc, QoS 1, API key) on one historized tag, payload \`{\"value\":N,\"timestamp\":<epoch ms>}\` 1 s apart; values/s = values / (first publish → svc holds them all); raw: same DDL (copied from svc's database), WAL + synchronous=NORMAL, one prepared INSERT, 5,000 rows per transaction"
+        echo "- query: $POINTS points of one tag (1 s apart); svc = \`PATCH /svc/historian\` with \`start_time\`, \`end_time\`, \`limit\` ≤ $PAGE (LIMIT_MAX), time until each response body is received, summed over pages; raw = \`SELECT ts, value FROM hist_points WHERE series=? AND ts>=? AND ts<? ORDER BY ts, seq\`, every row read; VictoriaMetrics = one \`/api/v1/export\` of the same points, until the body is received; one untimed warm-up of each first"
+        echo "- $ROUNDS interleaved round(s); the round with the median rate is shown; svc's database after the run: ${DB_MB} MB"
+    fi
     echo
     echo "$REPORT"
+    if [ ${#NOTES[@]} -gt 0 ]; then
+        echo
+        echo "### Notes"
+        echo
+        for note in "${NOTES[@]}"; do echo "- $note"; done
+    fi
 } >"$RESULTS"
 
 echo

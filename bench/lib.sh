@@ -17,6 +17,9 @@ install_deb() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@" >/dev/null
 }
 
+# deb_version PACKAGE : the installed version of a Debian package ("not installed" when absent).
+deb_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "not installed"; }
+
 # Where cargo puts its builds.
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 
@@ -65,6 +68,44 @@ bench_cleanup() {
     rm -rf "$WORK"
 }
 
+# free_port : a loopback TCP port nothing listens on right now.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# stop_pid PID : stops a process this script started (SIGTERM, then waits for it) and forgets
+# it, so the exit trap does not signal a recycled pid.
+stop_pid() {
+    local pid=$1 kept=() p
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    for p in "${PIDS[@]}"; do [ "$p" = "$pid" ] || kept+=("$p"); done
+    PIDS=("${kept[@]}")
+}
+
+# wait_http URL [SECONDS] : waits until URL answers 2xx (default 30 s).
+wait_http() {
+    local url=$1 tries=$(( ${2:-30} * 10 )) _
+    for _ in $(seq 1 "$tries"); do
+        curl -fsS -o /dev/null "$url" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    die "$url did not answer within ${2:-30}s"
+}
+
+# files_bytes PATH… [-- FIND-TESTS…] : the sum of the sizes (st_size, bytes) of the regular files
+# under PATHs, with optional extra find tests after `--` (e.g. `-not -path '*/_series/*'`).
+files_bytes() {
+    local paths=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do paths+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    find "${paths[@]}" -type f "$@" -printf '%s\n' | awk '{ n += $1 } END { printf "%d\n", n }'
+}
+
+# files_listing PATH… : one line per regular file, path and size, sorted (to see when a data
+# directory stops changing).
+files_listing() { find "$@" -type f -printf '%p %s\n' 2>/dev/null | sort; }
+
 # start_ready NAME CMD… : runs CMD in the background (stdout WORK/NAME.out, stderr
 # WORK/NAME.log) and waits for its `ready {json}` line; sets PID, READY (the JSON) and ADDR (its
 # `http` address).
@@ -91,13 +132,14 @@ start_ready() {
 # start_svc [WRAPPER…] : `svc serve` (the binary SVC) on a fresh data dir (SVC_DATA, default
 # $WORK/data) and free ports, under WRAPPER (e.g. `nice -n -10`); sets SVC_PID, SVC_URL,
 # SVC_MQTT_PORT and DB (its database: the SQLite file, or SVC_DATABASE when that is set, passed
-# as `--database`). SVC_NAME (default svc) names its log files.
+# as `--database`). SVC_NAME (default svc) names its log files; SVC_SERVE_ARGS (split on
+# spaces) adds options to `svc serve`.
 start_svc() {
     local data=${SVC_DATA:-$WORK/data}
     log "starting ${SVC_NAME:-svc} serve (fresh data dir)"
     start_ready "${SVC_NAME:-svc}" env SVC_LOG="${SVC_LOG:-info}" "$@" "$SVC" serve --data-dir "$data" \
         --http-port 0 --mqtt-port 0 --ws-port 0 --admin-password "$PASSWORD" \
-        ${SVC_DATABASE:+--database "$SVC_DATABASE"}
+        ${SVC_DATABASE:+--database "$SVC_DATABASE"} ${SVC_SERVE_ARGS:-}
     SVC_PID=$PID
     SVC_URL="http://$ADDR"
     SVC_MQTT_PORT=$(sed -n 's/.*"mqtt":"[^"]*:\([0-9]*\)".*/\1/p' <<<"$READY")
@@ -117,7 +159,7 @@ start_postgres() {
     if [ "$(id -u)" -eq 0 ]; then PG_AS=(runuser -u postgres --); fi
     mkdir -p "$WORK/pg"
     [ "$(id -u)" -eq 0 ] && chown postgres "$WORK" "$WORK/pg"
-    PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    PG_PORT=$(free_port)
     log "starting a private PostgreSQL ($("$bin/postgres" --version)) on port $PG_PORT"
     "${PG_AS[@]}" "$bin/initdb" -D "$WORK/pg/data" -U svc --auth=trust -E UTF8 --locale=C >"$WORK/pg-initdb.log" 2>&1 ||
         die "initdb failed: $(cat "$WORK/pg-initdb.log")"

@@ -6,7 +6,9 @@
 //!   number `N` with `--receive-time`, so the broker's receive time is the timestamp), and times
 //!   from the first publish until `hist_points` holds `--count` rows of that series, polled
 //!   read-only on `--db` (WAL lets a reader in while svc writes), or on the PostgreSQL database
-//!   when `--db` is a `postgres://` URL.
+//!   when `--db` is a `postgres://` URL. Once the database keeps blocks (it has `hist_blocks`),
+//!   closed points are no longer rows: the points are then counted through the API (a `count`
+//!   aggregate over all time; `--url` and `--token` required).
 //! - `raw-ingest`: the reference. A fresh database in `--dir` with the DDL of `hist_series` and
 //!   `hist_points` copied from `--schema-from`, svc's pragmas (WAL, synchronous=NORMAL), and
 //!   `--count` rows of the same shape inserted in transactions of `--batch` rows (`--svc-sql`:
@@ -22,71 +24,34 @@
 //!   historian_load query --url http://127.0.0.1:6188 --token JWT --topic bench/query --count 1000000
 //!   historian_load raw-query --db svc.db --topic bench/query --count 1000000
 
-use rumqttc::{AsyncClient, Event, MqttOptions, Outgoing, Packet, QoS};
+#[path = "common/flags.rs"]
+mod flags;
+#[path = "common/publisher.rs"]
+mod publisher;
+#[path = "common/svc_api.rs"]
+mod svc_api;
+
+use flags::Flags;
+use publisher::{publish_all, Connect};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use svc_api::{rfc3339, Svc, DEFAULT_DOMAIN};
 
 /// 2026-01-01T00:00:00Z: the first timestamp of a series written with explicit timestamps.
 const DEFAULT_START_MS: i64 = 1_767_225_600_000;
-/// svc's administrative domain, where tags declared without a `Domain` header live.
-const DEFAULT_DOMAIN: &str = "svc_admin";
+
+const USAGE: &str = "historian_load ingest|raw-ingest|query|raw-query [--flag value]… \
+                     (see the header of examples/historian_load.rs)";
 
 fn usage(problem: &str) -> ! {
-    eprintln!(
-        "historian_load: {problem}\nusage: historian_load ingest|raw-ingest|query|raw-query \
-         [--flag value]… (see the header of examples/historian_load.rs)"
-    );
-    std::process::exit(2)
-}
-
-/// `--flag value` pairs.
-struct Flags(HashMap<String, String>);
-
-impl Flags {
-    fn parse(raw: impl Iterator<Item = String>) -> Flags {
-        let mut map = HashMap::new();
-        let mut raw = raw.peekable();
-        while let Some(flag) = raw.next() {
-            let Some(name) = flag.strip_prefix("--") else {
-                usage(&format!("unexpected argument {flag}"))
-            };
-            // A flag followed by another flag (or nothing) is a switch.
-            let value = match raw.peek() {
-                Some(v) if !v.starts_with("--") => raw.next().unwrap_or_default(),
-                _ => "true".into(),
-            };
-            map.insert(name.to_string(), value);
-        }
-        Flags(map)
-    }
-    fn text(&self, name: &str, default: &str) -> String {
-        self.0.get(name).cloned().unwrap_or_else(|| default.into())
-    }
-    fn required(&self, name: &str) -> String {
-        self.0
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| usage(&format!("--{name} is required")))
-    }
-    fn number<T: std::str::FromStr>(&self, name: &str, default: T) -> T {
-        match self.0.get(name) {
-            Some(v) => v
-                .parse()
-                .unwrap_or_else(|_| usage(&format!("--{name} wants a number"))),
-            None => default,
-        }
-    }
-    fn switch(&self, name: &str) -> bool {
-        self.0.get(name).is_some_and(|v| v == "true")
-    }
+    flags::usage("historian_load", USAGE, problem)
 }
 
 fn main() {
     let mut raw = std::env::args().skip(1);
     let command = raw.next().unwrap_or_else(|| usage("no subcommand"));
-    let flags = Flags::parse(raw);
+    let flags = Flags::parse("historian_load", USAGE, raw);
     match command.as_str() {
         "ingest" => ingest(&flags),
         "raw-ingest" => raw_ingest(&flags),
@@ -121,10 +86,58 @@ enum StoredRows {
         domain: String,
         topic: String,
     },
+    /// Once the database keeps blocks (a `hist_blocks` table), points closed into a block are
+    /// no longer rows: the stored points are counted through the API instead.
+    Api { svc: Svc, topic: String },
 }
 
+/// Every time a bench writes (1970 to 2100): the window of a count through the API.
+const ALL_TIME_MS: (i64, i64) = (0, 4_102_444_800_000);
+
 impl StoredRows {
-    fn open(runtime: &tokio::runtime::Runtime, db: &str, domain: &str, topic: &str) -> StoredRows {
+    /// `api`: the svc to count through when the database keeps blocks.
+    fn open(
+        runtime: &tokio::runtime::Runtime,
+        db: &str,
+        domain: &str,
+        topic: &str,
+        api: Option<Svc>,
+    ) -> StoredRows {
+        let rows = StoredRows::open_db(runtime, db, domain, topic);
+        if !rows.has_blocks(runtime) {
+            return rows;
+        }
+        let svc = api.unwrap_or_else(|| {
+            usage("the database keeps blocks (hist_blocks): give --url and --token to count through the API")
+        });
+        StoredRows::Api {
+            svc,
+            topic: topic.to_string(),
+        }
+    }
+
+    fn has_blocks(&self, runtime: &tokio::runtime::Runtime) -> bool {
+        match self {
+            StoredRows::Sqlite { conn, .. } => conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'hist_blocks'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .is_ok_and(|n| n > 0),
+            StoredRows::Postgres { client, .. } => runtime
+                .block_on(client.query_one("SELECT to_regclass('hist_blocks') IS NOT NULL", &[]))
+                .is_ok_and(|row| row.get::<_, bool>(0)),
+            StoredRows::Api { .. } => true,
+        }
+    }
+
+    fn open_db(
+        runtime: &tokio::runtime::Runtime,
+        db: &str,
+        domain: &str,
+        topic: &str,
+    ) -> StoredRows {
         let (domain, topic) = (domain.to_string(), topic.to_string());
         if db.starts_with("postgres://") || db.starts_with("postgresql://") {
             let client = runtime.block_on(async {
@@ -181,6 +194,10 @@ impl StoredRows {
                 ))
                 .ok()
                 .map(|row| row.get::<_, i64>(0) as u64),
+            StoredRows::Api { svc, topic } => svc
+                .count(topic, ALL_TIME_MS.0, ALL_TIME_MS.1)
+                .ok()
+                .filter(|&n| n > 0),
         }
     }
 }
@@ -206,11 +223,7 @@ fn ingest(flags: &Flags) {
     let topic = flags.required("topic");
     let count: u64 = flags.number("count", 200_000);
     let publishers: u64 = flags.number("publishers", 4).max(1);
-    let qos = match flags.number::<u8>("qos", 1) {
-        0 => QoS::AtMostOnce,
-        1 => QoS::AtLeastOnce,
-        _ => QoS::ExactlyOnce,
-    };
+    let qos = publisher::qos(flags.number("qos", 1));
     let start_ms: i64 = flags.number("start-ms", DEFAULT_START_MS);
     let step_ms: i64 = flags.number("step-ms", 1_000);
     let receive_time = flags.switch("receive-time");
@@ -218,76 +231,34 @@ fn ingest(flags: &Flags) {
     let domain = flags.text("domain", DEFAULT_DOMAIN);
 
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let connect = Connect {
+        host,
+        port,
+        username,
+        password,
+    };
     let started = Instant::now();
     let published = runtime.block_on(async {
         let tasks: Vec<_> = (0..publishers)
             .map(|p| {
                 // Publisher p sends values p, p + P, p + 2P, …
-                let mut options =
-                    MqttOptions::new(format!("hist-load-{p}-{}", std::process::id()), &host, port);
-                options.set_keep_alive(Duration::from_secs(60));
-                options.set_inflight(1_000);
-                options.set_credentials(&username, &password);
                 let topic = topic.clone();
-                tokio::spawn(async move {
-                    let (client, mut event_loop) = AsyncClient::new(options, 10_000);
-                    let sender = tokio::spawn(async move {
-                        let mut n = p;
-                        while n < count {
-                            let body = if receive_time {
-                                n.to_string()
-                            } else {
-                                let ts = start_ms + n as i64 * step_ms;
-                                format!("{{\"value\":{n},\"timestamp\":{ts}}}")
-                            };
-                            if client.publish(&topic, qos, false, body).await.is_err() {
-                                break;
-                            }
-                            n += publishers;
-                        }
-                        client
-                    });
-                    let mine = (count + publishers - 1 - p) / publishers;
-                    let wanted = if qos == QoS::AtMostOnce { 0 } else { mine };
-                    let mut acked = 0u64;
-                    let mut sender = Some(sender);
-                    loop {
-                        match tokio::time::timeout(Duration::from_secs(10), event_loop.poll()).await
-                        {
-                            Ok(Ok(Event::Incoming(Packet::PubAck(_) | Packet::PubComp(_)))) => {
-                                acked += 1
-                            }
-                            Ok(Ok(_)) => {}
-                            Ok(Err(e)) => {
-                                eprintln!("publisher {p}: {e}");
-                                break;
-                            }
-                            Err(_) => {
-                                eprintln!("publisher {p}: stalled at {acked} of {wanted} acks");
-                                break;
-                            }
-                        }
-                        if acked >= wanted && sender.as_ref().is_some_and(|s| s.is_finished()) {
-                            if let Some(Ok(client)) = match sender.take() {
-                                Some(s) => Some(s.await),
-                                None => None,
-                            } {
-                                let _ = client.disconnect().await;
-                                let _ = tokio::time::timeout(Duration::from_secs(10), async {
-                                    // Done once the DISCONNECT is written; the broker may take its time to close.
-                                    while let Ok(event) = event_loop.poll().await {
-                                        if matches!(event, Event::Outgoing(Outgoing::Disconnect)) {
-                                            break;
-                                        }
-                                    }
-                                })
-                                .await;
-                            }
-                            break;
-                        }
-                    }
-                    acked
-                })
+                let messages = (p..count).step_by(publishers as usize).map(move |n| {
+                    let body = if receive_time {
+                        n.to_string()
+                    } else {
+                        let ts = start_ms + n as i64 * step_ms;
+                        format!("{{\"value\":{n},\"timestamp\":{ts}}}")
+                    };
+                    (topic.clone(), body)
+                });
+                let name = format!("hist-load-{p}");
+                tokio::spawn(publish_all(
+                    name.clone(),
+                    connect.options(&name),
+                    qos,
+                    messages,
+                ))
             })
             .collect();
         let mut acked = 0;
@@ -299,7 +270,11 @@ fn ingest(flags: &Flags) {
     let publish_seconds = started.elapsed().as_secs_f64();
 
     // Poll the database until every value is a row (or nothing moved for 10 s).
-    let mut stored = StoredRows::open(&runtime, &db, &domain, &topic);
+    let api = match (flags.optional("url"), flags.optional("token")) {
+        (Some(url), Some(token)) => Some(Svc::new(&url, &token, &domain)),
+        _ => None,
+    };
+    let mut stored = StoredRows::open(&runtime, &db, &domain, &topic, api);
     let mut rows = 0u64;
     let mut last_change = Instant::now();
     let mut durable_at = None;
@@ -417,12 +392,6 @@ fn raw_ingest(flags: &Flags) {
 
 // --- range queries -----------------------------------------------------------------------------
 
-fn rfc3339(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .expect("timestamp in range")
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
 fn query(flags: &Flags) {
     let url = flags.required("url");
     let token = flags.required("token");
@@ -434,10 +403,7 @@ fn query(flags: &Flags) {
     let step_ms: i64 = flags.number("step-ms", 1_000);
     let end_ms = start_ms + count as i64 * step_ms;
 
-    let client = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(600))
-        .build()
-        .expect("http client");
+    let svc = Svc::new(&url, &token, &domain);
     let mut next_ms = start_ms;
     let mut points = 0u64;
     let mut pages = 0u64;
@@ -451,23 +417,7 @@ fn query(flags: &Flags) {
             "end_time": rfc3339(end_ms),
             "limit": page.min(count - points),
         });
-        let t = Instant::now();
-        let response = client
-            .patch(format!("{url}/svc/historian"))
-            .bearer_auth(&token)
-            .header("Domain", format!("domains:{domain}"))
-            .json(&body)
-            .send()
-            .expect("PATCH /svc/historian");
-        let status = response.status();
-        let body = response.bytes().expect("response body");
-        let took = t.elapsed().as_secs_f64();
-        if !status.is_success() {
-            usage(&format!(
-                "PATCH /svc/historian → {status}: {}",
-                String::from_utf8_lossy(&body)
-            ));
-        }
+        let (body, took) = svc.historian(&body).unwrap_or_else(|e| usage(&e));
         seconds += took;
         worst_page = worst_page.max(took);
         bytes += body.len() as u64;
@@ -477,8 +427,7 @@ fn query(flags: &Flags) {
         let Some(last) = got.last() else { break };
         let last_ms = last["timestamp"]
             .as_str()
-            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.timestamp_millis())
+            .and_then(svc_api::parse_ms)
             .expect("a timestamp");
         points += got.len() as u64;
         next_ms = last_ms + 1;

@@ -152,6 +152,7 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
     let flat = "plant/line1/setpoint";
     let both = "plant/line1/flow";
     let flag = "plant/line1/running";
+    let pressure = "plant/line1/pressure";
     compressed_tag(&server, door, json!({"deviation": 0.25, "max_time": "1m"}));
     compressed_tag(&server, band, json!({"deadband_percent": 1, "span": 50}));
     compressed_tag(&server, flat, json!({"deviation": 0.1, "max_time": "10s"}));
@@ -161,6 +162,7 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
         json!({"deadband": 0.05, "deviation": 0.2, "min_time": "2s", "max_time": "30s"}),
     );
     compressed_tag(&server, flag, json!({"deadband": 0}));
+    compressed_tag(&server, pressure, json!({"deadband": 10}));
     let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "compression-watcher");
     watcher.subscribe("plant/#", 1);
     let mut mqtt = server.mqtt_admin(Proto::V5, Via::Tcp, "compression-feed");
@@ -175,6 +177,15 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
     for s in 0..120 {
         let payload = json!({"value": (40..80).contains(&s), "timestamp": T0 + s * 1_000});
         assert_eq!(mqtt.publish(flag, payload.to_string(), 1, false), "Success");
+    }
+    // A change of quality is stored, and what was held before it.
+    for s in 0..10 {
+        let quality = if s == 5 { "uncertain" } else { "good" };
+        let payload = json!({"value": 2.0, "timestamp": T0 + s * 1_000, "quality": quality});
+        assert_eq!(
+            mqtt.publish(pressure, payload.to_string(), 1, false),
+            "Success"
+        );
     }
     // A string on a compressed tag is stored as it comes.
     let state = json!({"value": "calibrating", "timestamp": T0 + 600_000}).to_string();
@@ -192,7 +203,7 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
     );
 
     // Live delivery and the last value see every value; only the historian keeps fewer.
-    let total = 3 * signal.len() + steady.len() + 120 + 1;
+    let total = 3 * signal.len() + steady.len() + 120 + 10 + 1;
     let seen: Vec<Msg> = (0..total)
         .map(|_| {
             watcher
@@ -232,6 +243,8 @@ fn compressed_tags_store_fewer_points_within_their_guarantees() {
         .map(|(s, b)| (s * 1_000, json!(b)))
         .collect();
     assert_eq!(stored(&server, flag), flips);
+    let times: Vec<i64> = stored(&server, pressure).iter().map(|p| p.0).collect();
+    assert_eq!(times, [0, 4_000, 5_000, 6_000, 9_000]);
 
     let kept = stored(&server, door);
     assert_eq!(kept.last(), Some(&(600_000, json!("calibrating"))));

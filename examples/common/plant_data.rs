@@ -61,10 +61,22 @@ impl Signal {
         format!("{prefix}/{}-{}", self.kind.name(), self.index)
     }
 
+    /// A name without `/` or `-` for systems whose series names are identifiers (metric and
+    /// measurement names): `walk_3`.
+    pub fn ident(&self) -> String {
+        format!("{}_{}", self.kind.name(), self.index)
+    }
+
     /// The signal's values for points `0..count`, one second apart.
     pub fn values(&self, count: usize) -> Vec<Value> {
+        self.stream().take(count).collect()
+    }
+
+    /// The same values from point 0 on, generated as they are taken (a year of points need
+    /// not be held at once).
+    pub fn stream(&self) -> impl Iterator<Item = Value> {
         let mut state = Generator::new(*self);
-        (0..count).map(|_| state.next_value()).collect()
+        std::iter::from_fn(move || Some(state.next_value()))
     }
 }
 

@@ -324,7 +324,7 @@ mod tests {
     }
 
     fn p(ts_ms: i64, value: Value) -> HistoryPoint {
-        HistoryPoint { ts_ms, value }
+        HistoryPoint::good(ts_ms, value)
     }
 
     #[test]

@@ -4,14 +4,15 @@
 //! cache, so a killed process loses nothing; power loss is the disk's business), at the cost of
 //! one system call instead of a transaction's locks, page writes and checksums.
 //!
-//! Entries are JSON lines `[seq, domain, topic, ts_ms, value]` whose sequence number only grows.
+//! Entries are JSON lines `[seq, domain, topic, ts_ms, value]`, with the quality's StatusCode as
+//! a sixth element when it is not good, whose sequence number only grows.
 //! Files are `<base>.<generation>`: when the writer takes values to fold, the journal moves on
 //! to a new file; once the fold (which raises the store's mark to the last folded `seq` in the
 //! same transaction) commits, the old file is removed. At start every file is read, entries
 //! above the mark are replayed, and the files go once the replay is folded. A line torn by a
 //! failed write is cut off before the next append, so it never swallows the entry after it.
 
-use crate::store::HistoryWrite;
+use crate::store::{HistoryWrite, Quality};
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
@@ -45,8 +46,12 @@ pub struct Replay {
 
 /// An entry as written: borrowed from the value being journaled.
 type EntryRef<'a> = (u64, &'a str, &'a str, i64, &'a Value);
-/// An entry as read back.
-type Entry = (u64, String, String, i64, Value);
+/// An entry of a point that is not good, as written.
+type QualifiedEntryRef<'a> = (u64, &'a str, &'a str, i64, &'a Value, u32);
+
+/// An entry as read back (the quality absent from good points and older journals).
+#[derive(serde::Deserialize)]
+struct Entry(u64, String, String, i64, Value, #[serde(default)] u32);
 
 /// How many entries of the journal files of `base` lie above the mark `folded` (values
 /// acknowledged but not yet in their series), reading the files without creating or removing
@@ -56,7 +61,7 @@ pub fn unfolded(base: &Path, folded: u64) -> io::Result<usize> {
     for (_, path) in generations(base)? {
         count += read_entries(&path)?
             .iter()
-            .filter(|(seq, ..)| *seq > folded)
+            .filter(|entry| entry.0 > folded)
             .count();
     }
     Ok(count)
@@ -70,7 +75,7 @@ impl Journal {
         let mut last_seq = None;
         let mut max_seq = folded;
         for (_, path) in &files {
-            for (seq, domain, topic, ts_ms, value) in read_entries(path)? {
+            for Entry(seq, domain, topic, ts_ms, value, quality) in read_entries(path)? {
                 max_seq = max_seq.max(seq);
                 if seq > folded {
                     last_seq = Some(seq);
@@ -79,6 +84,7 @@ impl Journal {
                         topic,
                         ts_ms,
                         value,
+                        quality: Quality(quality),
                     });
                 }
             }
@@ -111,8 +117,15 @@ impl Journal {
         self.buf.clear();
         let mut seq = self.next_seq;
         for write in batch {
-            let entry: EntryRef<'_> = (seq, &write.domain, &write.topic, write.ts_ms, &write.value);
-            serde_json::to_writer(&mut self.buf, &entry)?;
+            let (domain, topic, ts) = (write.domain.as_str(), write.topic.as_str(), write.ts_ms);
+            if write.quality == Quality::GOOD {
+                let entry: EntryRef<'_> = (seq, domain, topic, ts, &write.value);
+                serde_json::to_writer(&mut self.buf, &entry)?;
+            } else {
+                let entry: QualifiedEntryRef<'_> =
+                    (seq, domain, topic, ts, &write.value, write.quality.0);
+                serde_json::to_writer(&mut self.buf, &entry)?;
+            }
             self.buf.push(b'\n');
             seq += 1;
         }
@@ -270,6 +283,7 @@ mod tests {
             topic: "a/b".into(),
             ts_ms,
             value: json!({"v": ts_ms, "s": "x\ny"}),
+            quality: Quality(ts_ms as u32 % 3 * 0x4000_0000),
         }
     }
 

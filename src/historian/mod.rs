@@ -11,6 +11,7 @@ pub mod compression;
 mod export;
 mod journal;
 mod payload;
+mod sealer;
 mod window;
 pub mod writer;
 mod zone;
@@ -143,7 +144,17 @@ pub fn points_json(points: &[HistoryPoint]) -> Value {
     Value::Array(
         points
             .iter()
-            .map(|p| json!({"timestamp": format_ms(p.ts_ms), "value": p.value}))
+            .map(|p| {
+                let mut point = json!({
+                    "timestamp": format_ms(p.ts_ms),
+                    "value": p.value,
+                    "quality": p.quality.label(),
+                });
+                if let Some(status) = p.quality.status() {
+                    point["status"] = Value::from(status);
+                }
+                point
+            })
             .collect(),
     )
 }
@@ -168,13 +179,21 @@ mod tests {
 
     #[test]
     fn points_json_uses_rfc3339_millis() {
-        let points = [HistoryPoint {
-            ts_ms: 1_767_225_600_123,
-            value: json!(21.5),
-        }];
+        let points = [
+            HistoryPoint::good(1_767_225_600_123, json!(21.5)),
+            HistoryPoint {
+                ts_ms: 1_767_225_600_124,
+                value: json!(3),
+                quality: crate::store::Quality(0x8034_0000),
+            },
+        ];
         assert_eq!(
             points_json(&points),
-            json!([{"timestamp": "2026-01-01T00:00:00.123Z", "value": 21.5}])
+            json!([
+                {"timestamp": "2026-01-01T00:00:00.123Z", "value": 21.5, "quality": "good"},
+                {"timestamp": "2026-01-01T00:00:00.124Z", "value": 3, "quality": "bad",
+                 "status": 0x8034_0000_u32},
+            ])
         );
     }
 }

@@ -3,7 +3,10 @@
 //! payload object's `timestamp` member when that is an RFC 3339 string or a number of epoch
 //! milliseconds (years 1 to 9999), else the broker's receive time; the point's value is the
 //! object's `value` member when the payload is an object that has one, else the whole payload.
+//! An object with a `value` may also carry a `quality` (`good`, `uncertain`, `bad`, or an OPC UA
+//! StatusCode number); without one, or with one that is neither, the point is good.
 
+use crate::store::Quality;
 use serde_json::Value;
 
 /// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in epoch milliseconds.
@@ -16,8 +19,8 @@ pub fn decode_payload(payload: &[u8]) -> Value {
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()))
 }
 
-/// The (epoch ms, value) to historize for a payload received at `received_ms`.
-pub fn point_from_payload(payload: &[u8], received_ms: i64) -> (i64, Value) {
+/// The (epoch ms, value, quality) to historize for a payload received at `received_ms`.
+pub fn point_from_payload(payload: &[u8], received_ms: i64) -> (i64, Value, Quality) {
     match decode_payload(payload) {
         Value::Object(mut members) => {
             let ts = members
@@ -25,11 +28,14 @@ pub fn point_from_payload(payload: &[u8], received_ms: i64) -> (i64, Value) {
                 .and_then(timestamp_ms)
                 .unwrap_or(received_ms);
             match members.remove("value") {
-                Some(value) => (ts, value),
-                None => (ts, Value::Object(members)),
+                Some(value) => {
+                    let quality = members.get("quality").and_then(Quality::from_json);
+                    (ts, value, quality.unwrap_or_default())
+                }
+                None => (ts, Value::Object(members), Quality::GOOD),
             }
         }
-        other => (received_ms, other),
+        other => (received_ms, other, Quality::GOOD),
     }
 }
 
@@ -60,7 +66,32 @@ mod tests {
     const RECEIVED: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 
     fn point(payload: &[u8]) -> (i64, Value) {
-        point_from_payload(payload, RECEIVED)
+        let (ts, value, _) = point_from_payload(payload, RECEIVED);
+        (ts, value)
+    }
+
+    #[test]
+    fn quality_comes_from_the_quality_member_of_a_value_object() {
+        let quality = |payload: &str| point_from_payload(payload.as_bytes(), RECEIVED).2;
+        assert_eq!(quality(r#"{"value": 1, "quality": "bad"}"#), Quality::BAD);
+        assert_eq!(
+            quality(r#"{"value": 1, "quality": "Uncertain"}"#),
+            Quality::UNCERTAIN
+        );
+        assert_eq!(
+            quality(r#"{"value": 1, "quality": 2150891520}"#),
+            Quality(0x8034_0000)
+        );
+        for good in [
+            r#"{"value": 1}"#,
+            r#"{"value": 1, "quality": "fine"}"#,
+            r#"{"value": 1, "quality": -1}"#,
+            r#"{"value": 1, "quality": 4294967296}"#,
+            r#"{"quality": "bad"}"#,
+            "7",
+        ] {
+            assert_eq!(quality(good), Quality::GOOD, "{good}");
+        }
     }
 
     #[test]

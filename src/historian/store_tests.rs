@@ -21,11 +21,12 @@ fn w(domain: &str, topic: &str, ts_ms: i64, value: Value) -> HistoryWrite {
         topic: topic.into(),
         ts_ms,
         value,
+        quality: crate::store::Quality::GOOD,
     }
 }
 
 fn p(ts_ms: i64, value: Value) -> HistoryPoint {
-    HistoryPoint { ts_ms, value }
+    HistoryPoint::good(ts_ms, value)
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //! Memory stays bounded: once [`MAX_PENDING`] values wait, publishers wait for the next fold.
 
 use super::journal::{Journal, NextFile, Retired};
+use super::sealer::Sealer;
 use crate::store::{HistoryWrite, Store};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -24,6 +25,8 @@ pub const FOLD_AT: usize = 10_000;
 /// store to come back).
 pub const MAX_PENDING: usize = 50_000;
 const RETRY_AFTER: Duration = Duration::from_millis(500);
+/// Blocks closed per round of the writer thread, between folds.
+const SEAL_BUDGET: usize = 8;
 
 /// A value could not be stored (the writer stopped, or the journal could not be written).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +73,9 @@ struct Fold {
 
 impl HistorianWriter {
     /// Replays what a crash left in the journal and starts the writer thread.
-    pub fn start(store: Store) -> std::io::Result<HistorianWriter> {
+    /// Hot rows close into a block once full, or once their tag has had no new value for
+    /// `seal_idle`.
+    pub fn start(store: Store, seal_idle: Duration) -> std::io::Result<HistorianWriter> {
         let folded = store.journal_folded().map_err(std::io::Error::other)?;
         let (journal, replay) = Journal::open(&journal_base(&store), folded)?;
         if !replay.values.is_empty() {
@@ -102,7 +107,7 @@ impl HistorianWriter {
             .name("svc-historian".into())
             .spawn(move || {
                 lower_priority();
-                run(&store, &thread_shared, first)
+                run(&store, &thread_shared, first, Sealer::new(seal_idle))
             })?;
         Ok(HistorianWriter { shared })
     }
@@ -252,7 +257,7 @@ fn lower_priority() {
     }
 }
 
-fn run(store: &Store, shared: &Shared, first: Fold) {
+fn run(store: &Store, shared: &Shared, first: Fold, mut sealer: Sealer) {
     let mut held = first;
     let mut next_file = None;
     loop {
@@ -266,15 +271,24 @@ fn run(store: &Store, shared: &Shared, first: Fold) {
                 .map_err(|e| tracing::debug!(error = %e, "could not create the next historian journal file"))
                 .ok();
         }
+        // Once, before the first wait: a tail left by an earlier run (or by a version before
+        // blocks) must close even if no value ever arrives again.
+        sealer.load(store);
         let (settling, stop) = {
             let mut state = shared.lock();
             if held.values.is_empty() {
-                state = wait_until_due(shared, state);
+                let seal_at = if sealer.has_due() {
+                    Some(Instant::now())
+                } else {
+                    sealer.next_idle()
+                };
+                state = wait_until_due(shared, state, seal_at);
             }
             take(&mut state, &mut held, &mut next_file);
             (std::mem::take(&mut state.settling), state.stop.take())
         };
         shared.room.notify_waiters();
+        sealer.note(&held.values);
         let folded = fold(store, &mut held);
         for done in settling {
             let _ = done.send(folded);
@@ -285,23 +299,40 @@ fn run(store: &Store, shared: &Shared, first: Fold) {
         }
         if !folded {
             std::thread::sleep(RETRY_AFTER);
+            continue;
+        }
+        // Closing blocks waits behind folding: a few per round, so acknowledged values are
+        // never held up by a backlog of old rows being converted.
+        if let Err(e) = sealer.seal_some(store, SEAL_BUDGET) {
+            tracing::error!(error = %e, "historian could not close a block; will retry");
+            std::thread::sleep(RETRY_AFTER);
         }
     }
 }
 
 /// Sleeps until the oldest waiting value reaches its deadline, enough values wait, a reader
-/// asks, or the server stops.
+/// asks, the server stops, or `seal_at` (blocks are due to close) comes.
 fn wait_until_due<'s>(
     shared: &'s Shared,
     mut state: MutexGuard<'s, State>,
+    seal_at: Option<Instant>,
 ) -> MutexGuard<'s, State> {
     loop {
         if state.stop.is_some() || !state.settling.is_empty() || state.pending.len() >= FOLD_AT {
             return state;
         }
-        state = match state.since {
+        let now = Instant::now();
+        if seal_at.is_some_and(|at| at <= now) {
+            return state;
+        }
+        let fold_at = state.since.map(|since| since + FOLD_EVERY);
+        let wake_at = match (fold_at, seal_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        state = match wake_at {
             None => shared.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
-            Some(since) => match FOLD_EVERY.checked_sub(since.elapsed()) {
+            Some(at) => match at.checked_duration_since(now) {
                 Some(left) if !left.is_zero() => {
                     shared
                         .wake
@@ -384,6 +415,7 @@ mod tests {
             topic: "t".into(),
             ts_ms: i,
             value: json!(i),
+            quality: crate::store::Quality::GOOD,
         }
     }
 
@@ -391,7 +423,7 @@ mod tests {
     async fn everything_queued_is_written_by_shutdown() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.db")).unwrap();
-        let writer = HistorianWriter::start(store.clone()).unwrap();
+        let writer = HistorianWriter::start(store.clone(), Duration::from_secs(3600)).unwrap();
         for i in 0..12_000 {
             writer.record(value(i)).await;
         }
@@ -406,7 +438,7 @@ mod tests {
     async fn a_commit_resolves_only_once_the_value_is_stored() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.db")).unwrap();
-        let writer = HistorianWriter::start(store.clone()).unwrap();
+        let writer = HistorianWriter::start(store.clone(), Duration::from_secs(3600)).unwrap();
         let publishers: Vec<_> = (0..20)
             .map(|p| {
                 let (writer, store) = (writer.clone(), store.clone());
@@ -442,12 +474,12 @@ mod tests {
         let (mut journal, _) = Journal::open(&journal_base(&store), 0).unwrap();
         journal.append(&[value(1), value(2)]).unwrap();
         drop(journal);
-        let writer = HistorianWriter::start(store.clone()).unwrap();
+        let writer = HistorianWriter::start(store.clone(), Duration::from_secs(3600)).unwrap();
         writer.settle().await.unwrap();
         assert_eq!(store.history_range("d", "t", 0, 10, None).unwrap().len(), 2);
         writer.shutdown().await;
         // Folded once: a second start replays nothing.
-        let writer = HistorianWriter::start(store.clone()).unwrap();
+        let writer = HistorianWriter::start(store.clone(), Duration::from_secs(3600)).unwrap();
         writer.settle().await.unwrap();
         assert_eq!(store.history_range("d", "t", 0, 10, None).unwrap().len(), 2);
         writer.shutdown().await;
@@ -457,7 +489,7 @@ mod tests {
     async fn acknowledged_values_are_folded_without_a_reader_asking() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.db")).unwrap();
-        let writer = HistorianWriter::start(store.clone()).unwrap();
+        let writer = HistorianWriter::start(store.clone(), Duration::from_secs(3600)).unwrap();
         writer.commit(value(7)).await.unwrap();
         tokio::time::sleep(FOLD_EVERY * 4).await;
         assert_eq!(store.history_range("d", "t", 0, 10, None).unwrap().len(), 1);

@@ -33,13 +33,14 @@ impl Batch {
         if !owner.historize {
             return;
         }
-        let (ts_ms, value) = point_from_payload(&message.payload, message.received_ms);
+        let (ts_ms, value, quality) = point_from_payload(&message.payload, message.received_ms);
         let point = Pending {
             write: HistoryWrite {
                 domain: owner.domain.to_string(),
                 topic: message.topic.clone(),
                 ts_ms,
                 value,
+                quality,
             },
             durable: message.qos > 0,
         };
@@ -49,8 +50,7 @@ impl Batch {
                 let sample = Sample {
                     ts_ms,
                     reading: Reading::of(&point.write.value),
-                    // Good until points carry a quality.
-                    quality: 0,
+                    quality: quality.0,
                 };
                 series.push(
                     &owner.domain,

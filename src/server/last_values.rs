@@ -24,7 +24,8 @@ pub struct LiveValue {
 impl LiveValue {
     /// (timestamp, value) by the historian's payload rules.
     pub fn point(&self) -> (i64, Value) {
-        point_from_payload(&self.payload, self.received_ms)
+        let (ts_ms, value, _) = point_from_payload(&self.payload, self.received_ms);
+        (ts_ms, value)
     }
 }
 

@@ -210,6 +210,7 @@ async fn serve(settings: Settings) -> Result<()> {
         store: store.clone(),
     };
     let broker_cell: Arc<OnceLock<Broker>> = Arc::default();
+    let seal_idle = settings.historian_seal_idle;
     let state = AppState(Arc::new(Shared {
         login_throttle: login_throttle::LoginThrottle::new(settings.login_limits),
         request_log: Arc::new(request_log::RequestLog::new(settings.request_log_size)),
@@ -221,7 +222,7 @@ async fn serve(settings: Settings) -> Result<()> {
         http_addr: http.local_addr()?,
         tags: Arc::new(tag_registry::TagRegistry::load(&store).context("cannot load the tags")?),
         last_values: Arc::default(),
-        historian: HistorianWriter::start(store.clone())
+        historian: HistorianWriter::start(store.clone(), seal_idle)
             .context("cannot start the historian writer")?,
         compressed: historize::Series::default(),
         broker: broker_cell.clone(),

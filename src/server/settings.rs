@@ -66,6 +66,10 @@ pub struct ServeArgs {
     /// [default: keep forever]
     #[arg(long, env = "SVC_HISTORIAN_RETENTION")]
     pub historian_retention: Option<String>,
+    /// A tag's recent values still kept as rows are closed into a compressed block once the
+    /// tag has had no new value for this long (a full block closes at once) [default: 1h]
+    #[arg(long, env = "SVC_HISTORIAN_SEAL_IDLE")]
+    pub historian_seal_idle: Option<String>,
     /// HS256 secret for JWTs [default: generated into <data_dir>/jwt.secret]
     #[arg(long, env = "SVC_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
@@ -143,6 +147,8 @@ pub struct Settings {
     pub max_body: usize,
     pub jwt_secret: Option<String>,
     pub historian_retention: Option<Duration>,
+    /// How long a tag's hot rows wait without a new value before they close into a block.
+    pub historian_seal_idle: Duration,
     pub mqtt_limits: crate::broker::Limits,
     /// The configured Python interpreter (`None`: look for one).
     pub python: Option<PathBuf>,
@@ -195,6 +201,10 @@ impl Settings {
             ),
             None => None,
         };
+        let seal_idle_text =
+            pick(args.historian_seal_idle, file.historian_seal_idle).unwrap_or_else(|| "1h".into());
+        let historian_seal_idle = parse_duration(&seal_idle_text)
+            .map_err(|e| anyhow::anyhow!("invalid historian_seal_idle: {e}"))?;
         let max_body = args.max_body.or(file.max_body).unwrap_or(10 * 1024 * 1024);
         if max_body == 0 {
             bail!("invalid max_body: it must be at least 1 byte");
@@ -306,6 +316,7 @@ impl Settings {
             max_body,
             jwt_secret: pick(args.jwt_secret, file.jwt_secret),
             historian_retention,
+            historian_seal_idle,
             python: args.python.or(file.python),
             request_log_size: args
                 .request_log_size

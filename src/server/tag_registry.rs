@@ -516,6 +516,7 @@ mod tests {
             topic: "own".into(),
             ts_ms,
             value: serde_json::json!(1),
+            quality: crate::store::Quality::GOOD,
         };
         store
             .append_history(&[write(now - 7_200_000), write(now - 60_000)])

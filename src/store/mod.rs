@@ -4,7 +4,9 @@
 //! runs: both take the same calls (listed once in [`engine_calls!`]) and return the same
 //! [`types`]. Calls are synchronous and meant to run on the blocking pool through [`Store::run`].
 
+pub mod blocks;
 mod collection_cache;
+mod history;
 mod location;
 pub mod migrate;
 mod postgres;
@@ -295,6 +297,10 @@ engine_calls! {
     #[cfg(test)]
     fn history_topics(&self, domain: &str) -> StoreResult<Vec<String>>;
     fn history_delete_before(&self, domain: Option<&str>, topic: Option<&str>, before_ms: i64) -> StoreResult<u64>;
+    /// Every series' hot tail (rows not yet in blocks).
+    fn history_tails(&self) -> StoreResult<Vec<HotTail>>;
+    /// Closes the oldest hot rows of a series into one block.
+    fn seal_history(&self, domain: &str, topic: &str) -> StoreResult<Sealed>;
 
     // ---- upstream bridges ----
     fn upstream_queue_write(&self, appends: &[(&str, &Item)], deletes: &[(&str, &[i64])]) -> StoreResult<()>;

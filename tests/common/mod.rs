@@ -79,12 +79,36 @@ impl Server {
 
     /// Starts a server with the default test arguments plus `extra`.
     pub fn start_with(extra: &[&str]) -> Server {
+        Server::start_from(None, extra)
+    }
+
+    /// Starts a server on a copy of the data dir `fixture` (its files; on PostgreSQL the copy
+    /// is first moved into the server's fresh database with `svc migrate`), or on an empty one.
+    pub fn start_from(fixture: Option<&Path>, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let data_dir = dir.path().join("data");
         std::fs::create_dir_all(&data_dir).expect("create data dir");
+        if let Some(fixture) = fixture {
+            for entry in std::fs::read_dir(fixture).expect("read the fixture") {
+                let path = entry.expect("fixture entry").path();
+                std::fs::copy(&path, data_dir.join(path.file_name().unwrap()))
+                    .expect("copy the fixture");
+            }
+        }
         let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         if on_postgres() && !extra.iter().any(|arg| arg == "--database") {
-            extra.extend(["--database".into(), shared_postgres().fresh_database()]);
+            let url = shared_postgres().fresh_database();
+            if fixture.is_some() {
+                let copied = Command::new(env!("CARGO_BIN_EXE_svc"))
+                    .args(["migrate", "--from"])
+                    .arg(format!("sqlite://{}", data_dir.display()))
+                    .args(["--to", &url])
+                    .env_remove("SVC_CONFIG")
+                    .output()
+                    .expect("run svc migrate");
+                assert!(copied.status.success(), "svc migrate: {copied:?}");
+            }
+            extra.extend(["--database".into(), url]);
         }
         let (child, ready, stdout_lines) = spawn_serve(dir.path(), &data_dir, &extra, false);
         let http = ready_http(&ready);

@@ -50,10 +50,40 @@ impl Kind {
 pub struct Column {
     pub name: &'static str,
     pub kind: Kind,
+    /// What the column reads as where the source lacks it (an SQL literal).
+    pub absent: &'static str,
 }
 
 pub const fn col(name: &'static str, kind: Kind) -> Column {
-    Column { name, kind }
+    Column {
+        name,
+        kind,
+        absent: "NULL",
+    }
+}
+
+/// A column that an older database may lack, read as `absent` (an SQL literal) there.
+pub const fn col_or(name: &'static str, kind: Kind, absent: &'static str) -> Column {
+    Column { name, kind, absent }
+}
+
+/// How a copied table is partitioned in PostgreSQL: the column that routes a row, and which of
+/// the historian's partitioned tables it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partitioning {
+    /// `hist_points`, by `ts`.
+    Points,
+    /// `hist_blocks`, by `start_ts`.
+    Blocks,
+}
+
+impl Partitioning {
+    pub fn column(self) -> &'static str {
+        match self {
+            Partitioning::Points => "ts",
+            Partitioning::Blocks => "start_ts",
+        }
+    }
 }
 
 /// How one table is copied.
@@ -77,8 +107,9 @@ pub struct TableCopy {
     pub on_conflict: &'static str,
     /// Rows per batch (one statement and one transaction each).
     pub batch_rows: usize,
-    /// The historian's points: each batch first creates the partitions its times need.
-    pub partitioned: bool,
+    /// The historian's points and blocks: each batch first creates the partitions its times
+    /// need.
+    pub partitioned: Option<Partitioning>,
 }
 
 pub const DO_NOTHING: &str = "ON CONFLICT DO NOTHING";

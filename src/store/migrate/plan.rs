@@ -3,7 +3,7 @@
 //! declare them), and a domain's record table in its schema. What is left out, and why, is in
 //! docs/decisions.md ("svc migrate").
 
-use super::batch::{col, Column, Kind, TableCopy, DO_NOTHING};
+use super::batch::{col, col_or, Column, Kind, Partitioning, TableCopy, DO_NOTHING};
 use crate::ids::TableRef;
 use crate::store::postgres::names;
 
@@ -27,7 +27,7 @@ fn table(
         identity,
         on_conflict: DO_NOTHING,
         batch_rows: BATCH_ROWS,
-        partitioned: false,
+        partitioned: None,
     }
 }
 
@@ -198,7 +198,7 @@ pub fn record_table(table: &TableRef) -> TableCopy {
         identity: None,
         on_conflict: DO_NOTHING,
         batch_rows: BATCH_ROWS,
-        partitioned: false,
+        partitioned: None,
     }
 }
 
@@ -213,20 +213,51 @@ pub fn historian_tables() -> Vec<TableCopy> {
             col("seq", Int),
             col("num", Float),
             col("value", Text),
+            col_or("quality", BigInt, "0"),
         ],
         vec!["series", "ts", "seq"],
         None,
     );
     points.batch_rows = POINT_BATCH_ROWS;
-    points.partitioned = true;
+    points.partitioned = Some(Partitioning::Points);
+    let mut blocks = table(
+        "hist_blocks",
+        vec![
+            col("id", BigInt),
+            col("series", BigInt),
+            col("start_ts", BigInt),
+            col("end_ts", BigInt),
+            col("count", BigInt),
+            col("num_count", BigInt),
+            col("min", Float),
+            col("max", Float),
+            col("sum", Float),
+            col("first_seq", BigInt),
+            col("first_value", Text),
+            col("last_seq", BigInt),
+            col("last_value", Text),
+            col("data", Bytes),
+        ],
+        vec!["id"],
+        Some("id"),
+    );
+    // Blocks are a few kilobytes each: fewer to a batch than rows.
+    blocks.batch_rows = BATCH_ROWS / 10;
+    blocks.partitioned = Some(Partitioning::Blocks);
     vec![
         table(
             "hist_series",
-            vec![col("id", BigInt), col("domain", Text), col("topic", Text)],
+            vec![
+                col("id", BigInt),
+                col("domain", Text),
+                col("topic", Text),
+                col("sealed_upto", BigInt),
+            ],
             vec!["id"],
             Some("id"),
         ),
         points,
+        blocks,
     ]
 }
 

@@ -163,7 +163,7 @@ impl Source {
                 if present.contains(c.name) {
                     quoted(c.name)
                 } else {
-                    "NULL".to_string()
+                    c.absent.to_string()
                 }
             })
             .collect();
@@ -261,6 +261,7 @@ mod tests {
                     topic: topic.into(),
                     ts_ms: *ts,
                     value: json!(v),
+                    quality: crate::store::Quality::GOOD,
                 })
             })
             .collect();

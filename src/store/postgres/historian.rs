@@ -4,11 +4,12 @@
 //! the transaction that raises this instance's journal mark. Aggregates run in SQL, median
 //! included (`percentile_cont`).
 
+use super::hist_blocks::{Layout, BLOCK_PERIOD_MS};
 use super::PgStore;
 use crate::historian::Aggregation;
+use crate::store::history::{history_point, BlockWrites, HistoryLayout};
 use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
-use serde_json::Value;
 use std::collections::HashMap;
 use tokio_postgres::error::SqlState;
 
@@ -19,6 +20,7 @@ struct PointColumns {
     ord: Vec<i32>,
     num: Vec<Option<f64>>,
     text: Vec<String>,
+    quality: Vec<i64>,
 }
 
 /// Why an insert of points failed.
@@ -42,49 +44,69 @@ impl From<InsertError> for StoreError {
 /// The marker of [`InsertError::NoPartition`] on its way out of the async block.
 const NO_PARTITION: &str = "no historian partition for a value";
 
-/// One partition's span: a UTC day, in milliseconds.
+/// One partition's span of hot rows: a UTC day, in milliseconds.
 const PARTITION_MS: i64 = 86_400_000;
 
-/// The start of the partition holding `ts_ms`.
-fn partition_start(ts_ms: i64) -> i64 {
-    ts_ms.div_euclid(PARTITION_MS) * PARTITION_MS
+/// The historian's partitioned tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Partitioned {
+    /// `hist_points`, by the point's time, one UTC day each.
+    Points,
+    /// `hist_blocks`, by the block's start, [`BLOCK_PERIOD_MS`] each.
+    Blocks,
 }
 
-/// The partition's table name: `hist_points_p20260101` (or `…_m…` before 1970).
-fn partition_name(start_ms: i64) -> String {
-    let day = chrono::DateTime::from_timestamp_millis(start_ms)
-        .map(|t| t.format("%Y%m%d").to_string())
-        .unwrap_or_else(|| format!("x{}", start_ms.unsigned_abs()));
-    let sign = if start_ms < 0 { "m" } else { "p" };
-    format!("hist_points_{sign}{day}")
-}
+impl Partitioned {
+    fn table(self) -> &'static str {
+        match self {
+            Partitioned::Points => "hist_points",
+            Partitioned::Blocks => "hist_blocks",
+        }
+    }
 
-fn parse_value(text: &str) -> StoreResult<Value> {
-    Ok(serde_json::from_str(text)?)
-}
+    fn period_ms(self) -> i64 {
+        match self {
+            Partitioned::Points => PARTITION_MS,
+            Partitioned::Blocks => BLOCK_PERIOD_MS,
+        }
+    }
 
-fn points_of(rows: &[tokio_postgres::Row]) -> StoreResult<Vec<HistoryPoint>> {
-    rows.iter()
-        .map(|row| {
-            Ok(HistoryPoint {
-                ts_ms: row.get(0),
-                value: parse_value(row.get(1))?,
-            })
-        })
-        .collect()
+    /// The start of the partition holding `ts_ms`.
+    fn start_of(self, ts_ms: i64) -> i64 {
+        ts_ms.div_euclid(self.period_ms()) * self.period_ms()
+    }
+
+    /// The partition's table name: `hist_points_p20260101` (or `…_m…` before 1970).
+    fn name(self, start_ms: i64) -> String {
+        let day = chrono::DateTime::from_timestamp_millis(start_ms)
+            .map(|t| t.format("%Y%m%d").to_string())
+            .unwrap_or_else(|| format!("x{}", start_ms.unsigned_abs()));
+        let sign = if start_ms < 0 { "m" } else { "p" };
+        format!("{}_{sign}{day}", self.table())
+    }
 }
 
 impl PgStore {
-    /// Creates the partitions the timestamps need that this instance has not seen, each under
-    /// an advisory lock on its name (another instance may be creating it too).
+    /// Creates the `hist_points` partitions the timestamps need.
     pub(super) fn ensure_partitions(
         &self,
         timestamps: impl Iterator<Item = i64>,
     ) -> StoreResult<()> {
-        let mut needed: Vec<i64> = timestamps.map(partition_start).collect();
-        needed.sort_unstable();
+        self.ensure_partitions_of(Partitioned::Points, timestamps)
+    }
+
+    /// Creates the partitions of `table` the timestamps need that this instance has not seen,
+    /// each under an advisory lock on its name (another instance may be creating it too).
+    pub(super) fn ensure_partitions_of(
+        &self,
+        table: Partitioned,
+        timestamps: impl Iterator<Item = i64>,
+    ) -> StoreResult<()> {
+        let mut needed: Vec<(Partitioned, i64)> =
+            timestamps.map(|ts| (table, table.start_of(ts))).collect();
+        needed.sort_unstable_by_key(|(_, start)| *start);
         needed.dedup();
-        let missing: Vec<i64> = match self.known_partitions.lock() {
+        let missing: Vec<(Partitioned, i64)> = match self.known_partitions.lock() {
             Ok(known) => needed.into_iter().filter(|p| !known.contains(p)).collect(),
             Err(_) => needed,
         };
@@ -93,15 +115,16 @@ impl PgStore {
         }
         self.block(async {
             let mut client = self.client().await?;
-            for start in &missing {
-                let name = partition_name(*start);
+            for (table, start) in &missing {
+                let name = table.name(*start);
                 let tx = client.transaction().await?;
                 tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&name])
                     .await?;
                 tx.batch_execute(&format!(
-                    "CREATE TABLE IF NOT EXISTS \"{name}\" PARTITION OF hist_points \
+                    "CREATE TABLE IF NOT EXISTS \"{name}\" PARTITION OF {parent} \
                      FOR VALUES FROM ({start}) TO ({end})",
-                    end = start.saturating_add(PARTITION_MS)
+                    parent = table.table(),
+                    end = start.saturating_add(table.period_ms())
                 ))
                 .await?;
                 tx.commit().await?;
@@ -166,7 +189,7 @@ impl PgStore {
         Ok(ids)
     }
 
-    fn series_id(&self, domain: &str, topic: &str) -> StoreResult<Option<i64>> {
+    pub(super) fn series_id(&self, domain: &str, topic: &str) -> StoreResult<Option<i64>> {
         let key = (domain.to_string(), topic.to_string());
         if let Some(id) = self.series.lock().ok().and_then(|c| c.get(&key).copied()) {
             return Ok(Some(id));
@@ -205,8 +228,14 @@ impl PgStore {
         // Values of one series at one timestamp keep their arrival order: the n-th of them in
         // this batch goes n after what the table already holds there.
         let mut ordinal: HashMap<(i64, i64), i32> = HashMap::new();
-        let (mut series, mut ts, mut ord, mut num, mut text) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut series, mut ts, mut ord, mut num, mut text, mut quality) = (
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        );
         for w in values {
             let key = (w.domain.clone(), w.topic.clone());
             let Some(id) = ids.get(&key).copied() else {
@@ -222,6 +251,7 @@ impl PgStore {
             *n += 1;
             num.push(numeric(&w.value));
             text.push(w.value.to_string());
+            quality.push(i64::from(w.quality.0));
         }
         let upto = journaled_upto.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
         let columns = PointColumns {
@@ -230,6 +260,7 @@ impl PgStore {
             ord,
             num,
             text,
+            quality,
         };
         match self.insert_points(&columns, upto) {
             // Another instance's retention dropped a partition this one still believed in:
@@ -245,18 +276,52 @@ impl PgStore {
         }
     }
 
-    /// One attempt at the insert and the mark, in one transaction.
+    /// One attempt at the insert and the mark, in one transaction. The series' rows are locked
+    /// shared, so no instance closes a block of them meanwhile (closing locks them exclusively):
+    /// a late point (no newer than the series' blocks) is then ordered after the points the
+    /// blocks hold at its time.
     fn insert_points(&self, c: &PointColumns, upto: Option<i64>) -> Result<(), InsertError> {
+        let mut client = self.block(self.client()).map_err(InsertError::Store)?;
+        let tx = self
+            .block(async { Ok(client.transaction().await?) })
+            .map_err(InsertError::Store)?;
+        let layout = Layout {
+            store: self,
+            tx: &tx,
+        };
+        let mut ids = c.series.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        let sealed: HashMap<i64, Option<i64>> = layout
+            .query(
+                "SELECT id, sealed_upto FROM hist_series WHERE id = ANY($1) ORDER BY id FOR SHARE",
+                &[&ids],
+            )
+            .map_err(InsertError::Store)?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let mut after = vec![0i64; c.ts.len()];
+        for (i, slot) in after.iter_mut().enumerate() {
+            if let Some(Some(upto)) = sealed.get(&c.series[i]) {
+                if c.ts[i] <= *upto {
+                    *slot = layout
+                        .block_seq_after(c.series[i], c.ts[i])
+                        .map_err(InsertError::Store)?;
+                }
+            }
+        }
         let attempt = self.block(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
             tx.execute(
-                "INSERT INTO hist_points (series, ts, seq, num, value) \
-                 SELECT u.series, u.ts, u.ord + coalesce((SELECT max(p.seq) + 1 FROM hist_points p \
-                     WHERE p.series = u.series AND p.ts = u.ts), 0), u.num, u.value \
-                 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::float8[], $5::text[]) \
-                     AS u(series, ts, ord, num, value)",
-                &[&c.series, &c.ts, &c.ord, &c.num, &c.text],
+                "INSERT INTO hist_points (series, ts, seq, num, value, quality) \
+                 SELECT u.series, u.ts, u.ord + greatest(u.after, coalesce((SELECT max(p.seq) + 1 \
+                     FROM hist_points p WHERE p.series = u.series AND p.ts = u.ts), 0)), \
+                     u.num, u.value, u.quality \
+                 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::float8[], $5::text[], \
+                     $6::bigint[], $7::bigint[]) AS u(series, ts, ord, num, value, quality, after)",
+                &[
+                    &c.series, &c.ts, &c.ord, &c.num, &c.text, &c.quality, &after,
+                ],
             )
             .await
             .map_err(|e| {
@@ -300,15 +365,10 @@ impl PgStore {
         end_ms: i64,
         limit: Option<u64>,
     ) -> StoreResult<Vec<HistoryPoint>> {
-        let Some(series) = self.series_id(domain, topic)? else {
-            return Ok(Vec::new());
-        };
-        let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        points_of(&self.query(
-            "SELECT ts, value FROM hist_points WHERE series = $1 AND ts >= $2 AND ts < $3 \
-             ORDER BY ts, seq LIMIT $4",
-            &[&series, &start_ms, &end_ms, &limit],
-        )?)
+        self.read_series(domain, topic, |layout, series| {
+            let points = layout.read_range(series, start_ms, end_ms, limit)?;
+            Ok(points.into_iter().map(history_point).collect())
+        })
     }
 
     /// The newest `n` values, newest first.
@@ -318,15 +378,10 @@ impl PgStore {
         topic: &str,
         n: u64,
     ) -> StoreResult<Vec<HistoryPoint>> {
-        let Some(series) = self.series_id(domain, topic)? else {
-            return Ok(Vec::new());
-        };
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
-        points_of(&self.query(
-            "SELECT ts, value FROM hist_points WHERE series = $1 \
-             ORDER BY ts DESC, seq DESC LIMIT $2",
-            &[&series, &n],
-        )?)
+        self.read_series(domain, topic, |layout, series| {
+            let points = layout.read_last(series, n)?;
+            Ok(points.into_iter().map(history_point).collect())
+        })
     }
 
     /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms`, stamped with the
@@ -343,10 +398,9 @@ impl PgStore {
         if bucket_ms < 1 {
             return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
         }
-        let Some(series) = self.series_id(domain, topic)? else {
-            return Ok(Vec::new());
-        };
-        self.fixed_buckets(series, start_ms, end_ms, bucket_ms, agg)
+        self.read_series(domain, topic, |layout, series| {
+            layout.read_buckets(series, start_ms, end_ms, bucket_ms, agg)
+        })
     }
 
     /// One point per non-empty bucket between consecutive `edges`, stamped with its edge.
@@ -359,56 +413,24 @@ impl PgStore {
         edges: &[i64],
         agg: Aggregation,
     ) -> StoreResult<Vec<HistoryPoint>> {
-        let Some(series) = self.series_id(domain, topic)? else {
-            return Ok(Vec::new());
-        };
-        buckets_between(start_ms, end_ms, edges, |lo, hi| {
-            self.fixed_buckets(series, lo, hi, hi - lo, agg)
+        self.read_series(domain, topic, |layout, series| {
+            buckets_between(start_ms, end_ms, edges, |lo, hi| {
+                layout.read_buckets(series, lo, hi, hi - lo, agg)
+            })
         })
     }
 
-    fn fixed_buckets(
+    /// Runs `read` on one series in one snapshot; a series never written reads as empty.
+    fn read_series<T: Default>(
         &self,
-        series: i64,
-        start_ms: i64,
-        end_ms: i64,
-        bucket_ms: i64,
-        agg: Aggregation,
-    ) -> StoreResult<Vec<HistoryPoint>> {
-        let sql_agg = match agg {
-            Aggregation::Mean => "avg(num)::text",
-            Aggregation::Sum => "sum(num)::text",
-            Aggregation::Min => "min(num)::text",
-            Aggregation::Max => "max(num)::text",
-            Aggregation::Count => "count(*)::text",
-            Aggregation::Median => "(percentile_cont(0.5) WITHIN GROUP (ORDER BY num))::text",
-            Aggregation::First => "(array_agg(value ORDER BY ts, seq))[1]",
-            Aggregation::Last => "(array_agg(value ORDER BY ts DESC, seq DESC))[1]",
+        domain: &str,
+        topic: &str,
+        read: impl FnOnce(&Layout<'_>, i64) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(T::default());
         };
-        let rows = self.query(
-            &format!(
-                "SELECT (ts - $2) / $4 AS k, {sql_agg} FROM hist_points \
-                 WHERE series = $1 AND ts >= $2 AND ts < $3 GROUP BY k ORDER BY k"
-            ),
-            &[&series, &start_ms, &end_ms, &bucket_ms],
-        )?;
-        rows.iter()
-            .map(|row| {
-                let k: i64 = row.get(0);
-                let text: Option<&str> = row.get(1);
-                let value = match (agg, text) {
-                    (Aggregation::First | Aggregation::Last, Some(text)) => parse_value(text)?,
-                    (Aggregation::Count, Some(text)) => {
-                        Value::from(text.parse::<i64>().unwrap_or(0))
-                    }
-                    (_, text) => number_json(text.and_then(|t| t.parse::<f64>().ok())),
-                };
-                Ok(HistoryPoint {
-                    ts_ms: start_ms + k * bucket_ms,
-                    value,
-                })
-            })
-            .collect()
+        self.with_layout(series, false, |layout| read(layout, series))
     }
 
     #[cfg(test)]
@@ -416,7 +438,9 @@ impl PgStore {
         Ok(self
             .query(
                 "SELECT topic FROM hist_series s WHERE domain = $1 \
-                 AND EXISTS (SELECT 1 FROM hist_points p WHERE p.series = s.id) ORDER BY topic",
+                 AND (EXISTS (SELECT 1 FROM hist_points p WHERE p.series = s.id) \
+                      OR EXISTS (SELECT 1 FROM hist_blocks b WHERE b.series = s.id)) \
+                 ORDER BY topic",
                 &[&domain],
             )?
             .iter()
@@ -435,25 +459,25 @@ impl PgStore {
     ) -> StoreResult<u64> {
         let mut deleted = 0u64;
         if domain.is_none() && topic.is_none() {
-            let expired = self.query(
-                "SELECT c.relname, \
-                     (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''?(-?\\d+)'))[1]::bigint \
-                 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
-                 WHERE i.inhparent = 'hist_points'::regclass",
-                &[],
-            )?;
-            for row in expired {
-                let (name, end): (String, Option<i64>) = (row.get(0), row.get(1));
-                if end.is_some_and(|end| end <= before_ms) {
-                    let counted =
-                        self.query_one(&format!("SELECT count(*) FROM \"{name}\""), &[])?;
-                    deleted += counted.get::<_, i64>(0).max(0) as u64;
-                    self.execute(&format!("DROP TABLE IF EXISTS \"{name}\""), &[])?;
-                    if let Ok(mut known) = self.known_partitions.lock() {
-                        known.remove(&(end.unwrap_or(0) - PARTITION_MS));
-                    }
-                }
-            }
+            deleted += self.drop_partitions_before(Partitioned::Points, before_ms, "count(*)")?;
+            // A block may end up to a span after its partition does.
+            let blocks_before = before_ms.saturating_sub(crate::store::blocks::MAX_SPAN_MS);
+            deleted +=
+                self.drop_partitions_before(Partitioned::Blocks, blocks_before, "sum(count)")?;
+        }
+        let series: Vec<i64> = self
+            .query(
+                "SELECT id FROM hist_series WHERE ($1::text IS NULL OR domain = $1) \
+                 AND ($2::text IS NULL OR topic = $2) \
+                 AND EXISTS (SELECT 1 FROM hist_blocks b WHERE b.series = id AND b.start_ts < $3)",
+                &[&domain, &topic, &before_ms],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        for id in series {
+            deleted +=
+                self.with_layout(id, true, |layout| layout.trim_blocks_before(id, before_ms))?;
         }
         deleted += self.execute(
             "DELETE FROM hist_points WHERE ts < $3 AND series IN \
@@ -461,6 +485,40 @@ impl PgStore {
               AND ($2::text IS NULL OR topic = $2))",
             &[&domain, &topic, &before_ms],
         )?;
+        Ok(deleted)
+    }
+
+    /// Drops the partitions of `table` that end at or before `before_ms`; the points they
+    /// held (`points` is the aggregate that counts them).
+    fn drop_partitions_before(
+        &self,
+        table: Partitioned,
+        before_ms: i64,
+        points: &str,
+    ) -> StoreResult<u64> {
+        let mut deleted = 0u64;
+        let parts = self.query(
+            "SELECT c.relname, \
+                 (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''?(-?\\d+)'))[1]::bigint \
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+             WHERE i.inhparent = $1::text::regclass",
+            &[&table.table()],
+        )?;
+        for row in parts {
+            let (name, end): (String, Option<i64>) = (row.get(0), row.get(1));
+            let Some(end) = end.filter(|end| *end <= before_ms) else {
+                continue;
+            };
+            let counted = self.query_one(
+                &format!("SELECT coalesce({points}, 0)::bigint FROM \"{name}\""),
+                &[],
+            )?;
+            deleted += counted.get::<_, i64>(0).max(0) as u64;
+            self.execute(&format!("DROP TABLE IF EXISTS \"{name}\""), &[])?;
+            if let Ok(mut known) = self.known_partitions.lock() {
+                known.remove(&(table, end - table.period_ms()));
+            }
+        }
         Ok(deleted)
     }
 }
@@ -472,10 +530,16 @@ mod tests {
     #[test]
     fn partitions_are_utc_days_named_by_their_date() {
         let t = 1_767_225_600_000; // 2026-01-01T00:00:00Z
-        assert_eq!(partition_start(t + 5), t);
-        assert_eq!(partition_start(t - 1), t - PARTITION_MS);
-        assert_eq!(partition_name(t), "hist_points_p20260101");
-        assert_eq!(partition_start(-1), -PARTITION_MS);
-        assert_eq!(partition_name(-PARTITION_MS), "hist_points_m19691231");
+        let points = Partitioned::Points;
+        assert_eq!(points.start_of(t + 5), t);
+        assert_eq!(points.start_of(t - 1), t - PARTITION_MS);
+        assert_eq!(points.name(t), "hist_points_p20260101");
+        assert_eq!(points.start_of(-1), -PARTITION_MS);
+        assert_eq!(points.name(-PARTITION_MS), "hist_points_m19691231");
+        let blocks = Partitioned::Blocks;
+        assert_eq!(blocks.start_of(t) % BLOCK_PERIOD_MS, 0);
+        assert!(blocks
+            .name(blocks.start_of(t))
+            .starts_with("hist_blocks_p2025"));
     }
 }

@@ -6,10 +6,11 @@
 //! domain's record tables, the historian's partitions, identity sequences moved past copied
 //! ids, a collection's indexes, and the counts the summary compares.
 
+use super::historian::Partitioned;
 use super::{names, records, PgStore};
 use crate::ids::TableRef;
 use crate::schema::Collection;
-use crate::store::migrate::batch::{Batch, TableCopy};
+use crate::store::migrate::batch::{Batch, Partitioning, TableCopy};
 use crate::store::{StoreError, StoreResult};
 use serde_json::Value;
 use tokio_postgres::types::ToSql;
@@ -76,9 +77,13 @@ impl PgStore {
         if batch.rows == 0 {
             return Ok(0);
         }
-        if table.partitioned {
-            let times = batch.ints(table, "ts").unwrap_or_default();
-            self.ensure_partitions(times.iter().flatten().copied())?;
+        if let Some(partitioning) = table.partitioned {
+            let times = batch.ints(table, partitioning.column()).unwrap_or_default();
+            let kind = match partitioning {
+                Partitioning::Points => Partitioned::Points,
+                Partitioning::Blocks => Partitioned::Blocks,
+            };
+            self.ensure_partitions_of(kind, times.iter().flatten().copied())?;
         }
         let sql = insert_sql(table);
         let instance: Vec<Option<String>> = if table.per_instance {

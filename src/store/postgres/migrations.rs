@@ -21,6 +21,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (11, include_str!("migrations/0011_migrate_progress.sql")),
     (12, include_str!("migrations/0012_record_changes.sql")),
     (13, include_str!("migrations/0013_api_key_domain.sql")),
+    (14, include_str!("migrations/0014_historian_blocks.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").

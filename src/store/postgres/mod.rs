@@ -8,6 +8,7 @@ mod audit;
 mod auth;
 mod automation;
 mod filter_sql;
+mod hist_blocks;
 mod historian;
 mod import;
 mod instances;
@@ -65,7 +66,7 @@ pub struct PgStore {
     /// Tables are never dropped, so what another instance does cannot make this wrong.
     known_tables: Mutex<HashSet<String>>,
     /// Starts of the historian partitions known to exist.
-    known_partitions: Mutex<HashSet<i64>>,
+    known_partitions: Mutex<HashSet<(historian::Partitioned, i64)>>,
     /// Historian series ids by (domain, topic); series are never deleted.
     series: Mutex<HashMap<(String, String), i64>>,
     /// Who hears what other instances say.

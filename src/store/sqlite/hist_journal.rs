@@ -42,6 +42,7 @@ impl SqliteStore {
                 ts_ms: w.ts_ms,
                 num: numeric(&w.value),
                 text,
+                quality: w.quality.0,
             }),
         )?;
         if let Some(upto) = journaled_upto {
@@ -72,6 +73,7 @@ mod tests {
             topic: "t".into(),
             ts_ms: 5,
             value: json!(1.5),
+            quality: Quality::GOOD,
         };
         store
             .fold_history(std::slice::from_ref(&value), Some(9))

@@ -1,5 +1,6 @@
-//! Historian storage: one row per historized value, clustered by (series, ts, seq) so a range
-//! query on one tag is a single sequential scan of the primary key.
+//! Historian storage: the hot tail, one row per recent value, clustered by (series, ts, seq);
+//! older values live in compressed blocks (`hist_blocks.rs`), and reads merge both through the
+//! engine-neutral `store::history`.
 //!
 //! Layout (and its PostgreSQL translation for the growth path):
 //! - `hist_series(id, domain, topic)` names each (domain, topic) once; points refer to it by id.
@@ -14,44 +15,13 @@
 //! (series, ts) gets 0, each later one max(seq) + 1, decided inside the write transaction, so
 //! equal timestamps keep their arrival order and no process state is involved.
 
+use super::hist_blocks::{series_id, Layout};
 use super::{SqliteStore, StoreError, StoreResult};
 use crate::historian::Aggregation;
+use crate::store::history::{history_point, BlockWrites, HistoryLayout};
 use crate::store::types::*;
-use rusqlite::{params, OptionalExtension};
-use serde_json::Value;
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use std::collections::HashMap;
-
-fn parse_value(text: &str) -> StoreResult<Value> {
-    Ok(serde_json::from_str(text)?)
-}
-
-/// The JSON text of a `value` column, borrowed from the row.
-fn value_text<'r>(row: &'r rusqlite::Row<'_>, idx: usize) -> StoreResult<&'r str> {
-    row.get_ref(idx)?
-        .as_str()
-        .map_err(|e| StoreError::Internal(format!("stored history value is unreadable: {e}")))
-}
-
-fn read_value(row: &rusqlite::Row<'_>, idx: usize) -> StoreResult<Value> {
-    parse_value(value_text(row, idx)?)
-}
-
-/// Reads `(ts, value)` rows into points.
-fn read_points(mut rows: rusqlite::Rows<'_>) -> StoreResult<Vec<HistoryPoint>> {
-    let mut points = Vec::new();
-    while let Some(row) = rows.next()? {
-        points.push(HistoryPoint {
-            ts_ms: row.get(0)?,
-            value: read_value(row, 1)?,
-        });
-    }
-    Ok(points)
-}
-
-/// SQLite's LIMIT for an optional limit (-1 = none).
-fn sql_limit(limit: Option<u64>) -> i64 {
-    limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX))
-}
 
 /// One value on its way into `hist_points`, borrowed from wherever it was queued.
 pub(super) struct PointRef<'v> {
@@ -60,6 +30,7 @@ pub(super) struct PointRef<'v> {
     pub ts_ms: i64,
     pub num: Option<f64>,
     pub text: &'v str,
+    pub quality: u32,
 }
 
 /// Inserts values into `hist_points` inside `tx`, in order (creating series as they appear);
@@ -68,41 +39,57 @@ pub(super) fn insert_points<'v>(
     tx: &rusqlite::Transaction<'_>,
     points: impl IntoIterator<Item = PointRef<'v>>,
 ) -> StoreResult<()> {
-    let mut find_series =
-        tx.prepare_cached("SELECT id FROM hist_series WHERE domain = ?1 AND topic = ?2")?;
+    let mut find_series = tx.prepare_cached(
+        "SELECT id, sealed_upto FROM hist_series WHERE domain = ?1 AND topic = ?2",
+    )?;
     let mut add_series =
         tx.prepare_cached("INSERT INTO hist_series (domain, topic) VALUES (?1, ?2)")?;
     let mut insert = tx.prepare_cached(
-        "INSERT INTO hist_points (series, ts, seq, num, value) VALUES (?1, ?2, 0, ?3, ?4) \
-         ON CONFLICT (series, ts, seq) DO NOTHING",
+        "INSERT INTO hist_points (series, ts, seq, num, value, quality) \
+         VALUES (?1, ?2, 0, ?3, ?4, ?5) ON CONFLICT (series, ts, seq) DO NOTHING",
     )?;
     let mut insert_after = tx.prepare_cached(
-        "INSERT INTO hist_points (series, ts, seq, num, value) \
-         SELECT ?1, ?2, max(seq) + 1, ?3, ?4 FROM hist_points WHERE series = ?1 AND ts = ?2",
+        "INSERT INTO hist_points (series, ts, seq, num, value, quality) \
+         SELECT ?1, ?2, max(?6, coalesce(max(seq) + 1, 0)), ?3, ?4, ?5 FROM hist_points \
+         WHERE series = ?1 AND ts = ?2",
     )?;
-    let mut series_ids: HashMap<(&str, &str), i64> = HashMap::new();
+    // Each series' id and the newest time its blocks hold.
+    let mut series_ids: HashMap<(&str, &str), (i64, Option<i64>)> = HashMap::new();
     for point in points {
         let key = (point.domain, point.topic);
-        let series = match series_ids.get(&key) {
-            Some(id) => *id,
+        let (series, sealed_upto) = match series_ids.get(&key) {
+            Some(known) => *known,
             None => {
-                let id = match find_series
-                    .query_row(params![key.0, key.1], |r| r.get(0))
+                let known = match find_series
+                    .query_row(params![key.0, key.1], |r| Ok((r.get(0)?, r.get(1)?)))
                     .optional()?
                 {
-                    Some(id) => id,
+                    Some(known) => known,
                     None => {
                         add_series.execute(params![key.0, key.1])?;
-                        tx.last_insert_rowid()
+                        (tx.last_insert_rowid(), None)
                     }
                 };
-                series_ids.insert(key, id);
-                id
+                series_ids.insert(key, known);
+                known
             }
         };
-        let row = params![series, point.ts_ms, point.num, point.text];
-        if insert.execute(row)? == 0 {
-            insert_after.execute(row)?;
+        // A late point (no newer than what the blocks hold) goes after the points the blocks
+        // already have at its time, so equal timestamps keep their arrival order.
+        let after_blocks = match sealed_upto {
+            Some(upto) if point.ts_ms <= upto => Layout(tx).block_seq_after(series, point.ts_ms)?,
+            _ => 0,
+        };
+        let row = params![series, point.ts_ms, point.num, point.text, point.quality];
+        if after_blocks > 0 || insert.execute(row)? == 0 {
+            insert_after.execute(params![
+                series,
+                point.ts_ms,
+                point.num,
+                point.text,
+                point.quality,
+                after_blocks
+            ])?;
         }
     }
     Ok(())
@@ -132,16 +119,10 @@ impl SqliteStore {
         end_ms: i64,
         limit: Option<u64>,
     ) -> StoreResult<Vec<HistoryPoint>> {
-        let conn = self.conn()?;
-        let Some(series) = series_id(&conn, domain, topic)? else {
-            return Ok(Vec::new());
-        };
-        let mut stmt = conn.prepare_cached(
-            "SELECT ts, value FROM hist_points WHERE series = ?1 AND ts >= ?2 AND ts < ?3 \
-             ORDER BY ts, seq LIMIT ?4",
-        )?;
-        let rows = stmt.query(params![series, start_ms, end_ms, sql_limit(limit)])?;
-        read_points(rows)
+        self.read_series(domain, topic, |layout, series| {
+            let points = layout.read_range(series, start_ms, end_ms, limit)?;
+            Ok(points.into_iter().map(history_point).collect())
+        })
     }
 
     /// The newest `n` values, newest first.
@@ -151,22 +132,17 @@ impl SqliteStore {
         topic: &str,
         n: u64,
     ) -> StoreResult<Vec<HistoryPoint>> {
-        let conn = self.conn()?;
-        let Some(series) = series_id(&conn, domain, topic)? else {
-            return Ok(Vec::new());
-        };
-        let mut stmt = conn.prepare_cached(
-            "SELECT ts, value FROM hist_points WHERE series = ?1 ORDER BY ts DESC, seq DESC LIMIT ?2",
-        )?;
-        let rows = stmt.query(params![series, sql_limit(Some(n))])?;
-        read_points(rows)
+        self.read_series(domain, topic, |layout, series| {
+            let points = layout.read_last(series, n)?;
+            Ok(points.into_iter().map(history_point).collect())
+        })
     }
 
     /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms` (bucket k covers
-    /// `[start + k*b, start + (k+1)*b)`), stamped with the bucket start. `mean sum min max count`
-    /// run in SQL over the numeric readings (`count` counts every value); `first`/`last` are the
-    /// stored values of the earliest/latest point and `median` is computed while streaming the
-    /// bucket's readings. Buckets without numeric readings give null for numeric aggregates.
+    /// `[start + k*b, start + (k+1)*b)`), stamped with the bucket start. `mean sum min max`
+    /// run over the numeric readings, `count` counts every value, `first`/`last` are the
+    /// stored values of the earliest/latest point. Buckets without numeric readings give null
+    /// for numeric aggregates.
     pub fn history_buckets(
         &self,
         domain: &str,
@@ -179,11 +155,9 @@ impl SqliteStore {
         if bucket_ms < 1 {
             return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
         }
-        let conn = self.conn()?;
-        let Some(series) = series_id(&conn, domain, topic)? else {
-            return Ok(Vec::new());
-        };
-        fixed_buckets(&conn, series, start_ms, end_ms, bucket_ms, agg)
+        self.read_series(domain, topic, |layout, series| {
+            layout.read_buckets(series, start_ms, end_ms, bucket_ms, agg)
+        })
     }
 
     /// One point per non-empty bucket between consecutive `edges` (ascending): bucket `i`
@@ -199,13 +173,29 @@ impl SqliteStore {
         edges: &[i64],
         agg: Aggregation,
     ) -> StoreResult<Vec<HistoryPoint>> {
-        let conn = self.conn()?;
-        let Some(series) = series_id(&conn, domain, topic)? else {
-            return Ok(Vec::new());
-        };
-        buckets_between(start_ms, end_ms, edges, |lo, hi| {
-            fixed_buckets(&conn, series, lo, hi, hi - lo, agg)
+        self.read_series(domain, topic, |layout, series| {
+            buckets_between(start_ms, end_ms, edges, |lo, hi| {
+                layout.read_buckets(series, lo, hi, hi - lo, agg)
+            })
         })
+    }
+
+    /// Runs `read` on one series inside one read transaction (one snapshot of blocks and hot
+    /// rows); a series never written reads as empty.
+    fn read_series<T: Default>(
+        &self,
+        domain: &str,
+        topic: &str,
+        read: impl FnOnce(&Layout<'_>, i64) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let conn = self.conn()?;
+        let tx = conn.unchecked_transaction()?;
+        let Some(series) = series_id(&tx, domain, topic)? else {
+            return Ok(T::default());
+        };
+        let answer = read(&Layout(&tx), series)?;
+        tx.finish()?;
+        Ok(answer)
     }
 
     /// Topics of a domain that have at least one stored value, sorted.
@@ -213,7 +203,8 @@ impl SqliteStore {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT topic FROM hist_series s WHERE domain = ?1 \
-             AND EXISTS (SELECT 1 FROM hist_points p WHERE p.series = s.id) ORDER BY topic",
+             AND (EXISTS (SELECT 1 FROM hist_points p WHERE p.series = s.id) \
+                  OR EXISTS (SELECT 1 FROM hist_blocks b WHERE b.series = s.id)) ORDER BY topic",
         )?;
         let rows = stmt.query_map(params![domain], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -227,136 +218,25 @@ impl SqliteStore {
         topic: Option<&str>,
         before_ms: i64,
     ) -> StoreResult<u64> {
-        let conn = self.conn()?;
-        let deleted = conn.execute(
-            "DELETE FROM hist_points WHERE ts < ?3 AND series IN \
-             (SELECT id FROM hist_series WHERE (?1 IS NULL OR domain = ?1) \
-              AND (?2 IS NULL OR topic = ?2))",
-            params![domain, topic, before_ms],
-        )?;
-        Ok(deleted as u64)
-    }
-}
-
-/// The series id of a (domain, topic), if it was ever written.
-fn series_id(conn: &rusqlite::Connection, domain: &str, topic: &str) -> StoreResult<Option<i64>> {
-    Ok(conn
-        .prepare_cached("SELECT id FROM hist_series WHERE domain = ?1 AND topic = ?2")?
-        .query_row(params![domain, topic], |r| r.get(0))
-        .optional()?)
-}
-
-/// Buckets of `bucket_ms` aligned to `start_ms` over one series (see
-/// [`SqliteStore::history_buckets`]).
-fn fixed_buckets(
-    conn: &rusqlite::Connection,
-    series: i64,
-    start_ms: i64,
-    end_ms: i64,
-    bucket_ms: i64,
-    agg: Aggregation,
-) -> StoreResult<Vec<HistoryPoint>> {
-    let sql_agg = match agg {
-        Aggregation::Mean => "avg(num)",
-        Aggregation::Sum => "sum(num)",
-        Aggregation::Min => "min(num)",
-        Aggregation::Max => "max(num)",
-        Aggregation::Count => "count(*)",
-        Aggregation::Median | Aggregation::First | Aggregation::Last => {
-            return stream_buckets(conn, series, start_ms, end_ms, bucket_ms, agg);
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let series: Vec<i64> = tx
+            .prepare(
+                "SELECT id FROM hist_series WHERE (?1 IS NULL OR domain = ?1) \
+                 AND (?2 IS NULL OR topic = ?2)",
+            )?
+            .query_map(params![domain, topic], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let mut deleted = 0u64;
+        let mut hot = tx.prepare_cached("DELETE FROM hist_points WHERE series = ?1 AND ts < ?2")?;
+        for id in series {
+            deleted += Layout(&tx).trim_blocks_before(id, before_ms)?;
+            deleted += hot.execute(params![id, before_ms])? as u64;
         }
-    };
-    let sql = format!(
-        "SELECT (ts - ?2) / ?4 AS k, {sql_agg} FROM hist_points \
-         WHERE series = ?1 AND ts >= ?2 AND ts < ?3 GROUP BY k ORDER BY k"
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query(params![series, start_ms, end_ms, bucket_ms])?;
-    let mut points = Vec::new();
-    while let Some(row) = rows.next()? {
-        let k: i64 = row.get(0)?;
-        let value = match agg {
-            Aggregation::Count => Value::from(row.get::<_, i64>(1)?),
-            _ => number_json(row.get::<_, Option<f64>>(1)?),
-        };
-        points.push(HistoryPoint {
-            ts_ms: start_ms + k * bucket_ms,
-            value,
-        });
+        drop(hot);
+        tx.commit()?;
+        Ok(deleted)
     }
-    Ok(points)
 }
 
-/// Median, first and last: one ordered pass over the window, finishing a bucket when the next
-/// one starts.
-fn stream_buckets(
-    conn: &rusqlite::Connection,
-    series: i64,
-    start_ms: i64,
-    end_ms: i64,
-    bucket_ms: i64,
-    agg: Aggregation,
-) -> StoreResult<Vec<HistoryPoint>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT (ts - ?2) / ?4, num, value FROM hist_points \
-         WHERE series = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, seq",
-    )?;
-    let mut rows = stmt.query(params![series, start_ms, end_ms, bucket_ms])?;
-    let mut points = Vec::new();
-    // The open bucket: its index, the readings (median) or the chosen value's text (first/last).
-    let mut open: Option<i64> = None;
-    let mut nums: Vec<f64> = Vec::new();
-    let mut chosen = String::new();
-    let finish = |k: i64, nums: &mut Vec<f64>, chosen: &str| -> StoreResult<HistoryPoint> {
-        let value = match agg {
-            Aggregation::Median => number_json(median(nums)),
-            _ => parse_value(chosen)?,
-        };
-        nums.clear();
-        Ok(HistoryPoint {
-            ts_ms: start_ms + k * bucket_ms,
-            value,
-        })
-    };
-    while let Some(row) = rows.next()? {
-        let k: i64 = row.get(0)?;
-        let new_bucket = open != Some(k);
-        if new_bucket {
-            if let Some(prev) = open {
-                points.push(finish(prev, &mut nums, &chosen)?);
-            }
-            open = Some(k);
-        }
-        match agg {
-            Aggregation::Median => {
-                if let Some(x) = row.get::<_, Option<f64>>(1)? {
-                    nums.push(x);
-                }
-            }
-            Aggregation::First if !new_bucket => {}
-            _ => {
-                chosen.clear();
-                chosen.push_str(value_text(row, 2)?);
-            }
-        }
-    }
-    if let Some(prev) = open {
-        points.push(finish(prev, &mut nums, &chosen)?);
-    }
-    Ok(points)
-}
-
-/// The median of the readings (mean of the two middle ones for an even count), None if empty.
-fn median(nums: &mut [f64]) -> Option<f64> {
-    if nums.is_empty() {
-        return None;
-    }
-    nums.sort_unstable_by(f64::total_cmp);
-    let mid = nums.len() / 2;
-    Some(if nums.len() % 2 == 1 {
-        nums[mid]
-    } else {
-        (nums[mid - 1] + nums[mid]) / 2.0
-    })
-}
 // Tests: `src/historian/store_tests.rs` (through the public API).

@@ -46,6 +46,16 @@ const STEPS: &[(i64, Step)] = &[
         11,
         Step::Code(|c| add_column(c, "auth_api_keys", "domain", "TEXT")),
     ),
+    // Historian blocks; a point's quality (an OPC UA StatusCode, 0 = good); the newest time a
+    // series' blocks hold (NULL: no block yet), which tells late points from new ones.
+    (
+        12,
+        Step::Code(|c| {
+            add_column(c, "hist_points", "quality", "INTEGER NOT NULL DEFAULT 0")?;
+            add_column(c, "hist_series", "sealed_upto", "INTEGER")?;
+            Ok(c.execute_batch(include_str!("migrations/0012_historian_blocks.sql"))?)
+        }),
+    ),
 ];
 
 /// Adds a column the table lacks; a table that has it is left alone, so a database whose

@@ -10,6 +10,7 @@ mod automation;
 mod backup;
 mod filter_sql;
 mod fulltext;
+mod hist_blocks;
 mod hist_journal;
 mod historian;
 mod migrations;

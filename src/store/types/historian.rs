@@ -12,13 +12,65 @@ pub struct HistoryWrite {
     pub topic: String,
     pub ts_ms: i64,
     pub value: Value,
+    pub quality: Quality,
 }
 
-/// One stored value, or one bucket of an aggregate query (then `ts_ms` is the bucket start).
+/// One stored value, or one bucket of an aggregate query (then `ts_ms` is the bucket start
+/// and the quality is good).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryPoint {
     pub ts_ms: i64,
     pub value: Value,
+    pub quality: Quality,
+}
+
+impl HistoryPoint {
+    /// A point of good quality.
+    pub fn good(ts_ms: i64, value: Value) -> HistoryPoint {
+        HistoryPoint {
+            ts_ms,
+            value,
+            quality: Quality::GOOD,
+        }
+    }
+}
+
+/// A point's quality as an OPC UA StatusCode: the top two bits are the severity (00 good,
+/// 01 uncertain, 10 and 11 bad), the rest an optional specific code. Kept whole, so a
+/// connector's status reads back exactly; a point without one is good (0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Quality(pub u32);
+
+impl Quality {
+    pub const GOOD: Quality = Quality(0);
+    pub const UNCERTAIN: Quality = Quality(0x4000_0000);
+    pub const BAD: Quality = Quality(0x8000_0000);
+
+    /// `good`, `uncertain` or `bad`.
+    pub fn label(self) -> &'static str {
+        match self.0 >> 30 {
+            0 => "good",
+            1 => "uncertain",
+            _ => "bad",
+        }
+    }
+
+    /// The specific status code, when there is one beyond the bare severity.
+    pub fn status(self) -> Option<u32> {
+        (self.0 & 0x3FFF_FFFF != 0 || self.0 >> 30 == 3).then_some(self.0)
+    }
+
+    /// A payload's `quality` member: `good`, `uncertain` or `bad` (any letter case), or an
+    /// OPC UA StatusCode as a number; None for anything else.
+    pub fn from_json(member: &Value) -> Option<Quality> {
+        match member {
+            Value::String(text) => [Quality::GOOD, Quality::UNCERTAIN, Quality::BAD]
+                .into_iter()
+                .find(|q| q.label().eq_ignore_ascii_case(text.trim())),
+            Value::Number(n) => n.as_u64().and_then(|c| u32::try_from(c).ok()).map(Quality),
+            _ => None,
+        }
+    }
 }
 
 /// The numeric reading of a value: a JSON number, or a bool as 0/1.
@@ -63,4 +115,23 @@ pub fn buckets_between(
         }
     }
     Ok(points)
+}
+
+/// A series' hot tail: the rows not yet closed into blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HotTail {
+    pub domain: String,
+    pub topic: String,
+    pub count: u64,
+    pub first_ms: i64,
+    pub last_ms: i64,
+}
+
+/// What closing a block took from a hot tail.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sealed {
+    /// Points moved into the block (0: the tail was empty).
+    pub points: u64,
+    /// The oldest time left in the tail, if any.
+    pub next_first_ms: Option<i64>,
 }

@@ -1,0 +1,185 @@
+//! Bucketed aggregates over points and block summaries: each bucket keeps what every
+//! aggregation needs (count, numeric count, sum, min, max, the first and last point in
+//! (ts, seq) order, and for the median its readings), so a block wholly inside one bucket adds
+//! its summary in one step and a straddling block or a hot row adds its points one by one.
+
+use super::{parse_value, BlockMeta};
+use crate::historian::Aggregation;
+use crate::store::blocks::BlockPoint;
+use crate::store::types::{number_json, numeric, HistoryPoint};
+use crate::store::StoreResult;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The first or last point of a bucket: its order key and its value (as a value, or as the
+/// JSON text of a summary, parsed only if it is the answer).
+#[derive(Debug, Clone)]
+enum Chosen {
+    Value(Value),
+    Text(String),
+}
+
+#[derive(Debug, Clone)]
+struct Bucket {
+    count: i64,
+    num_count: i64,
+    sum: f64,
+    min: f64,
+    max: f64,
+    first: Option<((i64, i64), Chosen)>,
+    last: Option<((i64, i64), Chosen)>,
+    readings: Vec<f64>,
+}
+
+impl Bucket {
+    fn new() -> Bucket {
+        Bucket {
+            count: 0,
+            num_count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            first: None,
+            last: None,
+            readings: Vec::new(),
+        }
+    }
+
+    fn offer_first(&mut self, key: (i64, i64), chosen: impl FnOnce() -> Chosen) {
+        if self.first.as_ref().is_none_or(|(k, _)| key < *k) {
+            self.first = Some((key, chosen()));
+        }
+    }
+
+    fn offer_last(&mut self, key: (i64, i64), chosen: impl FnOnce() -> Chosen) {
+        if self.last.as_ref().is_none_or(|(k, _)| key > *k) {
+            self.last = Some((key, chosen()));
+        }
+    }
+}
+
+/// Buckets of `bucket_ms` aligned to a window start, filled in any order.
+pub struct Accumulator {
+    start_ms: i64,
+    bucket_ms: i64,
+    agg: Aggregation,
+    buckets: BTreeMap<i64, Bucket>,
+}
+
+impl Accumulator {
+    pub fn new(start_ms: i64, bucket_ms: i64, agg: Aggregation) -> Accumulator {
+        Accumulator {
+            start_ms,
+            bucket_ms,
+            agg,
+            buckets: BTreeMap::new(),
+        }
+    }
+
+    fn index(&self, ts_ms: i64) -> i64 {
+        (ts_ms - self.start_ms).div_euclid(self.bucket_ms)
+    }
+
+    /// Adds a block from its summary when it lies wholly in one bucket; false (nothing added)
+    /// when it straddles buckets and must be decoded.
+    pub fn add_summary(&mut self, meta: &BlockMeta) -> StoreResult<bool> {
+        let k = self.index(meta.start_ms);
+        if k != self.index(meta.end_ms) {
+            return Ok(false);
+        }
+        let agg = self.agg;
+        let bucket = self.buckets.entry(k).or_insert_with(Bucket::new);
+        bucket.count += meta.count;
+        bucket.num_count += meta.num_count;
+        bucket.sum += meta.sum.unwrap_or(0.0);
+        if let Some(min) = meta.min {
+            bucket.min = bucket.min.min(min);
+        }
+        if let Some(max) = meta.max {
+            bucket.max = bucket.max.max(max);
+        }
+        if agg == Aggregation::First {
+            bucket.offer_first((meta.start_ms, meta.first_seq), || {
+                Chosen::Text(meta.first_value.clone())
+            });
+        }
+        if agg == Aggregation::Last {
+            bucket.offer_last((meta.end_ms, meta.last_seq), || {
+                Chosen::Text(meta.last_value.clone())
+            });
+        }
+        Ok(true)
+    }
+
+    /// Adds one point (the caller keeps it inside the window).
+    pub fn add_point(&mut self, point: &BlockPoint) {
+        let k = self.index(point.ts_ms);
+        let agg = self.agg;
+        let bucket = self.buckets.entry(k).or_insert_with(Bucket::new);
+        bucket.count += 1;
+        if let Some(x) = numeric(&point.value) {
+            bucket.num_count += 1;
+            bucket.sum += x;
+            bucket.min = bucket.min.min(x);
+            bucket.max = bucket.max.max(x);
+            if agg == Aggregation::Median {
+                bucket.readings.push(x);
+            }
+        }
+        let key = (point.ts_ms, point.seq);
+        if agg == Aggregation::First {
+            bucket.offer_first(key, || Chosen::Value(point.value.clone()));
+        }
+        if agg == Aggregation::Last {
+            bucket.offer_last(key, || Chosen::Value(point.value.clone()));
+        }
+    }
+
+    /// One point per non-empty bucket, oldest first; numeric aggregates of a bucket without
+    /// numeric readings are null.
+    pub fn finish(self) -> StoreResult<Vec<HistoryPoint>> {
+        let mut points = Vec::with_capacity(self.buckets.len());
+        for (k, mut bucket) in self.buckets {
+            let has_numbers = bucket.num_count > 0;
+            let value = match self.agg {
+                Aggregation::Count => Value::from(bucket.count),
+                Aggregation::Sum => number_json(has_numbers.then_some(bucket.sum)),
+                Aggregation::Mean => {
+                    number_json(has_numbers.then(|| bucket.sum / bucket.num_count as f64))
+                }
+                Aggregation::Min => number_json(has_numbers.then_some(bucket.min)),
+                Aggregation::Max => number_json(has_numbers.then_some(bucket.max)),
+                Aggregation::Median => number_json(median(&mut bucket.readings)),
+                Aggregation::First => chosen_value(bucket.first.map(|(_, c)| c))?,
+                Aggregation::Last => chosen_value(bucket.last.map(|(_, c)| c))?,
+            };
+            points.push(HistoryPoint::good(
+                self.start_ms + k * self.bucket_ms,
+                value,
+            ));
+        }
+        Ok(points)
+    }
+}
+
+fn chosen_value(chosen: Option<Chosen>) -> StoreResult<Value> {
+    match chosen {
+        Some(Chosen::Value(value)) => Ok(value),
+        Some(Chosen::Text(text)) => parse_value(&text),
+        None => Ok(Value::Null),
+    }
+}
+
+/// The median of the readings (mean of the two middle ones for an even count), None if empty.
+fn median(nums: &mut [f64]) -> Option<f64> {
+    if nums.is_empty() {
+        return None;
+    }
+    nums.sort_unstable_by(f64::total_cmp);
+    let mid = nums.len() / 2;
+    Some(if nums.len() % 2 == 1 {
+        nums[mid]
+    } else {
+        (nums[mid - 1] + nums[mid]) / 2.0
+    })
+}

@@ -1,0 +1,358 @@
+//! The historian's reads over its two layouts, the same on every engine. A series keeps its
+//! recent points as rows (the hot tail, where ingest writes) and older ones in compressed
+//! blocks (`store::blocks`) whose summaries sit in plain columns. An engine says how to fetch
+//! block summaries, block data and hot rows ([`HistoryLayout`]); the provided methods decide
+//! which blocks a read must decode, answer what they can from summaries, and merge the rest in
+//! (ts, seq) order, so both engines read exactly alike.
+//!
+//! Invariants the engines keep: `seq` is unique per (series, ts) across blocks and hot rows
+//! (a late point's `seq` is decided against the blocks that hold its timestamp), and no block
+//! spans more than [`blocks::MAX_SPAN_MS`], so the blocks overlapping a window are found
+//! through an index on their start.
+
+mod buckets;
+
+use super::blocks::{self, BlockPoint};
+use super::types::{HistoryPoint, Quality};
+use super::{StoreError, StoreResult};
+use crate::historian::Aggregation;
+use serde_json::Value;
+
+pub use buckets::Accumulator;
+
+/// A block's plain columns: where it lies and what it sums up to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockMeta {
+    pub id: i64,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub count: i64,
+    pub num_count: i64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub sum: Option<f64>,
+    pub first_seq: i64,
+    /// JSON text of the first point's value.
+    pub first_value: String,
+    pub last_seq: i64,
+    pub last_value: String,
+}
+
+/// Where a block is: its id, and its start (which finds its partition where there are some).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockKey {
+    pub id: i64,
+    pub start_ms: i64,
+}
+
+impl BlockMeta {
+    pub fn key(&self) -> BlockKey {
+        BlockKey {
+            id: self.id,
+            start_ms: self.start_ms,
+        }
+    }
+}
+
+/// How an engine fetches a series' blocks and hot rows; every read is built on these.
+pub trait HistoryLayout {
+    /// Summaries of the series' blocks whose start lies in `[from_ms, to_ms)`, by start.
+    fn block_metas(&self, series: i64, from_ms: i64, to_ms: i64) -> StoreResult<Vec<BlockMeta>>;
+
+    /// The encoded data of blocks, in the order of `keys`.
+    fn block_data(&self, series: i64, keys: &[BlockKey]) -> StoreResult<Vec<Vec<u8>>>;
+
+    /// Hot rows with `start_ms <= ts < end_ms` in (ts, seq) order, at most `limit`.
+    fn hot_range(
+        &self,
+        series: i64,
+        start_ms: i64,
+        end_ms: i64,
+        limit: Option<u64>,
+    ) -> StoreResult<Vec<BlockPoint>>;
+
+    /// The newest `n` hot rows, newest first.
+    fn hot_last(&self, series: i64, n: u64) -> StoreResult<Vec<BlockPoint>>;
+
+    /// Summaries of the blocks overlapping `[start_ms, end_ms)`, by start.
+    fn blocks_overlapping(
+        &self,
+        series: i64,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> StoreResult<Vec<BlockMeta>> {
+        let mut metas =
+            self.block_metas(series, start_ms.saturating_sub(blocks::MAX_SPAN_MS), end_ms)?;
+        metas.retain(|m| m.end_ms >= start_ms);
+        Ok(metas)
+    }
+
+    /// The `seq` a new point at `ts_ms` must take to follow every point the blocks hold at
+    /// that time (0 when they hold none).
+    fn block_seq_after(&self, series: i64, ts_ms: i64) -> StoreResult<i64> {
+        let metas = self.blocks_overlapping(series, ts_ms, ts_ms.saturating_add(1))?;
+        let keys: Vec<BlockKey> = metas
+            .iter()
+            .filter(|m| m.start_ms <= ts_ms)
+            .map(BlockMeta::key)
+            .collect();
+        let mut next = 0;
+        for block in self.decode_blocks(series, &keys)? {
+            for point in block.iter().filter(|p| p.ts_ms == ts_ms) {
+                next = next.max(point.seq + 1);
+            }
+        }
+        Ok(next)
+    }
+
+    /// The points of the blocks `keys`, decoded.
+    fn decode_blocks(&self, series: i64, keys: &[BlockKey]) -> StoreResult<Vec<Vec<BlockPoint>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.block_data(series, keys)?
+            .iter()
+            .map(|data| blocks::decode(data).map_err(|e| StoreError::Internal(e.to_string())))
+            .collect()
+    }
+
+    /// Points with `start_ms <= ts < end_ms` in (ts, seq) order, at most `limit`.
+    fn read_range(
+        &self,
+        series: i64,
+        start_ms: i64,
+        end_ms: i64,
+        limit: Option<u64>,
+    ) -> StoreResult<Vec<BlockPoint>> {
+        if start_ms >= end_ms {
+            return Ok(Vec::new());
+        }
+        let metas = self.blocks_overlapping(series, start_ms, end_ms)?;
+        let keys = blocks_for_range(&metas, start_ms, end_ms, limit);
+        let mut points = Vec::new();
+        for block in self.decode_blocks(series, &keys)? {
+            points.extend(
+                block
+                    .into_iter()
+                    .filter(|p| (start_ms..end_ms).contains(&p.ts_ms)),
+            );
+        }
+        points.extend(self.hot_range(series, start_ms, end_ms, limit)?);
+        Ok(in_order(points, limit))
+    }
+
+    /// The newest `n` points, newest first: the hot tail first, then blocks newest first for
+    /// as long as one can still hold a point newer than the n-th newest found so far.
+    fn read_last(&self, series: i64, n: u64) -> StoreResult<Vec<BlockPoint>> {
+        let wanted = usize::try_from(n).unwrap_or(usize::MAX);
+        if wanted == 0 {
+            return Ok(Vec::new());
+        }
+        let mut points = self.hot_last(series, n)?;
+        let mut cursor = i64::MAX;
+        'pages: loop {
+            let page = self.newest_blocks(series, cursor, 64)?;
+            let Some(oldest) = page.last() else {
+                break;
+            };
+            cursor = oldest.start_ms;
+            for meta in &page {
+                if let Some(horizon) = nth_newest(&points, wanted) {
+                    if meta.start_ms.saturating_add(blocks::MAX_SPAN_MS) < horizon {
+                        break 'pages; // this block and every older one end before it
+                    }
+                    if meta.end_ms < horizon {
+                        continue;
+                    }
+                }
+                for block in self.decode_blocks(series, &[meta.key()])? {
+                    points.extend(block);
+                }
+            }
+        }
+        let mut points = in_order(points, None);
+        points.reverse();
+        points.truncate(wanted);
+        Ok(points)
+    }
+
+    /// Summaries of up to `limit` blocks starting before `before_ms`, newest start first.
+    fn newest_blocks(&self, series: i64, before_ms: i64, limit: u32)
+        -> StoreResult<Vec<BlockMeta>>;
+
+    /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms`, stamped with the
+    /// bucket start. Blocks wholly inside one bucket are counted from their summaries (except
+    /// for the median, which needs every reading); the others are decoded.
+    fn read_buckets(
+        &self,
+        series: i64,
+        start_ms: i64,
+        end_ms: i64,
+        bucket_ms: i64,
+        agg: Aggregation,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        if bucket_ms < 1 {
+            return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
+        }
+        if start_ms >= end_ms {
+            return Ok(Vec::new());
+        }
+        let mut acc = Accumulator::new(start_ms, bucket_ms, agg);
+        let metas = self.blocks_overlapping(series, start_ms, end_ms)?;
+        let mut decode = Vec::new();
+        for meta in &metas {
+            let inside = meta.start_ms >= start_ms && meta.end_ms < end_ms;
+            if inside && agg != Aggregation::Median && acc.add_summary(meta)? {
+                continue;
+            }
+            decode.push(meta.key());
+        }
+        for block in self.decode_blocks(series, &decode)? {
+            for point in block {
+                if (start_ms..end_ms).contains(&point.ts_ms) {
+                    acc.add_point(&point);
+                }
+            }
+        }
+        for point in self.hot_range(series, start_ms, end_ms, None)? {
+            acc.add_point(&point);
+        }
+        acc.finish()
+    }
+}
+
+/// How an engine changes a series' blocks (inside the caller's transaction); closing blocks
+/// and retention are built on these.
+pub trait BlockWrites: HistoryLayout {
+    /// Writes one block of `points` (sorted by (ts, seq), not empty) and raises the series'
+    /// `sealed_upto` to its newest time.
+    fn insert_block(&self, series: i64, points: &[BlockPoint]) -> StoreResult<()>;
+
+    /// Removes one block.
+    fn delete_block(&self, series: i64, key: BlockKey) -> StoreResult<()>;
+
+    /// Removes the blocks that end before `before_ms`; how many points they held.
+    fn delete_blocks_ending_before(&self, series: i64, before_ms: i64) -> StoreResult<u64>;
+
+    /// Removes the hot rows up to and including (ts, seq).
+    fn delete_hot_through(&self, series: i64, ts_ms: i64, seq: i64) -> StoreResult<()>;
+
+    /// Closes the oldest hot rows into one block (at most `blocks::MAX_POINTS`, spanning less
+    /// than `blocks::MAX_SPAN_MS`) and removes them; how many points moved.
+    fn seal_oldest(&self, series: i64) -> StoreResult<u64> {
+        let limit = Some(blocks::MAX_POINTS as u64);
+        let mut oldest = self.hot_range(series, i64::MIN, i64::MAX, limit)?;
+        let Some(first) = oldest.first() else {
+            return Ok(0);
+        };
+        let cut = first.ts_ms.saturating_add(blocks::MAX_SPAN_MS);
+        oldest.retain(|p| p.ts_ms < cut);
+        let Some(last) = oldest.last() else {
+            return Ok(0);
+        };
+        self.insert_block(series, &oldest)?;
+        self.delete_hot_through(series, last.ts_ms, last.seq)?;
+        Ok(oldest.len() as u64)
+    }
+
+    /// Retention over blocks: drops the blocks that end before `before_ms` and rewrites the
+    /// ones the cut falls in without their older points; how many points went.
+    fn trim_blocks_before(&self, series: i64, before_ms: i64) -> StoreResult<u64> {
+        let cut = self.blocks_overlapping(series, before_ms, before_ms.saturating_add(1))?;
+        let mut deleted = 0u64;
+        for meta in cut.iter().filter(|m| m.start_ms < before_ms) {
+            let kept: Vec<BlockPoint> = self
+                .decode_blocks(series, &[meta.key()])?
+                .into_iter()
+                .flatten()
+                .filter(|p| p.ts_ms >= before_ms)
+                .collect();
+            deleted += (meta.count as u64).saturating_sub(kept.len() as u64);
+            self.delete_block(series, meta.key())?;
+            if !kept.is_empty() {
+                self.insert_block(series, &kept)?;
+            }
+        }
+        Ok(deleted + self.delete_blocks_ending_before(series, before_ms)?)
+    }
+}
+
+/// A block's plain columns for `points` and its encoded data.
+pub fn block_row(points: &[BlockPoint]) -> StoreResult<(blocks::BlockSummary, Vec<u8>)> {
+    let summary = blocks::summarize(points)
+        .ok_or_else(|| StoreError::Internal("an empty block cannot be written".into()))?;
+    let data = blocks::encode(points).map_err(|e| StoreError::Internal(e.to_string()))?;
+    Ok((summary, data))
+}
+
+/// The blocks a read of the first `limit` points of `[start_ms, end_ms)` must decode: blocks in
+/// start order until those wholly inside the window hold `limit` points, then every block that
+/// starts no later than the newest of them ends (it may hold earlier points).
+pub fn blocks_for_range(
+    metas: &[BlockMeta],
+    start_ms: i64,
+    end_ms: i64,
+    limit: Option<u64>,
+) -> Vec<BlockKey> {
+    let mut sorted: Vec<&BlockMeta> = metas.iter().collect();
+    sorted.sort_by_key(|m| m.start_ms);
+    let Some(limit) = limit else {
+        return sorted.iter().map(|m| m.key()).collect();
+    };
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut inside = 0i64;
+    let mut newest_end = i64::MIN;
+    let mut horizon = None;
+    let mut chosen = Vec::new();
+    for meta in sorted {
+        if horizon.is_some_and(|h| meta.start_ms > h) {
+            break;
+        }
+        chosen.push(meta.key());
+        newest_end = newest_end.max(meta.end_ms);
+        if meta.start_ms >= start_ms && meta.end_ms < end_ms {
+            inside = inside.saturating_add(meta.count);
+        }
+        if horizon.is_none() && inside >= limit {
+            horizon = Some(newest_end);
+        }
+    }
+    chosen
+}
+
+/// The timestamp of the `n`-th newest point, if there are that many.
+fn nth_newest(points: &[BlockPoint], n: usize) -> Option<i64> {
+    if points.len() < n {
+        return None;
+    }
+    let mut ts: Vec<i64> = points.iter().map(|p| p.ts_ms).collect();
+    let (_, nth, _) = ts.select_nth_unstable_by(n - 1, |a, b| b.cmp(a));
+    Some(*nth)
+}
+
+/// Points sorted by (ts, seq) (a stable sort: runs already in order cost one pass), cut to
+/// `limit`.
+fn in_order(mut points: Vec<BlockPoint>, limit: Option<u64>) -> Vec<BlockPoint> {
+    points.sort_by(|a, b| (a.ts_ms, a.seq).cmp(&(b.ts_ms, b.seq)));
+    if let Some(limit) = limit {
+        points.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    points
+}
+
+/// A stored point as the read routes answer it.
+pub fn history_point(point: BlockPoint) -> HistoryPoint {
+    HistoryPoint {
+        ts_ms: point.ts_ms,
+        value: point.value,
+        quality: Quality(point.quality),
+    }
+}
+
+/// A block's summary JSON text back as a value.
+pub(crate) fn parse_value(text: &str) -> StoreResult<Value> {
+    Ok(serde_json::from_str(text)?)
+}
+
+#[cfg(test)]
+mod tests;

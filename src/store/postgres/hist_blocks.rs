@@ -1,0 +1,296 @@
+//! The historian's blocks on PostgreSQL: reads fetch blocks and hot rows inside one
+//! REPEATABLE READ transaction (one snapshot, so a block closing meanwhile is seen either as
+//! rows or as a block), closing a block locks its series' row so instances that share the
+//! database never close the same rows twice, and `hist_blocks` is partitioned by the blocks'
+//! start in periods of [`BLOCK_PERIOD_MS`].
+
+use super::PgStore;
+use crate::store::blocks::BlockPoint;
+use crate::store::history::{block_row, BlockKey, BlockMeta, BlockWrites, HistoryLayout};
+use crate::store::types::{HotTail, Sealed};
+use crate::store::{StoreError, StoreResult};
+use deadpool_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+/// One partition of `hist_blocks`: 28 days, aligned to the epoch.
+pub(super) const BLOCK_PERIOD_MS: i64 = 28 * 86_400_000;
+
+/// The historian layout as one transaction sees it.
+pub(super) struct Layout<'a> {
+    pub store: &'a PgStore,
+    pub tx: &'a Transaction<'a>,
+}
+
+const META_COLUMNS: &str = "id, start_ts, end_ts, count, num_count, min, max, sum, \
+     first_seq, first_value, last_seq, last_value";
+
+fn meta_of(row: &Row) -> BlockMeta {
+    BlockMeta {
+        id: row.get(0),
+        start_ms: row.get(1),
+        end_ms: row.get(2),
+        count: row.get(3),
+        num_count: row.get(4),
+        min: row.get(5),
+        max: row.get(6),
+        sum: row.get(7),
+        first_seq: row.get(8),
+        first_value: row.get(9),
+        last_seq: row.get(10),
+        last_value: row.get(11),
+    }
+}
+
+fn hot_points(rows: &[Row]) -> StoreResult<Vec<BlockPoint>> {
+    rows.iter()
+        .map(|row| {
+            Ok(BlockPoint {
+                ts_ms: row.get(0),
+                seq: i64::from(row.get::<_, i32>(1)),
+                value: serde_json::from_str(row.get(2))?,
+                quality: u32::try_from(row.get::<_, i64>(3)).unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
+impl Layout<'_> {
+    pub(super) fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
+        self.store.block(async {
+            let statement = self.tx.prepare_cached(sql).await?;
+            Ok(self.tx.query(&statement, params).await?)
+        })
+    }
+
+    fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
+        self.store.block(async {
+            let statement = self.tx.prepare_cached(sql).await?;
+            Ok(self.tx.execute(&statement, params).await?)
+        })
+    }
+}
+
+impl HistoryLayout for Layout<'_> {
+    fn block_metas(&self, series: i64, from_ms: i64, to_ms: i64) -> StoreResult<Vec<BlockMeta>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {META_COLUMNS} FROM hist_blocks \
+                 WHERE series = $1 AND start_ts >= $2 AND start_ts < $3 ORDER BY start_ts"
+            ),
+            &[&series, &from_ms, &to_ms],
+        )?;
+        Ok(rows.iter().map(meta_of).collect())
+    }
+
+    fn newest_blocks(
+        &self,
+        series: i64,
+        before_ms: i64,
+        limit: u32,
+    ) -> StoreResult<Vec<BlockMeta>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {META_COLUMNS} FROM hist_blocks \
+                 WHERE series = $1 AND start_ts < $2 ORDER BY start_ts DESC LIMIT $3"
+            ),
+            &[&series, &before_ms, &i64::from(limit)],
+        )?;
+        Ok(rows.iter().map(meta_of).collect())
+    }
+
+    fn block_data(&self, series: i64, keys: &[BlockKey]) -> StoreResult<Vec<Vec<u8>>> {
+        let ids: Vec<i64> = keys.iter().map(|k| k.id).collect();
+        let starts: Vec<i64> = keys.iter().map(|k| k.start_ms).collect();
+        let rows = self.query(
+            "SELECT b.id, b.data FROM hist_blocks b \
+             WHERE b.series = $1 AND b.start_ts = ANY($2) AND b.id = ANY($3)",
+            &[&series, &starts, &ids],
+        )?;
+        let mut by_id: std::collections::HashMap<i64, Vec<u8>> =
+            rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        keys.iter()
+            .map(|k| {
+                by_id.remove(&k.id).ok_or_else(|| {
+                    StoreError::Internal(format!("historian block {} is missing", k.id))
+                })
+            })
+            .collect()
+    }
+
+    fn hot_range(
+        &self,
+        series: i64,
+        start_ms: i64,
+        end_ms: i64,
+        limit: Option<u64>,
+    ) -> StoreResult<Vec<BlockPoint>> {
+        let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        hot_points(&self.query(
+            "SELECT ts, seq, value, quality FROM hist_points \
+             WHERE series = $1 AND ts >= $2 AND ts < $3 ORDER BY ts, seq LIMIT $4",
+            &[&series, &start_ms, &end_ms, &limit],
+        )?)
+    }
+
+    fn hot_last(&self, series: i64, n: u64) -> StoreResult<Vec<BlockPoint>> {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        hot_points(&self.query(
+            "SELECT ts, seq, value, quality FROM hist_points \
+             WHERE series = $1 ORDER BY ts DESC, seq DESC LIMIT $2",
+            &[&series, &n],
+        )?)
+    }
+}
+
+impl BlockWrites for Layout<'_> {
+    fn insert_block(&self, series: i64, points: &[BlockPoint]) -> StoreResult<()> {
+        let (summary, data) = block_row(points)?;
+        self.store.ensure_block_partition(summary.start_ms)?;
+        let (first_value, last_value) = (
+            summary.first.value.to_string(),
+            summary.last.value.to_string(),
+        );
+        self.execute(
+            "INSERT INTO hist_blocks (series, start_ts, end_ts, count, num_count, min, max, sum, \
+             first_seq, first_value, last_seq, last_value, data) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            &[
+                &series,
+                &summary.start_ms,
+                &summary.end_ms,
+                &summary.count,
+                &summary.num_count,
+                &summary.min,
+                &summary.max,
+                &summary.sum,
+                &summary.first.seq,
+                &first_value,
+                &summary.last.seq,
+                &last_value,
+                &data,
+            ],
+        )?;
+        self.execute(
+            "UPDATE hist_series SET sealed_upto = greatest(coalesce(sealed_upto, $2), $2) \
+             WHERE id = $1",
+            &[&series, &summary.end_ms],
+        )?;
+        Ok(())
+    }
+
+    fn delete_block(&self, series: i64, key: BlockKey) -> StoreResult<()> {
+        self.execute(
+            "DELETE FROM hist_blocks WHERE series = $1 AND start_ts = $2 AND id = $3",
+            &[&series, &key.start_ms, &key.id],
+        )?;
+        Ok(())
+    }
+
+    fn delete_blocks_ending_before(&self, series: i64, before_ms: i64) -> StoreResult<u64> {
+        let rows = self.query(
+            "WITH gone AS (DELETE FROM hist_blocks WHERE series = $1 AND end_ts < $2 \
+             RETURNING count) SELECT coalesce(sum(count), 0)::bigint FROM gone",
+            &[&series, &before_ms],
+        )?;
+        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0).max(0) as u64))
+    }
+
+    fn delete_hot_through(&self, series: i64, ts_ms: i64, seq: i64) -> StoreResult<()> {
+        let seq = i32::try_from(seq).unwrap_or(i32::MAX);
+        self.execute(
+            "DELETE FROM hist_points WHERE series = $1 AND (ts, seq) <= ($2, $3)",
+            &[&series, &ts_ms, &seq],
+        )?;
+        Ok(())
+    }
+}
+
+impl PgStore {
+    /// Runs `work` on one series' layout inside one transaction: REPEATABLE READ and read-only
+    /// for reads, and for writes (`lock`) with the series' row locked so no other instance
+    /// closes or trims its blocks meanwhile.
+    pub(super) fn with_layout<T>(
+        &self,
+        series: i64,
+        lock: bool,
+        work: impl FnOnce(&Layout<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let mut client = self.block(self.client())?;
+        let tx = self.block(async {
+            let builder = client.build_transaction();
+            Ok(if lock {
+                builder.start().await?
+            } else {
+                builder
+                    .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                    .read_only(true)
+                    .start()
+                    .await?
+            })
+        })?;
+        if lock {
+            self.block(async {
+                tx.execute(
+                    "SELECT 1 FROM hist_series WHERE id = $1 FOR UPDATE",
+                    &[&series],
+                )
+                .await?;
+                Ok(())
+            })?;
+        }
+        let answer = work(&Layout {
+            store: self,
+            tx: &tx,
+        })?;
+        self.block(async { Ok(tx.commit().await?) })?;
+        Ok(answer)
+    }
+
+    /// Every series' hot tail: how many rows it holds and their time bounds.
+    pub fn history_tails(&self) -> StoreResult<Vec<HotTail>> {
+        let rows = self.query(
+            "SELECT s.domain, s.topic, t.n, t.lo, t.hi FROM \
+             (SELECT series, count(*) AS n, min(ts) AS lo, max(ts) AS hi \
+              FROM hist_points GROUP BY series) t JOIN hist_series s ON s.id = t.series",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| HotTail {
+                domain: r.get(0),
+                topic: r.get(1),
+                count: r.get::<_, i64>(2).max(0) as u64,
+                first_ms: r.get(3),
+                last_ms: r.get(4),
+            })
+            .collect())
+    }
+
+    /// Closes the oldest hot rows of a series into one block, removing them in the same
+    /// transaction.
+    pub fn seal_history(&self, domain: &str, topic: &str) -> StoreResult<Sealed> {
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(Sealed::default());
+        };
+        self.with_layout(series, true, |layout| {
+            let points = layout.seal_oldest(series)?;
+            let rows = layout.query(
+                "SELECT min(ts) FROM hist_points WHERE series = $1",
+                &[&series],
+            )?;
+            Ok(Sealed {
+                points,
+                next_first_ms: rows.first().and_then(|r| r.get(0)),
+            })
+        })
+    }
+
+    /// Creates the `hist_blocks` partition holding blocks that start at `start_ms`.
+    pub(super) fn ensure_block_partition(&self, start_ms: i64) -> StoreResult<()> {
+        self.ensure_partitions_of(
+            super::historian::Partitioned::Blocks,
+            [start_ms].into_iter(),
+        )
+    }
+}

@@ -1,0 +1,223 @@
+//! The historian's blocks on SQLite: how reads fetch blocks and hot rows inside one read
+//! transaction (so a block closing meanwhile is seen either as rows or as a block, never both
+//! or neither), how a series' oldest hot rows are closed into a block, and how retention
+//! drops whole blocks and trims the one the cut falls in.
+
+use super::{SqliteStore, StoreError, StoreResult};
+use crate::store::blocks::BlockPoint;
+use crate::store::history::{block_row, BlockKey, BlockMeta, BlockWrites, HistoryLayout};
+use crate::store::types::{HotTail, Sealed};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+/// The historian layout as one connection (inside one transaction) sees it.
+pub(super) struct Layout<'c>(pub &'c Connection);
+
+const META_COLUMNS: &str = "id, start_ts, end_ts, count, num_count, min, max, sum, \
+     first_seq, first_value, last_seq, last_value";
+
+fn meta_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<BlockMeta> {
+    Ok(BlockMeta {
+        id: row.get(0)?,
+        start_ms: row.get(1)?,
+        end_ms: row.get(2)?,
+        count: row.get(3)?,
+        num_count: row.get(4)?,
+        min: row.get(5)?,
+        max: row.get(6)?,
+        sum: row.get(7)?,
+        first_seq: row.get(8)?,
+        first_value: row.get(9)?,
+        last_seq: row.get(10)?,
+        last_value: row.get(11)?,
+    })
+}
+
+/// Reads `(ts, seq, value, quality)` rows into points.
+fn hot_points(mut rows: rusqlite::Rows<'_>) -> StoreResult<Vec<BlockPoint>> {
+    let mut points = Vec::new();
+    while let Some(row) = rows.next()? {
+        let text = row.get_ref(2)?.as_str().map_err(|e| {
+            StoreError::Internal(format!("stored history value is unreadable: {e}"))
+        })?;
+        points.push(BlockPoint {
+            ts_ms: row.get(0)?,
+            seq: row.get(1)?,
+            value: serde_json::from_str(text)?,
+            quality: row.get(3)?,
+        });
+    }
+    Ok(points)
+}
+
+/// SQLite's LIMIT for an optional limit (-1 = none).
+fn sql_limit(limit: Option<u64>) -> i64 {
+    limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+impl HistoryLayout for Layout<'_> {
+    fn block_metas(&self, series: i64, from_ms: i64, to_ms: i64) -> StoreResult<Vec<BlockMeta>> {
+        let mut stmt = self.0.prepare_cached(&format!(
+            "SELECT {META_COLUMNS} FROM hist_blocks \
+             WHERE series = ?1 AND start_ts >= ?2 AND start_ts < ?3 ORDER BY start_ts"
+        ))?;
+        let metas = stmt.query_map(params![series, from_ms, to_ms], meta_of)?;
+        Ok(metas.collect::<Result<_, _>>()?)
+    }
+
+    fn newest_blocks(
+        &self,
+        series: i64,
+        before_ms: i64,
+        limit: u32,
+    ) -> StoreResult<Vec<BlockMeta>> {
+        let mut stmt = self.0.prepare_cached(&format!(
+            "SELECT {META_COLUMNS} FROM hist_blocks \
+             WHERE series = ?1 AND start_ts < ?2 ORDER BY start_ts DESC LIMIT ?3"
+        ))?;
+        let metas = stmt.query_map(params![series, before_ms, limit], meta_of)?;
+        Ok(metas.collect::<Result<_, _>>()?)
+    }
+
+    fn block_data(&self, _series: i64, keys: &[BlockKey]) -> StoreResult<Vec<Vec<u8>>> {
+        let mut stmt = self
+            .0
+            .prepare_cached("SELECT data FROM hist_blocks WHERE id = ?1")?;
+        keys.iter()
+            .map(|key| Ok(stmt.query_row([key.id], |r| r.get(0))?))
+            .collect()
+    }
+
+    fn hot_range(
+        &self,
+        series: i64,
+        start_ms: i64,
+        end_ms: i64,
+        limit: Option<u64>,
+    ) -> StoreResult<Vec<BlockPoint>> {
+        let mut stmt = self.0.prepare_cached(
+            "SELECT ts, seq, value, quality FROM hist_points \
+             WHERE series = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, seq LIMIT ?4",
+        )?;
+        let rows = stmt.query(params![series, start_ms, end_ms, sql_limit(limit)])?;
+        hot_points(rows)
+    }
+
+    fn hot_last(&self, series: i64, n: u64) -> StoreResult<Vec<BlockPoint>> {
+        let mut stmt = self.0.prepare_cached(
+            "SELECT ts, seq, value, quality FROM hist_points \
+             WHERE series = ?1 ORDER BY ts DESC, seq DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query(params![series, sql_limit(Some(n))])?;
+        hot_points(rows)
+    }
+}
+
+impl BlockWrites for Layout<'_> {
+    fn insert_block(&self, series: i64, points: &[BlockPoint]) -> StoreResult<()> {
+        let (summary, data) = block_row(points)?;
+        self.0
+            .prepare_cached(
+                "INSERT INTO hist_blocks (series, start_ts, end_ts, count, num_count, min, max, \
+                 sum, first_seq, first_value, last_seq, last_value, data) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )?
+            .execute(params![
+                series,
+                summary.start_ms,
+                summary.end_ms,
+                summary.count,
+                summary.num_count,
+                summary.min,
+                summary.max,
+                summary.sum,
+                summary.first.seq,
+                summary.first.value.to_string(),
+                summary.last.seq,
+                summary.last.value.to_string(),
+                data,
+            ])?;
+        self.0
+            .prepare_cached(
+                "UPDATE hist_series SET sealed_upto = max(coalesce(sealed_upto, ?2), ?2) \
+                 WHERE id = ?1",
+            )?
+            .execute(params![series, summary.end_ms])?;
+        Ok(())
+    }
+
+    fn delete_block(&self, _series: i64, key: BlockKey) -> StoreResult<()> {
+        self.0
+            .prepare_cached("DELETE FROM hist_blocks WHERE id = ?1")?
+            .execute([key.id])?;
+        Ok(())
+    }
+
+    fn delete_blocks_ending_before(&self, series: i64, before_ms: i64) -> StoreResult<u64> {
+        let points: i64 = self.0.query_row(
+            "SELECT coalesce(sum(count), 0) FROM hist_blocks WHERE series = ?1 AND end_ts < ?2",
+            params![series, before_ms],
+            |r| r.get(0),
+        )?;
+        self.0.execute(
+            "DELETE FROM hist_blocks WHERE series = ?1 AND end_ts < ?2",
+            params![series, before_ms],
+        )?;
+        Ok(points.max(0) as u64)
+    }
+
+    fn delete_hot_through(&self, series: i64, ts_ms: i64, seq: i64) -> StoreResult<()> {
+        self.0
+            .prepare_cached("DELETE FROM hist_points WHERE series = ?1 AND (ts, seq) <= (?2, ?3)")?
+            .execute(params![series, ts_ms, seq])?;
+        Ok(())
+    }
+}
+
+impl SqliteStore {
+    /// Every series' hot tail: how many rows it holds and their time bounds.
+    pub fn history_tails(&self) -> StoreResult<Vec<HotTail>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(
+            "SELECT s.domain, s.topic, t.n, t.lo, t.hi FROM \
+             (SELECT series, count(*) AS n, min(ts) AS lo, max(ts) AS hi \
+              FROM hist_points GROUP BY series) t JOIN hist_series s ON s.id = t.series",
+        )?;
+        let tails = stmt.query_map([], |r| {
+            Ok(HotTail {
+                domain: r.get(0)?,
+                topic: r.get(1)?,
+                count: r.get::<_, i64>(2)?.max(0) as u64,
+                first_ms: r.get(3)?,
+                last_ms: r.get(4)?,
+            })
+        })?;
+        Ok(tails.collect::<Result<_, _>>()?)
+    }
+
+    /// Closes the oldest hot rows of a series into one block (at most `blocks::MAX_POINTS`,
+    /// spanning less than `blocks::MAX_SPAN_MS`), removing them in the same transaction.
+    pub fn seal_history(&self, domain: &str, topic: &str) -> StoreResult<Sealed> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let Some(series) = series_id(&tx, domain, topic)? else {
+            return Ok(Sealed::default());
+        };
+        let points = Layout(&tx).seal_oldest(series)?;
+        let next_first: Option<i64> = tx
+            .prepare_cached("SELECT min(ts) FROM hist_points WHERE series = ?1")?
+            .query_row([series], |r| r.get(0))?;
+        tx.commit()?;
+        Ok(Sealed {
+            points,
+            next_first_ms: next_first,
+        })
+    }
+}
+
+/// The series id of a (domain, topic), if it was ever written.
+pub(super) fn series_id(conn: &Connection, domain: &str, topic: &str) -> StoreResult<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM hist_series WHERE domain = ?1 AND topic = ?2")?
+        .query_row(params![domain, topic], |r| r.get(0))
+        .optional()?)
+}
