@@ -447,6 +447,9 @@ pub struct HistorianExportRequest {
     pub sample_rate: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregation: Option<String>,
+    /// Adds a `<name> quality` column (good, uncertain or bad) after each topic's column.
+    #[serde(default)]
+    pub quality: bool,
 }
 
 /// One historian value (`PATCH /svc/historian`, `/last`).
@@ -454,6 +457,11 @@ pub struct HistorianExportRequest {
 pub struct HistorianPoint {
     pub timestamp: String,
     pub value: serde_json::Value,
+    /// `good`, `uncertain` or `bad` (a point stored without one is good; buckets are good).
+    pub quality: String,
+    /// The OPC UA StatusCode, when the point carries one beyond its severity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u32>,
 }
 
 /// What an upstream's connection is doing (`state` of `GET /svc/upstreams/status`).

@@ -70,7 +70,7 @@ fn wait_for_blocks(server: &Server, blocks: i64) {
 
 /// A value and its exact text: serde_json's equality says 0.0 == -0.0, the text does not.
 fn same(a: &Value, b: &Value) -> bool {
-    a.to_string() == b.to_string()
+    format!("{a}") == format!("{b}")
 }
 
 fn assert_points(what: &str, got: &[Value], want: &[(i64, Value)]) {

@@ -105,6 +105,7 @@ pub fn run(client: &Client, format: OutputFormat, command: HistorianCommand) -> 
             sample_rate,
             agg,
             mapping,
+            quality,
             out: file,
         } => {
             // With a sample rate and no --agg the buckets hold means, as they did before.
@@ -116,6 +117,7 @@ pub fn run(client: &Client, format: OutputFormat, command: HistorianCommand) -> 
                     end_date: parse_time(&end, now)?,
                     sample_rate,
                     aggregation,
+                    quality,
                 },
                 timezone,
                 mapping: mapping.into_iter().collect(),

@@ -345,6 +345,9 @@ pub enum HistorianCommand {
         /// Column name for a topic, as TOPIC=NAME (repeatable)
         #[arg(long = "map", value_name = "TOPIC=NAME", value_parser = topic_mapping)]
         mapping: Vec<(String, String)>,
+        /// Add a `<name> quality` column (good, uncertain, bad) after each topic's column
+        #[arg(long)]
+        quality: bool,
         /// File to write (`-`: standard output)
         #[arg(short = 'o', long = "out", value_name = "FILE")]
         out: String,

@@ -61,6 +61,7 @@ pub fn resolve_aggregated_export(req: &AggregatedExportRequest) -> Result<Export
         columns: frame.columns,
         bucket,
         zone,
+        quality: frame.quality,
     })
 }
 

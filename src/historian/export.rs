@@ -7,16 +7,11 @@
 //! objects as JSON. When a topic holds several values at one timestamp its last one is used.
 
 use super::window::{check_bucket_count, parse_span, parse_time};
-use super::zone::format_in_zone;
-use super::{Aggregation, HistoryPoint};
-use crate::store::{Store, StoreError, StoreResult};
+use super::Aggregation;
+use crate::store::{Store, StoreResult};
 use chrono_tz::Tz;
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use serde::Deserialize;
-use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::io;
 
 /// Body of `POST /svc/historian/export`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -30,6 +25,9 @@ pub struct ExportRequest {
     pub sample_rate: Option<String>,
     pub aggregation: Option<String>,
     pub mapping: Option<HashMap<String, String>>,
+    /// Adds a `<name> quality` column after each topic's column.
+    #[serde(default)]
+    pub quality: bool,
 }
 
 /// One CSV column: the topic it reads and its header name.
@@ -51,6 +49,8 @@ pub struct ExportPlan {
     pub bucket: Option<(Buckets, Aggregation)>,
     /// The zone the `Timestamp` column is written in.
     pub zone: Tz,
+    /// Each column is followed by its values' quality.
+    pub quality: bool,
 }
 
 /// Where the buckets of a resampled export start.
@@ -68,6 +68,7 @@ pub(super) struct Frame {
     pub start_ms: i64,
     pub end_ms: i64,
     pub columns: Vec<ExportColumn>,
+    pub quality: bool,
 }
 
 /// Checks the topics, the dates and the mapping of an export request.
@@ -110,6 +111,7 @@ pub(super) fn resolve_frame(req: &ExportRequest) -> Result<Frame, String> {
         start_ms,
         end_ms,
         columns,
+        quality: req.quality,
     })
 }
 
@@ -141,76 +143,23 @@ pub fn resolve_export(req: &ExportRequest) -> Result<ExportPlan, String> {
         columns: frame.columns,
         bucket,
         zone: Tz::UTC,
+        quality: frame.quality,
     })
 }
 
-/// Reads every column of the plan from the store and writes the gzipped CSV.
+/// The whole gzipped CSV of a plan, in memory (the server streams it with
+/// [`super::export_writer::write_export`]).
 pub fn export_csv_gz(store: &Store, domain: &str, plan: &ExportPlan) -> StoreResult<Vec<u8>> {
-    let (start, end) = (plan.start_ms, plan.end_ms);
-    let mut columns = Vec::with_capacity(plan.columns.len());
-    for column in &plan.columns {
-        let topic = column.topic.as_str();
-        let points = match &plan.bucket {
-            _ if !column.historized => Vec::new(),
-            None => store.history_range(domain, topic, start, end, None)?,
-            Some((Buckets::Every(bucket_ms), agg)) => {
-                store.history_buckets(domain, topic, start, end, *bucket_ms, *agg)?
-            }
-            Some((Buckets::Edges(edges), agg)) => {
-                store.history_buckets_between(domain, topic, start, end, edges, *agg)?
-            }
-        };
-        columns.push((column.name.clone(), points));
-    }
-    write_csv_gz(&columns, plan.zone)
-        .map_err(|e| StoreError::Internal(format!("cannot write the CSV export: {e}")))
-}
-
-/// Merges per-column point lists (each ascending by time) into a gzipped CSV whose timestamps
-/// are written in `zone`.
-pub fn write_csv_gz(columns: &[(String, Vec<HistoryPoint>)], zone: Tz) -> io::Result<Vec<u8>> {
-    let mut csv = csv::Writer::from_writer(GzEncoder::new(Vec::new(), Compression::default()));
-    let header = std::iter::once("Timestamp").chain(columns.iter().map(|(name, _)| name.as_str()));
-    csv.write_record(header)?;
-    let mut cursors = vec![0usize; columns.len()];
-    let mut row: Vec<String> = vec![String::new(); columns.len() + 1];
-    loop {
-        let next_ts = columns
-            .iter()
-            .zip(&cursors)
-            .filter_map(|((_, points), &at)| points.get(at).map(|p| p.ts_ms))
-            .min();
-        let Some(ts) = next_ts else { break };
-        row[0] = format_in_zone(ts, zone);
-        for (i, (_, points)) in columns.iter().enumerate() {
-            let mut last = None;
-            while let Some(p) = points.get(cursors[i]).filter(|p| p.ts_ms == ts) {
-                last = Some(&p.value);
-                cursors[i] += 1;
-            }
-            row[i + 1] = last.map(cell).unwrap_or_default();
-        }
-        csv.write_record(&row)?;
-    }
-    let gz = csv
-        .into_inner()
-        .map_err(|e| io::Error::other(e.to_string()))?;
-    gz.finish()
-}
-
-/// How one value is written into a CSV cell.
-fn cell(value: &Value) -> String {
-    match value {
-        Value::Null => String::new(),
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
+    let mut out = Vec::new();
+    super::export_writer::write_export(store, domain, plan, &mut out)?;
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+    use std::io;
 
     fn request(body: Value) -> ExportRequest {
         serde_json::from_value(body).unwrap()
@@ -321,50 +270,5 @@ mod tests {
             .records()
             .map(|r| r.unwrap().iter().map(str::to_string).collect())
             .collect()
-    }
-
-    fn p(ts_ms: i64, value: Value) -> HistoryPoint {
-        HistoryPoint::good(ts_ms, value)
-    }
-
-    #[test]
-    fn merges_columns_by_timestamp() {
-        let t0 = 1_767_225_600_000;
-        let columns = vec![
-            (
-                "Temp".to_string(),
-                vec![
-                    p(t0, json!(20.5)),
-                    p(t0 + 1000, json!(21)),
-                    p(t0 + 1000, json!(22)),
-                ],
-            ),
-            (
-                "State".to_string(),
-                vec![
-                    p(t0 + 500, json!("run, \"fast\"")),
-                    p(t0 + 1000, json!({"a": [1, true]})),
-                    p(t0 + 2000, Value::Null),
-                    p(t0 + 3000, json!(false)),
-                ],
-            ),
-            ("Empty".to_string(), vec![]),
-        ];
-        let rows = read_gz_csv(&write_csv_gz(&columns, Tz::UTC).unwrap());
-        let expected: Vec<Vec<&str>> = vec![
-            vec!["Timestamp", "Temp", "State", "Empty"],
-            vec!["2026-01-01T00:00:00.000Z", "20.5", "", ""],
-            vec!["2026-01-01T00:00:00.500Z", "", "run, \"fast\"", ""],
-            vec!["2026-01-01T00:00:01.000Z", "22", r#"{"a":[1,true]}"#, ""],
-            vec!["2026-01-01T00:00:02.000Z", "", "", ""],
-            vec!["2026-01-01T00:00:03.000Z", "", "false", ""],
-        ];
-        assert_eq!(rows, expected);
-    }
-
-    #[test]
-    fn header_only_when_nothing_stored() {
-        let rows = read_gz_csv(&write_csv_gz(&[("x".to_string(), vec![])], Tz::UTC).unwrap());
-        assert_eq!(rows, vec![vec!["Timestamp", "x"]]);
     }
 }

@@ -9,6 +9,7 @@
 mod aggregated;
 pub mod compression;
 mod export;
+mod export_writer;
 mod journal;
 mod payload;
 mod sealer;
@@ -17,17 +18,18 @@ pub mod writer;
 mod zone;
 
 #[cfg(test)]
+mod block_store_tests;
+#[cfg(test)]
 mod store_tests;
 
 // wired into the server by the broker step
 #[allow(unused_imports)]
 pub use crate::store::{HistoryPoint, HistoryWrite};
 pub use aggregated::{resolve_aggregated_export, AggregatedExportRequest};
+pub use export_writer::write_export;
 // wired into the server by the broker step
 #[allow(unused_imports)]
-pub use export::{
-    export_csv_gz, resolve_export, write_csv_gz, Buckets, ExportColumn, ExportPlan, ExportRequest,
-};
+pub use export::{export_csv_gz, resolve_export, Buckets, ExportColumn, ExportPlan, ExportRequest};
 // wired into the server by the broker step
 #[allow(unused_imports)]
 pub use payload::{decode_payload, point_from_payload};

@@ -7,8 +7,8 @@ use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
 use crate::historian::{
-    export_csv_gz, points_json, resolve_aggregated_export, resolve_export, resolve_last_limit,
-    resolve_window, run_query, AggregatedExportRequest, ExportPlan, ExportRequest, QueryRequest,
+    points_json, resolve_aggregated_export, resolve_export, resolve_last_limit, resolve_window,
+    run_query, write_export, AggregatedExportRequest, ExportPlan, ExportRequest, QueryRequest,
 };
 use axum::extract::State;
 use axum::http::header;
@@ -161,10 +161,16 @@ async fn export_with(
     }
     settled(state).await?;
     let domain = caller.domain.clone();
-    let gz = state
-        .store
-        .run(move |s| export_csv_gz(s, &domain, &plan))
-        .await?;
+    let (chunks, body) = super::export_stream::channel();
+    let store = state.store.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut sink = chunks;
+        if let Err(e) = write_export(&store, &domain, &plan, &mut sink) {
+            // The status is sent: cutting the body short is all that is left to say it.
+            tracing::error!(error = %e, "historian export stopped");
+            sink.fail(e.to_string());
+        }
+    });
     Ok((
         [
             (header::CONTENT_TYPE, "application/gzip"),
@@ -173,7 +179,7 @@ async fn export_with(
                 "attachment; filename=\"historian.csv.gz\"",
             ),
         ],
-        gz,
+        body,
     )
         .into_response())
 }

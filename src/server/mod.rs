@@ -14,6 +14,7 @@ mod console;
 mod credentials;
 mod drain;
 mod error;
+mod export_stream;
 mod files;
 mod flows;
 mod group_changes;

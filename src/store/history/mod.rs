@@ -333,7 +333,7 @@ fn nth_newest(points: &[BlockPoint], n: usize) -> Option<i64> {
 /// Points sorted by (ts, seq) (a stable sort: runs already in order cost one pass), cut to
 /// `limit`.
 fn in_order(mut points: Vec<BlockPoint>, limit: Option<u64>) -> Vec<BlockPoint> {
-    points.sort_by(|a, b| (a.ts_ms, a.seq).cmp(&(b.ts_ms, b.seq)));
+    points.sort_by_key(|p| (p.ts_ms, p.seq));
     if let Some(limit) = limit {
         points.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }

@@ -1,0 +1,173 @@
+//! The historian's blocks on a temporary SQLite file, through the store's public API: every
+//! aggregation answers the same over blocks (from their summaries or decoded) as over rows,
+//! last-N and windows agree, a late point at a time the blocks hold goes after their points,
+//! and retention drops whole blocks and trims the one the cut falls in.
+
+use super::*;
+use crate::store::Quality;
+use serde_json::{json, Value};
+
+const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("t.db")).unwrap();
+    (dir, store)
+}
+
+fn w(ts_ms: i64, value: Value) -> HistoryWrite {
+    HistoryWrite {
+        domain: "d".into(),
+        topic: "t".into(),
+        ts_ms,
+        value,
+        quality: Quality::GOOD,
+    }
+}
+
+/// Closes every hot row into blocks.
+fn seal_all(store: &Store) {
+    while store.seal_history("d", "t").unwrap().points > 0 {}
+}
+
+/// A series of 20,000 points over 1.9 hours: numbers, some strings and bools, equal times.
+fn series() -> Vec<HistoryWrite> {
+    (0..20_000i64)
+        .map(|i| {
+            let value = match i % 97 {
+                0 => json!("text"),
+                1 => json!(i % 2 == 0),
+                _ => json!((i * 7919 % 1000) as f64 / 10.0 - 50.0),
+            };
+            w(T0 + i - i % 3 + i * 1000 / 3, value)
+        })
+        .collect()
+}
+
+fn close(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(1.0),
+        _ => a == b,
+    }
+}
+
+#[test]
+fn every_aggregation_and_read_agrees_between_rows_and_blocks() {
+    let (_dir, store) = store();
+    store.append_history(&series()).unwrap();
+    let windows = [
+        (T0, T0 + 7 * 3_600_000, 600_000),
+        (T0 + 1_234_567, T0 + 4_321_000, 61_000),
+        (T0 - 5_000, T0 + 20_000_000, 3_600_000),
+        (T0 + 100_000, T0 + 100_500, 7),
+    ];
+    let read = |store: &Store| {
+        let mut answers = Vec::new();
+        for (start, end, bucket) in windows {
+            for agg in Aggregation::ALL {
+                answers.push(
+                    store
+                        .history_buckets("d", "t", start, end, bucket, agg)
+                        .unwrap(),
+                );
+            }
+            answers.push(store.history_range("d", "t", start, end, None).unwrap());
+            answers.push(
+                store
+                    .history_range("d", "t", start, end, Some(777))
+                    .unwrap(),
+            );
+        }
+        answers.push(store.history_last("d", "t", 100).unwrap());
+        answers
+    };
+    let as_rows = read(&store);
+    seal_all(&store);
+    let blocks = store.history_tails().unwrap();
+    assert!(
+        blocks.is_empty(),
+        "every row closed into blocks: {blocks:?}"
+    );
+    let as_blocks = read(&store);
+    assert_eq!(as_rows.len(), as_blocks.len());
+    for (i, (rows, blocks)) in as_rows.iter().zip(&as_blocks).enumerate() {
+        assert_eq!(rows.len(), blocks.len(), "answer {i}: points");
+        for (a, b) in rows.iter().zip(blocks) {
+            assert_eq!(a.ts_ms, b.ts_ms, "answer {i}");
+            assert!(
+                close(&a.value, &b.value),
+                "answer {i}: {} vs {}",
+                a.value,
+                b.value
+            );
+        }
+    }
+}
+
+#[test]
+fn a_late_point_goes_after_the_points_the_blocks_hold_at_its_time() {
+    let (_dir, store) = store();
+    store
+        .append_history(&[w(T0, json!(1)), w(T0, json!(2)), w(T0 + 1000, json!(3))])
+        .unwrap();
+    seal_all(&store);
+    store
+        .append_history(&[w(T0, json!(4)), w(T0 + 500, json!(5)), w(T0, json!(6))])
+        .unwrap();
+    let values: Vec<Value> = store
+        .history_range("d", "t", T0, T0 + 2000, None)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.value)
+        .collect();
+    assert_eq!(values, [1, 2, 4, 6, 5, 3].map(|n| json!(n)));
+    seal_all(&store);
+    let again: Vec<Value> = store
+        .history_range("d", "t", T0, T0 + 2000, None)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.value)
+        .collect();
+    assert_eq!(
+        again, values,
+        "the same once the late points are in a block too"
+    );
+    assert_eq!(
+        store
+            .history_buckets("d", "t", T0, T0 + 1000, 1000, Aggregation::Last)
+            .unwrap()[0]
+            .value,
+        json!(5)
+    );
+}
+
+#[test]
+fn retention_drops_whole_blocks_and_trims_the_one_the_cut_falls_in() {
+    let (_dir, store) = store();
+    let points = series();
+    store.append_history(&points).unwrap();
+    seal_all(&store);
+    let cut = T0 + 3_600_000 + 1_234;
+    let before = points.iter().filter(|p| p.ts_ms < cut).count() as u64;
+    assert_eq!(
+        store
+            .history_delete_before(Some("d"), Some("t"), cut)
+            .unwrap(),
+        before
+    );
+    let left = store
+        .history_range("d", "t", T0 - 1, T0 + 100_000_000, None)
+        .unwrap();
+    assert!(before > 0 && left.len() > 1000);
+    assert_eq!(left.len(), points.len() - before as usize);
+    assert!(left.iter().all(|p| p.ts_ms >= cut));
+    assert_eq!(
+        left[0].ts_ms,
+        points
+            .iter()
+            .map(|p| p.ts_ms)
+            .filter(|t| *t >= cut)
+            .min()
+            .unwrap()
+    );
+}
