@@ -395,6 +395,14 @@ pub struct NewTag {
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<String>,
+    /// What the historian keeps of the tag's values (absent or null: every value), e.g.
+    /// `{"deviation": 0.1, "min_time": "1s", "max_time": "1h"}` or
+    /// `{"deadband_percent": 1, "span": 100}`. Members: `deadband` or `deadband_percent`,
+    /// `deviation` or `deviation_percent` (percent of `span`), `span`, `min_time`, `max_time`
+    /// (default 8h).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub compression: Option<serde_json::Value>,
 }
 
 /// Body of `PATCH /svc/historian` as a client sends it.

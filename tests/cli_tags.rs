@@ -1,4 +1,4 @@
-//! CLI end to end: tags list/create/publish, `tags watch` seeing what `tags publish` sends
+//! CLI end to end: tags list/create (with compression)/publish, `tags watch` seeing what `tags publish` sends
 //! (over MQTT), and the historian subcommands (list, query raw and aggregated with absolute
 //! and relative times, last-N, gzipped CSV export, also in a time zone with day buckets).
 
@@ -124,6 +124,43 @@ fn watch_sees_what_publish_sends() {
         .run(&["tags", "create", "acme/line1/temp"])
         .expect_code(1, "duplicate tag");
     assert!(run.stderr.contains("409"), "{}", run.stderr);
+}
+
+#[test]
+fn create_with_compression() {
+    let (_server, cli) = acme();
+    let settings = r#"{"deviation":0.5,"max_time":"1h"}"#;
+    let tag = cli.json(&[
+        "tags",
+        "create",
+        "acme/line1/flow",
+        "--historize",
+        "--compression",
+        settings,
+    ]);
+    assert_eq!(
+        tag["compression"],
+        json!({"deviation": 0.5, "max_time": "1h"})
+    );
+    // Not JSON: a usage error before any request; settings the server refuses: its 400.
+    let run = cli
+        .run(&["tags", "create", "acme/x", "--compression", "deviation=1"])
+        .expect_code(2, "compression that is not JSON");
+    assert!(run.stderr.contains("is not JSON"), "{}", run.stderr);
+    let run = cli
+        .run(&[
+            "tags",
+            "create",
+            "acme/x",
+            "--compression",
+            r#"{"deviation":-1}"#,
+        ])
+        .expect_code(1, "compression the server refuses");
+    assert!(
+        run.stderr.contains("400") && run.stderr.contains("`compression.deviation`"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -54,6 +54,15 @@ fn topic_mapping(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// A JSON object given on the command line (the server checks its members).
+fn json_object(text: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str(text) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+        Ok(_) => Err(format!("`{text}` is not a JSON object")),
+        Err(e) => Err(format!("`{text}` is not JSON: {e}")),
+    }
+}
+
 /// Names, ids and topics given on the command line may not be empty.
 fn non_empty() -> clap::builder::NonEmptyStringValueParser {
     clap::builder::NonEmptyStringValueParser::new()
@@ -363,6 +372,10 @@ pub enum TagsCommand {
         /// How long the historian keeps values, like `90d`
         #[arg(long)]
         retention: Option<String>,
+        /// What the historian keeps of the values, as JSON, like
+        /// '{"deviation":0.1,"max_time":"1h"}' or '{"deadband_percent":1,"span":100}'
+        #[arg(long, value_parser = json_object)]
+        compression: Option<serde_json::Value>,
     },
     /// Publish a JSON value on a topic (through the server).
     Publish {

@@ -28,6 +28,7 @@ pub fn run(client: &Client, format: OutputFormat, command: TagsCommand) -> CliRe
             unit,
             description,
             retention,
+            compression,
         } => {
             let tag = NewTag {
                 path,
@@ -35,6 +36,7 @@ pub fn run(client: &Client, format: OutputFormat, command: TagsCommand) -> CliRe
                 unit,
                 description,
                 retention,
+                compression,
             };
             let record: Value = client.call(Method::POST, "/svc/tags", &tag)?;
             output::object(&mut out, format, &record)?;

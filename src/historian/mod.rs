@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 mod aggregated;
+pub mod compression;
 mod export;
 mod export_writer;
 mod journal;

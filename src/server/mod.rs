@@ -20,6 +20,7 @@ mod flows;
 mod group_changes;
 mod groups;
 mod historian;
+mod historize;
 mod http;
 mod http_metrics;
 mod info;
@@ -87,6 +88,8 @@ pub struct Shared {
     pub tags: Arc<tag_registry::TagRegistry>,
     pub last_values: Arc<last_values::LastValues>,
     pub historian: HistorianWriter,
+    /// The filters of the tags with compression (what the historian keeps of them).
+    pub compressed: historize::Series,
     /// Set once the broker is up; the broker's policy needs the state first.
     pub broker: Arc<OnceLock<Broker>>,
     pub automation: automation::Automation,
@@ -222,6 +225,7 @@ async fn serve(settings: Settings) -> Result<()> {
         last_values: Arc::default(),
         historian: HistorianWriter::start(store.clone(), seal_idle)
             .context("cannot start the historian writer")?,
+        compressed: historize::Series::default(),
         broker: broker_cell.clone(),
         automation: automation::Automation::default(),
         peers: peers::Peers::start(store.clone()),
@@ -281,13 +285,15 @@ async fn serve(settings: Settings) -> Result<()> {
     .await
     .context("HTTP server failed")?;
     state.upstreams.stop_all();
+    historize::close(&state).await;
     state.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;
     tracing::info!("stopped");
     Ok(())
 }
 
-/// Applies historian retention once a minute.
+/// Applies historian retention once a minute, and ends the compressed series whose tag went
+/// away (one a message re-created while its tag was being deleted).
 fn spawn_retention(state: &AppState) {
     let state = state.clone();
     tokio::spawn(async move {
@@ -300,6 +306,7 @@ fn spawn_retention(state: &AppState) {
                 state.settings.historian_retention,
             )
             .await;
+            historize::prune(&state).await;
         }
     });
 }

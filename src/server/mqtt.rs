@@ -10,13 +10,12 @@ use super::caller::{
     grants_of, user_of_api_key, user_of_password, user_of_token, READ, READ_WRITE,
 };
 use super::credentials::API_KEY_PREFIX;
+use super::historize;
 use super::tag_registration::Registrar;
 use super::tags::FEATURE as TAGS_FEATURE;
 use super::AppState;
 use crate::broker::{AuthRefusal, Message, Policy, Principal};
-use crate::historian::point_from_payload;
 use crate::store::AuthUser;
-use crate::store::HistoryWrite;
 use crate::upstream::relay::Outbound;
 use async_trait::async_trait;
 use std::net::SocketAddr;
@@ -145,8 +144,9 @@ impl Policy for PlatformPolicy {
         self.holds_on_topic(who, topic, READ).await
     }
 
-    /// Records a historized value (committed before a QoS 1/2 publish is acknowledged), then
-    /// updates the last value and hands the message to automation.
+    /// Records a historized value (through its tag's compression; what is kept is committed
+    /// before a QoS 1/2 publish is acknowledged), then updates the last value and hands the
+    /// message to automation.
     async fn on_message(&self, message: Message) -> Result<(), String> {
         self.on_messages(vec![message]).await
     }
@@ -155,7 +155,7 @@ impl Policy for PlatformPolicy {
     /// journaled with one write.
     async fn on_messages(&self, messages: Vec<Message>) -> Result<(), String> {
         let mut owners = Vec::with_capacity(messages.len());
-        let mut durable = Vec::new();
+        let mut historized = historize::Batch::default();
         for message in &messages {
             let owner = self.state.tags.owner(&message.topic);
             // `$` topics are the broker's own (status, statistics), never tags.
@@ -166,27 +166,13 @@ impl Policy for PlatformPolicy {
                 let home = message.publisher.as_ref().and_then(|p| p.domain.as_deref());
                 self.registrar.register(&message.topic, home);
             }
-            if let Some(owner) = owner.as_ref().filter(|o| o.historize) {
-                let (ts_ms, value, quality) =
-                    point_from_payload(&message.payload, message.received_ms);
-                let write = HistoryWrite {
-                    domain: owner.domain.to_string(),
-                    topic: message.topic.clone(),
-                    ts_ms,
-                    value,
-                    quality,
-                };
-                if message.qos == 0 {
-                    self.state.historian.record(write).await;
-                } else {
-                    durable.push(write);
-                }
+            if let Some(owner) = &owner {
+                historized.add(&self.state.compressed, owner, message);
             }
             owners.push(owner);
         }
-        self.state
-            .historian
-            .commit_many(durable)
+        historized
+            .store(&self.state.historian)
             .await
             .map_err(|e| e.to_string())?;
         self.state.peers.relay(&messages);

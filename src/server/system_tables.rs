@@ -357,7 +357,10 @@ impl SystemTable {
     /// upstream bridges, the deployed functions and flows).
     pub async fn reload(self, state: &AppState, domain: &str) -> ApiResult<()> {
         match self {
-            SystemTable::Tags => state.tags.reload(&state.store, domain).await?,
+            SystemTable::Tags => {
+                state.tags.reload(&state.store, domain).await?;
+                super::historize::prune(state).await;
+            }
             SystemTable::Namespaces => state.tags.reload_namespaces(&state.store, domain).await?,
             SystemTable::Upstreams => state.upstreams.reload_domain(domain).await,
             SystemTable::Processes | SystemTable::Flows => {

@@ -11,6 +11,7 @@
 
 use super::namespace_index::{covers, NamespaceIndex};
 use crate::duration::parse_duration;
+use crate::historian::compression::Compression;
 use crate::ids::ADMIN_DOMAIN;
 use crate::store::{Store, StoreResult, TagRow};
 use std::collections::HashMap;
@@ -18,10 +19,12 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// The domain that owns a topic.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TagOwner {
     pub domain: Arc<str>,
     pub historize: bool,
+    /// What the historian keeps of its values; `None`: every value.
+    pub compression: Option<Arc<Compression>>,
 }
 
 /// One domain's declaration of a topic.
@@ -29,6 +32,7 @@ pub struct TagOwner {
 struct Declaration {
     domain: Arc<str>,
     historize: bool,
+    compression: Option<Arc<Compression>>,
     created: String,
 }
 
@@ -211,6 +215,7 @@ impl TagRegistry {
             declarations.push(Declaration {
                 domain: name.clone(),
                 historize: tag.historize,
+                compression: compression_of(domain, tag),
                 created: tag.created.clone(),
             });
             declarations.sort_by(|a, b| a.rank().cmp(&b.rank()));
@@ -224,6 +229,7 @@ impl TagRegistry {
         index.owner(topic).map(|d| TagOwner {
             domain: d.domain.clone(),
             historize: d.historize,
+            compression: d.compression.clone(),
         })
     }
 
@@ -313,6 +319,18 @@ impl TagRegistry {
     }
 }
 
+/// A tag's compression; settings the checks on write did not see (a record written by another
+/// version, or straight into the database) count as none, and are logged.
+fn compression_of(domain: &str, tag: &TagRow) -> Option<Arc<Compression>> {
+    match Compression::from_member(tag.compression.as_ref()) {
+        Ok(settings) => settings.map(Arc::new),
+        Err(e) => {
+            tracing::warn!(domain, tag = tag.path, error = e, "tag compression ignored");
+            None
+        }
+    }
+}
+
 /// Deletes historian values older than each tag's retention; run periodically.
 pub async fn sweep_retention(store: &Store, registry: &TagRegistry, global: Option<Duration>) {
     let now = chrono::Utc::now().timestamp_millis();
@@ -367,11 +385,38 @@ mod tests {
             retention: retention.map(str::to_string),
             created: created.into(),
             unit: None,
+            compression: None,
         }
     }
 
     fn owner_of(registry: &TagRegistry, topic: &str) -> Option<String> {
         registry.owner(topic).map(|o| o.domain.to_string())
+    }
+
+    #[test]
+    fn the_owner_carries_its_compression_and_bad_settings_count_as_none() {
+        let registry = TagRegistry::default();
+        let mut compressed = tag("x/1", true, None);
+        compressed.compression = Some(serde_json::json!({"deviation": 0.5, "max_time": "1m"}));
+        let mut broken = tag("x/2", true, None);
+        broken.compression = Some(serde_json::json!({"deviation": -1}));
+        registry.replace_domain("a", vec![compressed, broken, tag("x/3", true, None)]);
+        let settings = registry.owner("x/1").and_then(|o| o.compression);
+        assert_eq!(
+            settings.as_deref(),
+            Some(&Compression {
+                deadband: None,
+                deviation: Some(0.5),
+                min_ms: 0,
+                max_ms: 60_000,
+            })
+        );
+        assert!(registry
+            .owner("x/2")
+            .is_some_and(|o| o.compression.is_none()));
+        assert!(registry
+            .owner("x/3")
+            .is_some_and(|o| o.compression.is_none()));
     }
 
     #[test]

@@ -1,11 +1,12 @@
-//! Tags: the per-domain `tags` system table (path, historize, description, unit, retention),
-//! its rules, and the tag routes: list, latest values, and write through the broker.
+//! Tags: the per-domain `tags` system table (path, historize, description, unit, retention,
+//! compression), its rules, and the tag routes: list, latest values, and write through the broker.
 
 use super::caller::{Access, Caller};
 use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
 use crate::duration::parse_duration;
+use crate::historian::compression::Compression;
 use crate::ids::ADMIN_DOMAIN;
 use crate::model::{Success, TagValue};
 use crate::store::TAGS;
@@ -119,24 +120,24 @@ pub fn collection_definition() -> Value {
             {"name": "historize", "type": "boolean"},
             {"name": "description", "type": "string"},
             {"name": "unit", "type": "string"},
-            {"name": "retention", "type": "string"}
+            {"name": "retention", "type": "string"},
+            {"name": "compression", "type": "json"}
         ],
         "indexDetails": [{"fields": ["path"], "isUnique": true}]
     })
 }
 
-/// Rules of a tag record beyond its schema: the path is a topic name; historize defaults off.
+/// Rules of a tag record beyond its schema: the path is a topic name; historize defaults off;
+/// `compression` is off, or settings the historian can apply.
 pub fn check_tag(fields: &Map<String, Value>) -> Result<(), String> {
     match fields.get("path") {
         Some(Value::String(path)) => validate_topic_name(path)?,
         _ => return Err("field `path` is required and must be a topic name".into()),
     }
-    match fields.get("retention") {
-        Some(Value::String(text)) => parse_duration(text)
-            .map(|_| ())
-            .map_err(|e| format!("field `retention`: {e}")),
-        _ => Ok(()),
+    if let Some(Value::String(text)) = fields.get("retention") {
+        parse_duration(text).map_err(|e| format!("field `retention`: {e}"))?;
     }
+    Compression::from_member(fields.get("compression")).map(|_| ())
 }
 
 pub fn with_tag_defaults(fields: &mut Map<String, Value>) {
@@ -154,6 +155,15 @@ mod tests {
         let wild: Map<String, Value> = serde_json::from_value(json!({"path": "a/+"})).unwrap();
         assert!(check_tag(&wild).is_err());
         assert!(check_tag(&Map::new()).is_err());
+        let compressed: Map<String, Value> =
+            serde_json::from_value(json!({"path": "a/b", "compression": {"deviation": 0.1}}))
+                .unwrap();
+        assert!(check_tag(&compressed).is_ok());
+        let bad: Map<String, Value> =
+            serde_json::from_value(json!({"path": "a/b", "compression": {"deviation": -1}}))
+                .unwrap();
+        let err = check_tag(&bad).unwrap_err();
+        assert!(err.contains("`compression.deviation`"), "{err}");
         assert_eq!(collection_definition()["name"], TAGS);
     }
 }

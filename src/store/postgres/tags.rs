@@ -39,7 +39,9 @@ impl PgStore {
                     "SELECT data->>'path', coalesce(svc_num(data->'historize'), 0) <> 0, \
                      CASE WHEN jsonb_typeof(data->'retention') = 'string' \
                          THEN data->>'retention' END, created_dt, \
-                     CASE WHEN jsonb_typeof(data->'unit') = 'string' THEN data->>'unit' END \
+                     CASE WHEN jsonb_typeof(data->'unit') = 'string' THEN data->>'unit' END, \
+                     CASE WHEN jsonb_typeof(data->'compression') = 'object' \
+                         THEN data->'compression' END \
                      FROM {t} WHERE jsonb_typeof(data->'path') = 'string' \
                      ORDER BY data->>'path' COLLATE \"C\""
                 )
@@ -54,6 +56,7 @@ impl PgStore {
                 retention: r.get(2),
                 created: r.get(3),
                 unit: r.get(4),
+                compression: r.get(5),
             })
             .collect())
     }

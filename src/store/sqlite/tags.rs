@@ -13,7 +13,9 @@ impl SqliteStore {
         let conn = self.conn()?;
         let sql = format!(
             "SELECT json_extract(data, '$.path'), coalesce(json_extract(data, '$.historize'), 0), \
-             json_extract(data, '$.retention'), created_dt, json_extract(data, '$.unit') \
+             json_extract(data, '$.retention'), created_dt, json_extract(data, '$.unit'), \
+             CASE WHEN json_type(data, '$.compression') = 'object' \
+                 THEN json_extract(data, '$.compression') END \
              FROM {} WHERE json_type(data, '$.path') = 'text' ORDER BY 1",
             quoted(&table.qualified())
         );
@@ -27,6 +29,9 @@ impl SqliteStore {
                 retention: r.get::<_, Option<String>>(2).unwrap_or(None),
                 created: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
                 unit: r.get::<_, Option<String>>(4).unwrap_or(None),
+                compression: r
+                    .get::<_, Option<String>>(5)?
+                    .and_then(|text| serde_json::from_str(&text).ok()),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -213,6 +213,8 @@ pub struct TagRow {
     /// When the tag was declared (RFC 3339), which decides ownership between old duplicates.
     pub created: String,
     pub unit: Option<String>,
+    /// The tag's `compression` member when it is an object (checked when written).
+    pub compression: Option<Value>,
 }
 
 // ---- Upstreams ----
