@@ -4,6 +4,7 @@
 //! runs: both take the same calls (listed once in [`engine_calls!`]) and return the same
 //! [`types`]. Calls are synchronous and meant to run on the blocking pool through [`Store::run`].
 
+pub mod blocks;
 mod collection_cache;
 mod location;
 pub mod migrate;

@@ -1,0 +1,103 @@
+//! The historian's block codec (issue 33): a series' closed points as one compressed value, plus
+//! the summary the store keeps beside it in plain columns. Pure and engine-neutral: both engines
+//! store what [`encode`] returns as one BLOB/bytea and read it back with [`decode`].
+//!
+//! A block is columns, each compressed by the codec that suits it (see `layout.rs` for the split
+//! and `frame.rs` for the bytes): timestamps, seq, a per-point kind, f64 values, i64 values and
+//! quality through pco; strings and JSON through zstd. Everything reads back exactly as written:
+//! floats bit for bit, integers as integers, text and JSON as given.
+//!
+//! Sizes: a block closes at [`MAX_POINTS`] points or [`MAX_SPAN_MS`] of time, whichever comes
+//! first, chosen by `examples/historian_codec.rs` (bench/historian-codec-results.md).
+
+// The store's block tables (issue 33) call encode, decode and summarize; `layout`, `numbers`
+// and `text` are public for examples/historian_codec.rs, which measures them.
+#![allow(dead_code)]
+
+mod codec;
+mod frame;
+pub mod layout;
+pub mod numbers;
+mod summary;
+pub mod text;
+
+#[cfg(test)]
+mod tests;
+
+#[allow(unused_imports)] // until the store's block tables call them
+pub use codec::{decode, encode, encode_with, Settings};
+#[allow(unused_imports)]
+pub use summary::summarize;
+
+use serde_json::Value;
+
+/// Points a block holds at most: the sealer closes a block at this count.
+pub const MAX_POINTS: usize = 8_192;
+
+/// The time a block covers at most (first to last point): the sealer closes a block when the
+/// next point is this far from its first. One day, so a slow tag still seals daily.
+pub const MAX_SPAN_MS: i64 = 86_400_000;
+
+/// The most points [`decode`] accepts in one block (and [`encode`] writes): far above
+/// [`MAX_POINTS`], so blocks written with a larger size later still read, yet a corrupt count
+/// cannot make the decoder allocate without bound.
+pub const MAX_DECODE_POINTS: usize = 1 << 20;
+
+/// The most bytes of text (strings and JSON) one block holds, for the same reason.
+pub const MAX_TEXT_BYTES: usize = 1 << 30;
+
+/// One point as a block keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockPoint {
+    pub ts_ms: i64,
+    pub seq: i64,
+    pub value: Value,
+    /// An OPC UA StatusCode: 0 good, 0x4000_0000 uncertain, 0x8000_0000 bad (the top two bits
+    /// are the severity), or a specific code.
+    pub quality: u32,
+}
+
+/// What a block's plain columns say about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockSummary {
+    /// The first and the last point's timestamp (inclusive).
+    pub start_ms: i64,
+    pub end_ms: i64,
+    /// Points in the block.
+    pub count: i64,
+    /// Points with a numeric reading (a JSON number, or a bool as 0/1).
+    pub num_count: i64,
+    /// Over the numeric readings; `None` when `num_count` is 0.
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub sum: Option<f64>,
+    /// The first and the last point in (ts, seq) order.
+    pub first: BlockPoint,
+    pub last: BlockPoint,
+}
+
+/// Why a block could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum BlockError {
+    #[error("a block needs at least one point")]
+    Empty,
+    #[error("a block holds at most {max} points, not {count}")]
+    TooManyPoints { count: usize, max: usize },
+    #[error("a block's points must be in (timestamp, seq) order; point {index} is not")]
+    Unsorted { index: usize },
+    #[error("a block holds at most {max} bytes of text, not {bytes}")]
+    TooMuchText { bytes: usize, max: usize },
+    #[error("the block is in format version {0}, which this version of svc cannot read")]
+    UnknownVersion(u8),
+    #[error("the block is corrupt: {0}")]
+    Corrupt(String),
+    /// A codec refused to compress (not expected for valid input; kept as a sentence).
+    #[error("the block could not be compressed: {0}")]
+    Compress(String),
+}
+
+impl BlockError {
+    pub(crate) fn corrupt(what: impl std::fmt::Display) -> BlockError {
+        BlockError::Corrupt(what.to_string())
+    }
+}
