@@ -1,16 +1,16 @@
 //! [`encode`] and [`decode`]: a block's columns in the frame, in one fixed order.
 //!
 //! ```text
-//! count (varint) | flags (byte) | kind (byte, when all points share it) or kinds section
-//! | ts | seq (when any is not 0) | quality (when any is not good) | f64s | i64s | text lengths | text
+//! count (varint) | flags (byte) | kinds (runs) | ts | seq (when any is not 0) | quality (when any is not good) | f64s | i64s | text lengths | text
 //! ```
 //! f64s, i64s and text are present when a kind calls for them; every numeric section is one pco
-//! chunk, the text one zstd frame. Nothing in the body is trusted: counts are bounded, sections
+//! chunk, the text one zstd frame, the kinds (kind, run length) pairs. Nothing in the body is trusted: counts are bounded, sections
 //! must hold exactly what the kinds say, and bytes left over are an error.
 
 use super::frame::{Reader, Writer};
-use super::layout::{ColumnLengths, Columns, Kind};
+use super::layout::{ColumnLengths, Columns, Readings};
 use super::numbers::{decode_numbers, encode_numbers};
+use super::runs::{decode_runs, encode_runs};
 use super::text::{decode_text, encode_text};
 use super::{BlockError, BlockPoint, MAX_DECODE_POINTS, MAX_TEXT_BYTES};
 use pco::ChunkConfig;
@@ -19,9 +19,7 @@ use pco::ChunkConfig;
 const HAS_SEQ: u8 = 1;
 /// Some quality is not 0 (good): the quality section follows.
 const HAS_QUALITY: u8 = 2;
-/// Points differ in kind: a kinds section instead of one kind byte.
-const MIXED_KINDS: u8 = 4;
-const KNOWN_FLAGS: u8 = HAS_SEQ | HAS_QUALITY | MIXED_KINDS;
+const KNOWN_FLAGS: u8 = HAS_SEQ | HAS_QUALITY;
 
 /// How hard the codecs work. Decoding needs none of it (a block says how it was written), so
 /// these can change without a format version.
@@ -34,8 +32,8 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// What `bench/historian-codec-results.md` chose: pco's defaults (level 8, automatic mode
-    /// and delta), zstd level 3 for text.
+    /// What bench/historian-codec-results.md chose: pco's defaults (level 8, automatic mode
+    /// and delta; level 4 is as small, 12 no smaller, 0 up to 7x larger), zstd level 3 for text.
     fn default() -> Settings {
         Settings {
             numbers: ChunkConfig::default(),
@@ -54,21 +52,13 @@ pub fn encode_with(points: &[BlockPoint], settings: &Settings) -> Result<Vec<u8>
     check_points(points)?;
     let columns = Columns::split(points)?;
     let numbers = &settings.numbers;
-    let mixed = columns.kinds.iter().any(|&k| k != columns.kinds[0]);
     let has_seq = columns.seq.iter().any(|&s| s != 0);
     let has_quality = columns.quality.iter().any(|&q| q != 0);
 
     let mut out = Writer::new();
     out.varint(points.len() as u64);
-    out.byte(flag(has_seq, HAS_SEQ) | flag(has_quality, HAS_QUALITY) | flag(mixed, MIXED_KINDS));
-    if mixed {
-        // Kind codes are symbols, not quantities, but pco's entropy coding is what a column of
-        // mostly one symbol needs; its 8-bit guard is for byte streams such as text.
-        let kinds_config = numbers.clone().with_enable_8_bit(true);
-        out.section(&encode_numbers(&columns.kinds, &kinds_config)?);
-    } else {
-        out.byte(columns.kinds[0]);
-    }
+    out.byte(flag(has_seq, HAS_SEQ) | flag(has_quality, HAS_QUALITY));
+    out.section(&encode_runs(&columns.kinds));
     out.section(&encode_numbers(&columns.ts, numbers)?);
     if has_seq {
         out.section(&encode_numbers(&columns.seq, numbers)?);
@@ -91,6 +81,17 @@ pub fn encode_with(points: &[BlockPoint], settings: &Settings) -> Result<Vec<u8>
 
 /// The points of a block [`encode`] wrote, exactly; Err (never a panic) for anything else.
 pub fn decode(bytes: &[u8]) -> Result<Vec<BlockPoint>, BlockError> {
+    read_columns(bytes, true)?.join()
+}
+
+/// Only the timestamps and numeric readings of a block's points (what aggregates need), without
+/// building values or reading its text: for a float tag, the two pco columns as they decode.
+pub fn decode_readings(bytes: &[u8]) -> Result<Readings, BlockError> {
+    read_columns(bytes, false)?.readings()
+}
+
+/// A block's columns; its text is left unread (and empty) unless `with_text`.
+fn read_columns(bytes: &[u8], with_text: bool) -> Result<Columns, BlockError> {
     let mut block = Reader::open(bytes)?;
     let count = block.varint()?;
     if count == 0 || count > MAX_DECODE_POINTS as u64 {
@@ -105,45 +106,35 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<BlockPoint>, BlockError> {
             "it has unknown flags {flags:#x}"
         )));
     }
-    let kinds = if flags & MIXED_KINDS != 0 {
-        decode_numbers::<u8>(block.section()?, n)?
-    } else {
-        let kind = block.byte()?;
-        if Kind::from_code(kind).is_none() {
-            return Err(BlockError::corrupt(format!(
-                "it has an unknown kind {kind}"
-            )));
-        }
-        vec![kind; n]
-    };
+    let kinds = decode_runs(block.section()?, n)?;
     let lengths = ColumnLengths::of(&kinds)?;
     let ts = decode_numbers(block.section()?, n)?;
     let seq = optional(&mut block, flags & HAS_SEQ != 0, n)?;
     let quality = optional(&mut block, flags & HAS_QUALITY != 0, n)?;
     let floats = optional(&mut block, lengths.floats > 0, lengths.floats)?;
     let ints = optional(&mut block, lengths.ints > 0, lengths.ints)?;
-    let text_lens: Vec<u32> = optional(&mut block, lengths.texts > 0, lengths.texts)?;
-    let text = if lengths.texts > 0 {
-        let total: u64 = text_lens.iter().map(|&l| u64::from(l)).sum();
-        if total > MAX_TEXT_BYTES as u64 {
-            return Err(BlockError::corrupt("its text is longer than a block holds"));
-        }
-        decode_text(block.section()?, total as usize)?
-    } else {
-        Vec::new()
-    };
-    block.finish()?;
-    Columns {
+    let mut columns = Columns {
         ts,
         seq,
         kinds,
         floats,
         ints,
-        text_lens,
-        text,
         quality,
+        ..Columns::default()
+    };
+    if lengths.texts > 0 {
+        if !with_text {
+            return Ok(columns);
+        }
+        columns.text_lens = decode_numbers(block.section()?, lengths.texts)?;
+        let total: u64 = columns.text_lens.iter().map(|&l| u64::from(l)).sum();
+        if total > MAX_TEXT_BYTES as u64 {
+            return Err(BlockError::corrupt("its text is longer than a block holds"));
+        }
+        columns.text = decode_text(block.section()?, total as usize)?;
     }
-    .join()
+    block.finish()?;
+    Ok(columns)
 }
 
 /// The next section's `n` numbers when `present`, else none.

@@ -1,5 +1,5 @@
 //! A block's bytes around its columns: a version byte, a CRC-32 of everything after the header,
-//! then varints, flag bytes and length-prefixed sections. The version tells a later format apart;
+//! then varints, flag bytes and length-prefixed sections (and the varints inside sections). The version tells a later format apart;
 //! the checksum turns a damaged block into an error before any decoder reads it.
 //!
 //! ```text
@@ -30,13 +30,8 @@ impl Writer {
         self.bytes.push(byte);
     }
 
-    /// LEB128: seven bits a byte, low bits first.
-    pub fn varint(&mut self, mut value: u64) {
-        while value >= 0x80 {
-            self.bytes.push(value as u8 | 0x80);
-            value >>= 7;
-        }
-        self.bytes.push(value as u8);
+    pub fn varint(&mut self, value: u64) {
+        put_varint(&mut self.bytes, value);
     }
 
     pub fn section(&mut self, section: &[u8]) {
@@ -50,6 +45,15 @@ impl Writer {
         self.bytes[1..HEADER].copy_from_slice(&crc.to_le_bytes());
         self.bytes
     }
+}
+
+/// LEB128: seven bits a byte, low bits first.
+pub fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }
 
 /// Reads a block's bytes in the order [`Writer`] wrote them; every read is bounds-checked.
@@ -73,9 +77,16 @@ impl<'a> Reader<'a> {
         if crc32fast::hash(&bytes[HEADER..]) != stored {
             return Err(BlockError::corrupt("its checksum does not match"));
         }
-        Ok(Reader {
-            rest: &bytes[HEADER..],
-        })
+        Ok(Reader::new(&bytes[HEADER..]))
+    }
+
+    /// Reads `bytes` as they are (a section's content), with no header.
+    pub fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader { rest: bytes }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rest.is_empty()
     }
 
     pub fn byte(&mut self) -> Result<u8, BlockError> {

@@ -189,37 +189,122 @@ impl Columns {
                 "its columns disagree on how many values they hold",
             ));
         }
-        let mut floats = self.floats.iter();
-        let mut ints = self.ints.iter();
-        let mut lens = self.text_lens.iter();
-        let mut text_at = 0usize;
-        let mut points = Vec::with_capacity(n);
-        for i in 0..n {
-            // The lengths were checked above, so each column has a value for its kind.
-            let value = match Kind::from_code(self.kinds[i]) {
-                Some(Kind::Float) => float_value(*floats.next().unwrap_or(&f64::NAN))?,
-                Some(Kind::IntAsFloat) => int_from_float(*floats.next().unwrap_or(&0.5))?,
-                Some(Kind::Int) => Value::from(*ints.next().unwrap_or(&0)),
-                Some(Kind::BigUint) => Value::from(*ints.next().unwrap_or(&0) as u64),
-                Some(Kind::False) => Value::Bool(false),
-                Some(Kind::True) => Value::Bool(true),
-                Some(Kind::Null) => Value::Null,
-                Some(kind @ (Kind::String | Kind::Json)) => {
-                    let len = *lens.next().unwrap_or(&0) as usize;
-                    let bytes = &self.text[text_at..text_at + len];
-                    text_at += len;
-                    text_value(kind, bytes)?
+        let mut points: Vec<BlockPoint> = Vec::with_capacity(n);
+        let mut values = Payloads {
+            floats: self.floats.iter(),
+            ints: self.ints.iter(),
+            lens: self.text_lens.iter(),
+            text: &self.text,
+        };
+        if self.kinds.iter().all(|&k| k == Kind::Float as u8) {
+            // The common case, without a per-point match: a float tag.
+            let mut finite = true;
+            points.extend(self.ts.iter().zip(&self.floats).map(|(&ts_ms, &x)| {
+                finite &= x.is_finite();
+                BlockPoint {
+                    ts_ms,
+                    seq: 0,
+                    value: Number::from_f64(x).map_or(Value::Null, Value::Number),
+                    quality: 0,
                 }
-                None => return Err(BlockError::corrupt("it has an unknown kind")),
-            };
-            points.push(BlockPoint {
-                ts_ms: self.ts[i],
-                seq: self.seq.get(i).copied().unwrap_or(0),
-                value,
-                quality: self.quality.get(i).copied().unwrap_or(0),
-            });
+            }));
+            if !finite {
+                return Err(BlockError::corrupt("it has a float JSON cannot hold"));
+            }
+        } else {
+            for (&ts_ms, &code) in self.ts.iter().zip(&self.kinds) {
+                points.push(BlockPoint {
+                    ts_ms,
+                    seq: 0,
+                    value: values.next(code)?,
+                    quality: 0,
+                });
+            }
+        }
+        // seq and quality are mostly absent (all zero): filled in a pass of their own.
+        for (point, &seq) in points.iter_mut().zip(&self.seq) {
+            point.seq = seq;
+        }
+        for (point, &quality) in points.iter_mut().zip(&self.quality) {
+            point.quality = quality;
         }
         Ok(points)
+    }
+}
+
+impl Columns {
+    /// The timestamps and numeric readings (numbers, booleans as 0/1) of these columns, in point
+    /// order; points without one (null, text) are left out. The text columns are not needed.
+    pub fn readings(self) -> Result<Readings, BlockError> {
+        let lengths = ColumnLengths::of(&self.kinds)?;
+        let fits = self.kinds.len() == self.ts.len()
+            && self.floats.len() == lengths.floats
+            && self.ints.len() == lengths.ints;
+        if !fits {
+            return Err(BlockError::corrupt(
+                "its columns disagree on how many values they hold",
+            ));
+        }
+        if self.kinds.iter().all(|&k| k == Kind::Float as u8) {
+            // A float tag: the columns are the readings.
+            return Ok(Readings {
+                ts: self.ts,
+                values: self.floats,
+            });
+        }
+        let mut readings = Readings::default();
+        let (mut floats, mut ints) = (self.floats.iter(), self.ints.iter());
+        for (&ts, &code) in self.ts.iter().zip(&self.kinds) {
+            let value = match Kind::from_code(code) {
+                Some(Kind::Float | Kind::IntAsFloat) => *floats.next().unwrap_or(&f64::NAN),
+                Some(Kind::Int) => *ints.next().unwrap_or(&0) as f64,
+                Some(Kind::BigUint) => *ints.next().unwrap_or(&0) as u64 as f64,
+                Some(Kind::False) => 0.0,
+                Some(Kind::True) => 1.0,
+                _ => continue,
+            };
+            readings.ts.push(ts);
+            readings.values.push(value);
+        }
+        Ok(readings)
+    }
+}
+
+/// The numeric readings of a block's points, as two columns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Readings {
+    pub ts: Vec<i64>,
+    pub values: Vec<f64>,
+}
+
+/// The payload columns as they are read, point by point, in a join.
+struct Payloads<'a> {
+    floats: std::slice::Iter<'a, f64>,
+    ints: std::slice::Iter<'a, i64>,
+    lens: std::slice::Iter<'a, u32>,
+    text: &'a [u8],
+}
+
+impl Payloads<'_> {
+    /// The next value of kind `code`. The columns' lengths were checked against the kinds, so
+    /// a column never runs out; the fallbacks only keep this free of panics.
+    fn next(&mut self, code: u8) -> Result<Value, BlockError> {
+        Ok(match Kind::from_code(code) {
+            Some(Kind::Float) => float_value(*self.floats.next().unwrap_or(&f64::NAN))?,
+            Some(Kind::IntAsFloat) => int_from_float(*self.floats.next().unwrap_or(&0.5))?,
+            Some(Kind::Int) => Value::from(*self.ints.next().unwrap_or(&0)),
+            Some(Kind::BigUint) => Value::from(*self.ints.next().unwrap_or(&0) as u64),
+            Some(Kind::False) => Value::Bool(false),
+            Some(Kind::True) => Value::Bool(true),
+            Some(Kind::Null) => Value::Null,
+            Some(kind @ (Kind::String | Kind::Json)) => {
+                let len = (*self.lens.next().unwrap_or(&0) as usize).min(self.text.len());
+                let (bytes, rest) = self.text.split_at(len);
+                self.text = rest;
+                text_value(kind, bytes)?
+            }
+            None => return Err(BlockError::corrupt("it has an unknown kind")),
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::strategies::{any_value, series};
 use super::{point, same_points};
-use crate::store::blocks::{decode, encode, BlockError};
+use crate::store::blocks::{decode, decode_readings, encode, BlockError};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -27,7 +27,9 @@ proptest! {
     fn random_bodies_are_refused(body in prop::collection::vec(any::<u8>(), 0..2000)) {
         let mut bytes = vec![1, 0, 0, 0, 0];
         bytes.extend(body);
-        prop_assert!(decode(&mend_checksum(bytes)).is_err());
+        let bytes = mend_checksum(bytes);
+        prop_assert!(decode(&bytes).is_err());
+        prop_assert!(decode_readings(&bytes).is_err());
     }
 
     /// Proper prefixes of a valid block are refused, checksum mended or not: every cut in the
@@ -42,6 +44,7 @@ proptest! {
         let later = cuts.iter().map(|cut| cut.index(bytes.len()));
         for len in early.chain(later) {
             prop_assert!(decode(&bytes[..len]).is_err(), "prefix of {len} bytes");
+            prop_assert!(decode_readings(&bytes[..len]).is_err(), "prefix of {len} bytes");
             prop_assert!(decode(&mend_checksum(bytes[..len].to_vec())).is_err(), "mended prefix of {len}");
         }
     }
@@ -65,6 +68,7 @@ proptest! {
         if let Ok(back) = decode(&mended) {
             prop_assert!(!back.is_empty());
         }
+        let _ = decode_readings(&mended);
         // Appended bytes are refused too.
         let mut longer = bytes.clone();
         longer.push(0);

@@ -2,7 +2,7 @@
 
 use super::strategies::{any_value, series};
 use super::{point, same_points};
-use crate::store::blocks::{summarize, BlockPoint};
+use crate::store::blocks::{decode_readings, encode, summarize, BlockPoint};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -42,6 +42,25 @@ proptest! {
             // Same order, same additions: the same bits (an overflow to ±inf included).
             prop_assert_eq!(summary.sum.map(f64::to_bits), Some(sum.to_bits()));
         }
+    }
+}
+
+proptest! {
+    /// A block's readings are its points' numeric readings, in order, bit for bit.
+    #[test]
+    fn readings_are_the_numeric_values(points in series(1..150, any_value())) {
+        let readings = decode_readings(&encode(&points).unwrap()).unwrap();
+        let expected: Vec<(i64, u64)> = points
+            .iter()
+            .filter_map(|p| reading(&p.value).map(|x| (p.ts_ms, x.to_bits())))
+            .collect();
+        let got: Vec<(i64, u64)> = readings
+            .ts
+            .iter()
+            .zip(&readings.values)
+            .map(|(&ts, x)| (ts, x.to_bits()))
+            .collect();
+        prop_assert_eq!(got, expected);
     }
 }
 
