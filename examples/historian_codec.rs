@@ -13,7 +13,6 @@
 mod plant_data;
 
 /// The codec as svc compiles it: svc is a binary crate, so the example includes its source.
-#[allow(dead_code, unused_imports)]
 #[path = "../src/store/blocks/mod.rs"]
 mod blocks;
 
@@ -73,11 +72,14 @@ const KINDS: [Kind; 6] = [
     Kind::State,
 ];
 
+type Encoder = Box<dyn Fn(&[BlockPoint]) -> Vec<u8>>;
+type Decoder = Box<dyn Fn(&[u8]) -> Vec<BlockPoint>>;
+
 /// One way to write a block and read it back.
 struct Layout {
     name: String,
-    encode: Box<dyn Fn(&[BlockPoint]) -> Vec<u8>>,
-    decode: Box<dyn Fn(&[u8]) -> Vec<BlockPoint>>,
+    encode: Encoder,
+    decode: Decoder,
 }
 
 fn svc_layout(name: &str, numbers: ChunkConfig) -> Layout {
