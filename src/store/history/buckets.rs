@@ -45,6 +45,16 @@ impl Bucket {
         }
     }
 
+    fn add_number(&mut self, x: f64, agg: Aggregation) {
+        self.num_count += 1;
+        self.sum += x;
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        if agg == Aggregation::Median {
+            self.readings.push(x);
+        }
+    }
+
     fn offer_first(&mut self, key: (i64, i64), chosen: impl FnOnce() -> Chosen) {
         if self.first.as_ref().is_none_or(|(k, _)| key < *k) {
             self.first = Some((key, chosen()));
@@ -111,6 +121,29 @@ impl Accumulator {
         Ok(true)
     }
 
+    /// Whether the aggregation looks at numeric readings only (not `count`, which counts every
+    /// value, nor `first`/`last`, which answer a value).
+    pub fn needs_only_readings(&self) -> bool {
+        matches!(
+            self.agg,
+            Aggregation::Mean
+                | Aggregation::Sum
+                | Aggregation::Min
+                | Aggregation::Max
+                | Aggregation::Median
+        )
+    }
+
+    /// Adds one numeric reading (the caller keeps it inside the window); only for
+    /// aggregations that [`Accumulator::needs_only_readings`].
+    pub fn add_reading(&mut self, ts_ms: i64, x: f64) {
+        let k = self.index(ts_ms);
+        let agg = self.agg;
+        let bucket = self.buckets.entry(k).or_insert_with(Bucket::new);
+        bucket.count += 1;
+        bucket.add_number(x, agg);
+    }
+
     /// Adds one point (the caller keeps it inside the window).
     pub fn add_point(&mut self, point: &BlockPoint) {
         let k = self.index(point.ts_ms);
@@ -118,13 +151,7 @@ impl Accumulator {
         let bucket = self.buckets.entry(k).or_insert_with(Bucket::new);
         bucket.count += 1;
         if let Some(x) = numeric(&point.value) {
-            bucket.num_count += 1;
-            bucket.sum += x;
-            bucket.min = bucket.min.min(x);
-            bucket.max = bucket.max.max(x);
-            if agg == Aggregation::Median {
-                bucket.readings.push(x);
-            }
+            bucket.add_number(x, agg);
         }
         let key = (point.ts_ms, point.seq);
         if agg == Aggregation::First {

@@ -207,10 +207,23 @@ pub trait HistoryLayout {
             }
             decode.push(meta.key());
         }
-        for block in self.decode_blocks(series, &decode)? {
-            for point in block {
-                if (start_ms..end_ms).contains(&point.ts_ms) {
-                    acc.add_point(&point);
+        if acc.needs_only_readings() {
+            // Only the numeric readings matter: skip building values and reading text.
+            for data in self.block_data(series, &decode)? {
+                let readings = blocks::decode_readings(&data)
+                    .map_err(|e| StoreError::Internal(e.to_string()))?;
+                for (ts, x) in readings.ts.into_iter().zip(readings.values) {
+                    if (start_ms..end_ms).contains(&ts) {
+                        acc.add_reading(ts, x);
+                    }
+                }
+            }
+        } else {
+            for block in self.decode_blocks(series, &decode)? {
+                for point in block {
+                    if (start_ms..end_ms).contains(&point.ts_ms) {
+                        acc.add_point(&point);
+                    }
                 }
             }
         }

@@ -1,0 +1,179 @@
+//! [`encode`] and [`decode`]: a block's columns in the frame, in one fixed order.
+//!
+//! ```text
+//! count (varint) | flags (byte) | kinds (runs) | ts | seq (when any is not 0) | quality (when any is not good) | f64s | i64s | text lengths | text
+//! ```
+//! f64s, i64s and text are present when a kind calls for them; every numeric section is one pco
+//! chunk, the text one zstd frame, the kinds (kind, run length) pairs. Nothing in the body is trusted: counts are bounded, sections
+//! must hold exactly what the kinds say, and bytes left over are an error.
+
+use super::frame::{Reader, Writer};
+use super::layout::{ColumnLengths, Columns, Readings};
+use super::numbers::{decode_numbers, encode_numbers};
+use super::runs::{decode_runs, encode_runs};
+use super::text::{decode_text, encode_text};
+use super::{BlockError, BlockPoint, MAX_DECODE_POINTS, MAX_TEXT_BYTES};
+use pco::ChunkConfig;
+
+/// Some seq is not 0: the seq section follows.
+const HAS_SEQ: u8 = 1;
+/// Some quality is not 0 (good): the quality section follows.
+const HAS_QUALITY: u8 = 2;
+const KNOWN_FLAGS: u8 = HAS_SEQ | HAS_QUALITY;
+
+/// How hard the codecs work. Decoding needs none of it (a block says how it was written), so
+/// these can change without a format version.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The numeric columns' pco configuration.
+    pub numbers: ChunkConfig,
+    /// The text column's zstd level.
+    pub text_level: i32,
+}
+
+impl Default for Settings {
+    /// What bench/historian-codec-results.md chose: pco's defaults (level 8, automatic mode
+    /// and delta; level 4 is as small, 12 no smaller, 0 up to 7x larger), zstd level 3 for text.
+    fn default() -> Settings {
+        Settings {
+            numbers: ChunkConfig::default(),
+            text_level: 3,
+        }
+    }
+}
+
+/// `points` (sorted by (ts, seq), non-empty) as one block, with the default [`Settings`].
+pub fn encode(points: &[BlockPoint]) -> Result<Vec<u8>, BlockError> {
+    encode_with(points, &Settings::default())
+}
+
+/// [`encode`] with chosen [`Settings`] (the measurements compare them).
+pub fn encode_with(points: &[BlockPoint], settings: &Settings) -> Result<Vec<u8>, BlockError> {
+    check_points(points)?;
+    let columns = Columns::split(points)?;
+    let numbers = &settings.numbers;
+    let has_seq = columns.seq.iter().any(|&s| s != 0);
+    let has_quality = columns.quality.iter().any(|&q| q != 0);
+
+    let mut out = Writer::new();
+    out.varint(points.len() as u64);
+    out.byte(flag(has_seq, HAS_SEQ) | flag(has_quality, HAS_QUALITY));
+    out.section(&encode_runs(&columns.kinds));
+    out.section(&encode_numbers(&columns.ts, numbers)?);
+    if has_seq {
+        out.section(&encode_numbers(&columns.seq, numbers)?);
+    }
+    if has_quality {
+        out.section(&encode_numbers(&columns.quality, numbers)?);
+    }
+    if !columns.floats.is_empty() {
+        out.section(&encode_numbers(&columns.floats, numbers)?);
+    }
+    if !columns.ints.is_empty() {
+        out.section(&encode_numbers(&columns.ints, numbers)?);
+    }
+    if !columns.text_lens.is_empty() {
+        out.section(&encode_numbers(&columns.text_lens, numbers)?);
+        out.section(&encode_text(&columns.text, settings.text_level)?);
+    }
+    Ok(out.finish())
+}
+
+/// The points of a block [`encode`] wrote, exactly; Err (never a panic) for anything else.
+pub fn decode(bytes: &[u8]) -> Result<Vec<BlockPoint>, BlockError> {
+    read_columns(bytes, true)?.join()
+}
+
+/// Only the timestamps and numeric readings of a block's points (what aggregates need), without
+/// building values or reading its text: for a float tag, the two pco columns as they decode.
+pub fn decode_readings(bytes: &[u8]) -> Result<Readings, BlockError> {
+    read_columns(bytes, false)?.readings()
+}
+
+/// A block's columns; its text is left unread (and empty) unless `with_text`.
+fn read_columns(bytes: &[u8], with_text: bool) -> Result<Columns, BlockError> {
+    let mut block = Reader::open(bytes)?;
+    let count = block.varint()?;
+    if count == 0 || count > MAX_DECODE_POINTS as u64 {
+        return Err(BlockError::corrupt(format!(
+            "it says it holds {count} points"
+        )));
+    }
+    let n = count as usize;
+    let flags = block.byte()?;
+    if flags & !KNOWN_FLAGS != 0 {
+        return Err(BlockError::corrupt(format!(
+            "it has unknown flags {flags:#x}"
+        )));
+    }
+    let kinds = decode_runs(block.section()?, n)?;
+    let lengths = ColumnLengths::of(&kinds)?;
+    let ts = decode_numbers(block.section()?, n)?;
+    let seq = optional(&mut block, flags & HAS_SEQ != 0, n)?;
+    let quality = optional(&mut block, flags & HAS_QUALITY != 0, n)?;
+    let floats = optional(&mut block, lengths.floats > 0, lengths.floats)?;
+    let ints = optional(&mut block, lengths.ints > 0, lengths.ints)?;
+    let mut columns = Columns {
+        ts,
+        seq,
+        kinds,
+        floats,
+        ints,
+        quality,
+        ..Columns::default()
+    };
+    if lengths.texts > 0 {
+        if !with_text {
+            return Ok(columns);
+        }
+        columns.text_lens = decode_numbers(block.section()?, lengths.texts)?;
+        let total: u64 = columns.text_lens.iter().map(|&l| u64::from(l)).sum();
+        if total > MAX_TEXT_BYTES as u64 {
+            return Err(BlockError::corrupt("its text is longer than a block holds"));
+        }
+        columns.text = decode_text(block.section()?, total as usize)?;
+    }
+    block.finish()?;
+    Ok(columns)
+}
+
+/// The next section's `n` numbers when `present`, else none.
+fn optional<T: pco::data_types::Number>(
+    block: &mut Reader<'_>,
+    present: bool,
+    n: usize,
+) -> Result<Vec<T>, BlockError> {
+    if present {
+        decode_numbers(block.section()?, n)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
+fn flag(on: bool, bit: u8) -> u8 {
+    if on {
+        bit
+    } else {
+        0
+    }
+}
+
+/// Non-empty, within the decoder's bound, in (ts, seq) order.
+fn check_points(points: &[BlockPoint]) -> Result<(), BlockError> {
+    if points.is_empty() {
+        return Err(BlockError::Empty);
+    }
+    if points.len() > MAX_DECODE_POINTS {
+        return Err(BlockError::TooManyPoints {
+            count: points.len(),
+            max: MAX_DECODE_POINTS,
+        });
+    }
+    match points
+        .windows(2)
+        .position(|w| (w[0].ts_ms, w[0].seq) > (w[1].ts_ms, w[1].seq))
+    {
+        Some(i) => Err(BlockError::Unsorted { index: i + 1 }),
+        None => Ok(()),
+    }
+}
