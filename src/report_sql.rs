@@ -191,6 +191,18 @@ struct Checker {
     ctes: BTreeSet<String>,
 }
 
+/// Whether a query body is made only of SELECTs, nested queries and VALUES (each side of a
+/// UNION, INTERSECT or EXCEPT included).
+fn reads_through_from(body: &SetExpr) -> bool {
+    match body {
+        SetExpr::Select(_) | SetExpr::Query(_) | SetExpr::Values(_) => true,
+        SetExpr::SetOperation { left, right, .. } => {
+            reads_through_from(left) && reads_through_from(right)
+        }
+        _ => false,
+    }
+}
+
 impl Visitor for Checker {
     type Break = String;
 
@@ -204,11 +216,12 @@ impl Visitor for Checker {
                 self.ctes.insert(name);
             }
         }
-        match query.body.as_ref() {
-            SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_) | SetExpr::Merge(_) => {
-                ControlFlow::Break("only a SELECT is allowed".into())
-            }
-            _ => ControlFlow::Continue(()),
+        // Only what reads through FROM (whose relations are checked) may make up a query:
+        // `TABLE x` names a relation no FROM holds, so it is refused with the writes.
+        if reads_through_from(&query.body) {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break("only a SELECT is allowed".into())
         }
     }
 
@@ -319,6 +332,13 @@ mod tests {
         refused("DELETE FROM historian", "only a SELECT");
         refused("UPDATE orders SET x = 1", "only a SELECT");
         refused("INSERT INTO orders VALUES (1)", "only a SELECT");
+        // `TABLE x` reads a relation no FROM names: refused however it parses.
+        for sql in [
+            "TABLE auth_users",
+            "SELECT * FROM historian UNION TABLE auth_users",
+        ] {
+            assert!(check(sql).is_err(), "{sql} was accepted");
+        }
         refused("PRAGMA user_version = 3", "only a SELECT");
         refused("ATTACH DATABASE 'x.db' AS x", "only a SELECT");
         refused("SELECT 1; SELECT 2", "one statement");

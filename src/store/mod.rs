@@ -29,6 +29,8 @@ use crate::query::{Filter, ListQuery};
 use crate::report_sql::CheckedQuery;
 use crate::schema::Collection;
 use crate::upstream::queue::Item;
+// The historian's reads are provided methods of this trait on both engines.
+use history::SeriesReads;
 use postgres::PgStore;
 use serde_json::{Map, Value};
 use sqlite::SqliteStore;

@@ -13,7 +13,7 @@
 mod buckets;
 
 use super::blocks::{self, BlockPoint};
-use super::types::{HistoryPoint, Quality};
+use super::types::{buckets_between, HistoryPoint, Quality};
 use super::{StoreError, StoreResult};
 use crate::historian::Aggregation;
 use serde_json::Value;
@@ -296,6 +296,82 @@ pub fn block_row(points: &[BlockPoint]) -> StoreResult<(blocks::BlockSummary, Ve
         .ok_or_else(|| StoreError::Internal("an empty block cannot be written".into()))?;
     let data = blocks::encode(points).map_err(|e| StoreError::Internal(e.to_string()))?;
     Ok((summary, data))
+}
+
+/// The historian's reads on an engine, given how it opens one series' snapshot.
+pub trait SeriesReads {
+    /// Runs `read` on one series in one snapshot; a series never written reads as empty.
+    fn read_series<T: Default>(
+        &self,
+        domain: &str,
+        topic: &str,
+        read: impl FnOnce(&dyn HistoryLayout, i64) -> StoreResult<T>,
+    ) -> StoreResult<T>;
+
+    /// Values with `start_ms <= ts < end_ms`, oldest first, at most `limit`.
+    fn history_range(
+        &self,
+        domain: &str,
+        topic: &str,
+        start_ms: i64,
+        end_ms: i64,
+        limit: Option<u64>,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        self.read_series(domain, topic, |layout, series| {
+            let points = layout.read_range(series, start_ms, end_ms, limit)?;
+            Ok(points.into_iter().map(history_point).collect())
+        })
+    }
+
+    /// The newest `n` values, newest first.
+    fn history_last(&self, domain: &str, topic: &str, n: u64) -> StoreResult<Vec<HistoryPoint>> {
+        self.read_series(domain, topic, |layout, series| {
+            let points = layout.read_last(series, n)?;
+            Ok(points.into_iter().map(history_point).collect())
+        })
+    }
+
+    /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms` (bucket k covers
+    /// `[start + k*b, start + (k+1)*b)`), stamped with the bucket start. `mean sum min max
+    /// median` run over the numeric readings, `count` counts every value, `first`/`last` are
+    /// the stored values of the earliest/latest point; buckets without numeric readings give
+    /// null for numeric aggregates.
+    fn history_buckets(
+        &self,
+        domain: &str,
+        topic: &str,
+        start_ms: i64,
+        end_ms: i64,
+        bucket_ms: i64,
+        agg: Aggregation,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        if bucket_ms < 1 {
+            return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
+        }
+        self.read_series(domain, topic, |layout, series| {
+            layout.read_buckets(series, start_ms, end_ms, bucket_ms, agg)
+        })
+    }
+
+    /// One point per non-empty bucket between consecutive `edges` (ascending): bucket `i`
+    /// covers `[edges[i], edges[i + 1])` cut to the window and is stamped `edges[i]`, even when
+    /// the window starts later; for buckets of unequal length, such as local days across a DST
+    /// change.
+    fn history_buckets_between(
+        &self,
+        domain: &str,
+        topic: &str,
+        start_ms: i64,
+        end_ms: i64,
+        edges: &[i64],
+        agg: Aggregation,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        self.read_series(domain, topic, |layout, series| {
+            buckets_between(start_ms, end_ms, edges, |lo, hi| {
+                layout.read_buckets(series, lo, hi, hi - lo, agg)
+            })
+        })
+    }
 }
 
 /// The blocks a read of the first `limit` points of `[start_ms, end_ms)` must decode: blocks in

@@ -270,7 +270,10 @@ mod tests {
         drop(store);
 
         let source = Source::open(&path).unwrap();
-        let mut points = plan::historian_tables().pop().unwrap();
+        let mut points = plan::historian_tables()
+            .into_iter()
+            .find(|t| t.source == "hist_points")
+            .unwrap();
         points.batch_rows = 3;
         assert_eq!(source.count(&points).unwrap(), 10);
         let mut seen = Vec::new();

@@ -6,7 +6,9 @@
 
 use super::PgStore;
 use crate::store::blocks::BlockPoint;
-use crate::store::history::{block_row, BlockKey, BlockMeta, BlockWrites, HistoryLayout};
+use crate::store::history::{
+    block_row, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
+};
 use crate::store::types::{HotTail, Sealed};
 use crate::store::{StoreError, StoreResult};
 use deadpool_postgres::Transaction;
@@ -203,6 +205,21 @@ impl BlockWrites for Layout<'_> {
             &[&series, &ts_ms, &seq],
         )?;
         Ok(())
+    }
+}
+
+impl SeriesReads for PgStore {
+    /// A REPEATABLE READ, read-only transaction: one snapshot of blocks and hot rows.
+    fn read_series<T: Default>(
+        &self,
+        domain: &str,
+        topic: &str,
+        read: impl FnOnce(&dyn HistoryLayout, i64) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(T::default());
+        };
+        self.with_layout(series, false, |layout| read(layout, series))
     }
 }
 

@@ -6,8 +6,7 @@
 
 use super::hist_blocks::{Layout, BLOCK_PERIOD_MS};
 use super::PgStore;
-use crate::historian::Aggregation;
-use crate::store::history::{history_point, BlockWrites, HistoryLayout};
+use crate::store::history::{BlockWrites, HistoryLayout};
 use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
 use std::collections::HashMap;
@@ -354,83 +353,6 @@ impl PgStore {
     pub fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize> {
         self.fold_history(batch, None)?;
         Ok(batch.len())
-    }
-
-    /// Values with `start_ms <= ts < end_ms`, oldest first, at most `limit`.
-    pub fn history_range(
-        &self,
-        domain: &str,
-        topic: &str,
-        start_ms: i64,
-        end_ms: i64,
-        limit: Option<u64>,
-    ) -> StoreResult<Vec<HistoryPoint>> {
-        self.read_series(domain, topic, |layout, series| {
-            let points = layout.read_range(series, start_ms, end_ms, limit)?;
-            Ok(points.into_iter().map(history_point).collect())
-        })
-    }
-
-    /// The newest `n` values, newest first.
-    pub fn history_last(
-        &self,
-        domain: &str,
-        topic: &str,
-        n: u64,
-    ) -> StoreResult<Vec<HistoryPoint>> {
-        self.read_series(domain, topic, |layout, series| {
-            let points = layout.read_last(series, n)?;
-            Ok(points.into_iter().map(history_point).collect())
-        })
-    }
-
-    /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms`, stamped with the
-    /// bucket start (as the SQLite engine's).
-    pub fn history_buckets(
-        &self,
-        domain: &str,
-        topic: &str,
-        start_ms: i64,
-        end_ms: i64,
-        bucket_ms: i64,
-        agg: Aggregation,
-    ) -> StoreResult<Vec<HistoryPoint>> {
-        if bucket_ms < 1 {
-            return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
-        }
-        self.read_series(domain, topic, |layout, series| {
-            layout.read_buckets(series, start_ms, end_ms, bucket_ms, agg)
-        })
-    }
-
-    /// One point per non-empty bucket between consecutive `edges`, stamped with its edge.
-    pub fn history_buckets_between(
-        &self,
-        domain: &str,
-        topic: &str,
-        start_ms: i64,
-        end_ms: i64,
-        edges: &[i64],
-        agg: Aggregation,
-    ) -> StoreResult<Vec<HistoryPoint>> {
-        self.read_series(domain, topic, |layout, series| {
-            buckets_between(start_ms, end_ms, edges, |lo, hi| {
-                layout.read_buckets(series, lo, hi, hi - lo, agg)
-            })
-        })
-    }
-
-    /// Runs `read` on one series in one snapshot; a series never written reads as empty.
-    fn read_series<T: Default>(
-        &self,
-        domain: &str,
-        topic: &str,
-        read: impl FnOnce(&Layout<'_>, i64) -> StoreResult<T>,
-    ) -> StoreResult<T> {
-        let Some(series) = self.series_id(domain, topic)? else {
-            return Ok(T::default());
-        };
-        self.with_layout(series, false, |layout| read(layout, series))
     }
 
     #[cfg(test)]

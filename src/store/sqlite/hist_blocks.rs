@@ -5,7 +5,9 @@
 
 use super::{SqliteStore, StoreError, StoreResult};
 use crate::store::blocks::BlockPoint;
-use crate::store::history::{block_row, BlockKey, BlockMeta, BlockWrites, HistoryLayout};
+use crate::store::history::{
+    block_row, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
+};
 use crate::store::types::{HotTail, Sealed};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
@@ -170,6 +172,25 @@ impl BlockWrites for Layout<'_> {
             .prepare_cached("DELETE FROM hist_points WHERE series = ?1 AND (ts, seq) <= (?2, ?3)")?
             .execute(params![series, ts_ms, seq])?;
         Ok(())
+    }
+}
+
+impl SeriesReads for SqliteStore {
+    /// One read transaction: one snapshot of blocks and hot rows.
+    fn read_series<T: Default>(
+        &self,
+        domain: &str,
+        topic: &str,
+        read: impl FnOnce(&dyn HistoryLayout, i64) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let conn = self.conn()?;
+        let tx = conn.unchecked_transaction()?;
+        let Some(series) = series_id(&tx, domain, topic)? else {
+            return Ok(T::default());
+        };
+        let answer = read(&Layout(&tx), series)?;
+        tx.finish()?;
+        Ok(answer)
     }
 }
 

@@ -61,6 +61,7 @@ impl SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::history::SeriesReads;
     use serde_json::json;
 
     #[test]

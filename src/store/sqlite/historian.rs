@@ -15,11 +15,11 @@
 //! (series, ts) gets 0, each later one max(seq) + 1, decided inside the write transaction, so
 //! equal timestamps keep their arrival order and no process state is involved.
 
-use super::hist_blocks::{series_id, Layout};
-use super::{SqliteStore, StoreError, StoreResult};
-use crate::historian::Aggregation;
-use crate::store::history::{history_point, BlockWrites, HistoryLayout};
-use crate::store::types::*;
+use super::hist_blocks::Layout;
+use super::{SqliteStore, StoreResult};
+use crate::store::history::{BlockWrites, HistoryLayout};
+#[cfg(test)]
+use crate::store::HistoryWrite;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use std::collections::HashMap;
 
@@ -108,94 +108,6 @@ impl SqliteStore {
         }
         self.fold_history(batch, None)?;
         Ok(batch.len())
-    }
-
-    /// Values with `start_ms <= ts < end_ms`, oldest first, at most `limit`.
-    pub fn history_range(
-        &self,
-        domain: &str,
-        topic: &str,
-        start_ms: i64,
-        end_ms: i64,
-        limit: Option<u64>,
-    ) -> StoreResult<Vec<HistoryPoint>> {
-        self.read_series(domain, topic, |layout, series| {
-            let points = layout.read_range(series, start_ms, end_ms, limit)?;
-            Ok(points.into_iter().map(history_point).collect())
-        })
-    }
-
-    /// The newest `n` values, newest first.
-    pub fn history_last(
-        &self,
-        domain: &str,
-        topic: &str,
-        n: u64,
-    ) -> StoreResult<Vec<HistoryPoint>> {
-        self.read_series(domain, topic, |layout, series| {
-            let points = layout.read_last(series, n)?;
-            Ok(points.into_iter().map(history_point).collect())
-        })
-    }
-
-    /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms` (bucket k covers
-    /// `[start + k*b, start + (k+1)*b)`), stamped with the bucket start. `mean sum min max`
-    /// run over the numeric readings, `count` counts every value, `first`/`last` are the
-    /// stored values of the earliest/latest point. Buckets without numeric readings give null
-    /// for numeric aggregates.
-    pub fn history_buckets(
-        &self,
-        domain: &str,
-        topic: &str,
-        start_ms: i64,
-        end_ms: i64,
-        bucket_ms: i64,
-        agg: Aggregation,
-    ) -> StoreResult<Vec<HistoryPoint>> {
-        if bucket_ms < 1 {
-            return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
-        }
-        self.read_series(domain, topic, |layout, series| {
-            layout.read_buckets(series, start_ms, end_ms, bucket_ms, agg)
-        })
-    }
-
-    /// One point per non-empty bucket between consecutive `edges` (ascending): bucket `i`
-    /// covers `[edges[i], edges[i + 1])` cut to the window `start_ms..end_ms` and is stamped
-    /// `edges[i]`, even when the window starts later. For buckets of unequal length, such as
-    /// local days across a DST change. Aggregates as in [`SqliteStore::history_buckets`].
-    pub fn history_buckets_between(
-        &self,
-        domain: &str,
-        topic: &str,
-        start_ms: i64,
-        end_ms: i64,
-        edges: &[i64],
-        agg: Aggregation,
-    ) -> StoreResult<Vec<HistoryPoint>> {
-        self.read_series(domain, topic, |layout, series| {
-            buckets_between(start_ms, end_ms, edges, |lo, hi| {
-                layout.read_buckets(series, lo, hi, hi - lo, agg)
-            })
-        })
-    }
-
-    /// Runs `read` on one series inside one read transaction (one snapshot of blocks and hot
-    /// rows); a series never written reads as empty.
-    fn read_series<T: Default>(
-        &self,
-        domain: &str,
-        topic: &str,
-        read: impl FnOnce(&Layout<'_>, i64) -> StoreResult<T>,
-    ) -> StoreResult<T> {
-        let conn = self.conn()?;
-        let tx = conn.unchecked_transaction()?;
-        let Some(series) = series_id(&tx, domain, topic)? else {
-            return Ok(T::default());
-        };
-        let answer = read(&Layout(&tx), series)?;
-        tx.finish()?;
-        Ok(answer)
     }
 
     /// Topics of a domain that have at least one stored value, sorted.
