@@ -32,7 +32,13 @@ pub struct Sealer {
     tails: HashMap<(String, String), Tail>,
     idle: Duration,
     loaded: bool,
+    /// Blocks closed since the store last gave back the space of their rows.
+    uncompacted: usize,
+    last_compact: Option<Instant>,
 }
+
+/// How often at most the store is asked to give back the space of closed rows.
+const COMPACT_EVERY: Duration = Duration::from_secs(60);
 
 impl Sealer {
     pub fn new(idle: Duration) -> Sealer {
@@ -40,6 +46,8 @@ impl Sealer {
             tails: HashMap::new(),
             idle,
             loaded: false,
+            uncompacted: 0,
+            last_compact: None,
         }
     }
 
@@ -156,6 +164,18 @@ impl Sealer {
             if written >= budget {
                 break;
             }
+        }
+        self.uncompacted += written;
+        // Once the backlog is done, the store gives back what the closed rows held.
+        let all_closed = self.tails.values().all(|t| t.count == 0);
+        let due = all_closed
+            || self
+                .last_compact
+                .is_none_or(|at| at.elapsed() >= COMPACT_EVERY);
+        if self.uncompacted > 0 && written < budget && due {
+            self.uncompacted = 0;
+            self.last_compact = Some(Instant::now());
+            store.history_compact()?;
         }
         Ok(written)
     }

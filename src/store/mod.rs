@@ -304,6 +304,9 @@ engine_calls! {
     fn history_tails(&self) -> StoreResult<Vec<HotTail>>;
     /// Closes the oldest hot rows of a series into one block.
     fn seal_history(&self, domain: &str, topic: &str) -> StoreResult<Sealed>;
+    /// Gives back the space of rows closed into blocks where the engine does not reuse it by
+    /// itself (PostgreSQL: empty past partitions of `hist_points` are dropped).
+    fn history_compact(&self) -> StoreResult<()>;
 
     // ---- upstream bridges ----
     fn upstream_queue_write(&self, appends: &[(&str, &Item)], deletes: &[(&str, &[i64])]) -> StoreResult<()>;

@@ -15,6 +15,9 @@ use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+/// How long giving back closed rows' space waits for reads and writes in flight.
+const COMPACT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// One partition of `hist_blocks`: 28 days, aligned to the epoch.
 pub(super) const BLOCK_PERIOD_MS: i64 = 28 * 86_400_000;
 
@@ -301,6 +304,69 @@ impl PgStore {
                 next_first_ms: rows.first().and_then(|r| r.get(0)),
             })
         })
+    }
+
+    /// Drops the past days' `hist_points` partitions that closing blocks emptied: PostgreSQL
+    /// keeps a table's pages after its rows are deleted, so each day would otherwise keep the
+    /// size of everything it once held. Dropping a partition locks `hist_points` itself, so
+    /// the lock is taken on it first (as every read and write takes it), waiting at most
+    /// [`COMPACT_LOCK_WAIT`] for the statements in flight; if they do not finish by then the
+    /// partitions wait for the next time. A late point for a dropped day creates it again.
+    pub fn history_compact(&self) -> StoreResult<()> {
+        let today = chrono::Utc::now().timestamp_millis().div_euclid(86_400_000) * 86_400_000;
+        let past: Vec<(String, i64)> = self
+            .query(
+                "SELECT c.relname, \
+                     (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \\(''?(-?\\d+)'))[1]::bigint \
+                 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+                 WHERE i.inhparent = 'hist_points'::regclass",
+                &[],
+            )?
+            .iter()
+            .filter_map(|row| {
+                let start: Option<i64> = row.get(1);
+                start.filter(|s| *s < today).map(|s| (row.get(0), s))
+            })
+            .collect();
+        if past.is_empty() {
+            return Ok(());
+        }
+        let dropped = self.block(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            tx.batch_execute(&format!(
+                "SET LOCAL lock_timeout = '{}ms'",
+                COMPACT_LOCK_WAIT.as_millis()
+            ))
+            .await?;
+            if tx
+                .batch_execute("LOCK TABLE hist_points IN ACCESS EXCLUSIVE MODE")
+                .await
+                .is_err()
+            {
+                return Ok(Vec::new()); // busy: next time
+            }
+            let mut dropped = Vec::new();
+            for (name, start) in &past {
+                let empty: bool = tx
+                    .query_one(
+                        &format!("SELECT NOT EXISTS (SELECT 1 FROM \"{name}\")"),
+                        &[],
+                    )
+                    .await?
+                    .get(0);
+                if empty {
+                    tx.batch_execute(&format!("DROP TABLE \"{name}\"")).await?;
+                    dropped.push(*start);
+                }
+            }
+            tx.commit().await?;
+            Ok(dropped)
+        })?;
+        for start in dropped {
+            self.forget_partition(super::historian::Partitioned::Points, start);
+        }
+        Ok(())
     }
 
     /// Creates the `hist_blocks` partition holding blocks that start at `start_ms`.

@@ -86,6 +86,13 @@ impl Partitioned {
 }
 
 impl PgStore {
+    /// Forgets a partition this instance created or saw (it was dropped).
+    pub(super) fn forget_partition(&self, table: Partitioned, start_ms: i64) {
+        if let Ok(mut known) = self.known_partitions.lock() {
+            known.remove(&(table, start_ms));
+        }
+    }
+
     /// Creates the `hist_points` partitions the timestamps need.
     pub(super) fn ensure_partitions(
         &self,
@@ -437,9 +444,7 @@ impl PgStore {
             )?;
             deleted += counted.get::<_, i64>(0).max(0) as u64;
             self.execute(&format!("DROP TABLE IF EXISTS \"{name}\""), &[])?;
-            if let Ok(mut known) = self.known_partitions.lock() {
-                known.remove(&(table, end - table.period_ms()));
-            }
+            self.forget_partition(table, end - table.period_ms());
         }
         Ok(deleted)
     }
