@@ -457,8 +457,9 @@ pub struct HistorianExportRequest {
 pub struct HistorianPoint {
     pub timestamp: String,
     pub value: serde_json::Value,
-    /// `good`, `uncertain` or `bad` (a point stored without one is good; buckets are good).
-    pub quality: String,
+    /// `uncertain` or `bad`; absent on a good point (and on buckets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<String>,
     /// The OPC UA StatusCode, when the point carries one beyond its severity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u32>,

@@ -86,11 +86,11 @@ fn window_query_returns_points_in_order_with_their_timestamps() {
     assert_eq!(
         points,
         json!([
-            {"timestamp": "2026-01-01T00:00:00.000Z", "value": 1.5, "quality": "good"},
-            {"timestamp": "2026-01-01T00:00:01.000Z", "value": 2.5, "quality": "good"},
-            {"timestamp": "2026-01-01T00:00:02.250Z", "value": 3, "quality": "good"},
-            {"timestamp": "2026-01-01T00:00:03.000Z", "value": "text", "quality": "good"},
-            {"timestamp": "2026-01-01T00:00:04.000Z", "value": {"a": [1, 2]}, "quality": "good"},
+            {"timestamp": "2026-01-01T00:00:00.000Z", "value": 1.5},
+            {"timestamp": "2026-01-01T00:00:01.000Z", "value": 2.5},
+            {"timestamp": "2026-01-01T00:00:02.250Z", "value": 3},
+            {"timestamp": "2026-01-01T00:00:03.000Z", "value": "text"},
+            {"timestamp": "2026-01-01T00:00:04.000Z", "value": {"a": [1, 2]}},
         ])
     );
     // Half-open window [start, start + range).
@@ -100,7 +100,7 @@ fn window_query_returns_points_in_order_with_their_timestamps() {
     );
     assert_eq!(
         w,
-        json!([{"timestamp": "2026-01-01T00:00:01.000Z", "value": 2.5, "quality": "good"}])
+        json!([{"timestamp": "2026-01-01T00:00:01.000Z", "value": 2.5}])
     );
     // end_time, compound ranges and limit.
     let w = query(
@@ -376,9 +376,9 @@ fn last_is_newest_first() {
     assert_eq!(
         last,
         json!([
-            {"timestamp": iso(T0 + 47_000), "value": 6.0, "quality": "good"},
-            {"timestamp": iso(T0 + 25_000), "value": 7.25, "quality": "good"},
-            {"timestamp": iso(T0 + 18_000), "value": 10.0, "quality": "good"},
+            {"timestamp": iso(T0 + 47_000), "value": 6.0},
+            {"timestamp": iso(T0 + 25_000), "value": 7.25},
+            {"timestamp": iso(T0 + 18_000), "value": 10.0},
         ])
     );
     let one = json_ok(
@@ -387,7 +387,7 @@ fn last_is_newest_first() {
     );
     assert_eq!(
         one,
-        json!([{"timestamp": iso(T0 + 47_000), "value": 6.0, "quality": "good"}])
+        json!([{"timestamp": iso(T0 + 47_000), "value": 6.0}])
     );
     let all = json_ok(
         patch(

@@ -7,7 +7,8 @@ use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
 use crate::historian::{
-    points_json, resolve_aggregated_export, resolve_export, resolve_last_limit, resolve_window,
+    PointsJson,
+    resolve_aggregated_export, resolve_export, resolve_last_limit, resolve_window,
     run_query, write_export, AggregatedExportRequest, ExportPlan, ExportRequest, QueryRequest,
 };
 use axum::extract::State;
@@ -15,7 +16,6 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 const FEATURE: &str = "historian";
@@ -68,12 +68,12 @@ async fn query(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(request): JsonBody<QueryRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PointsJson>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     let historized = require_tag(&state, &caller, &request.topic)?;
     let window = resolve_window(&request, now_ms()).map_err(ApiError::bad_request)?;
     if !historized {
-        return Ok(Json(Value::Array(Vec::new())));
+        return Ok(Json(PointsJson(Vec::new())));
     }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
@@ -81,7 +81,7 @@ async fn query(
         .store
         .run(move |s| run_query(s, &domain, &topic, &window))
         .await?;
-    Ok(Json(points_json(&points)))
+    Ok(Json(PointsJson(points)))
 }
 
 #[derive(Deserialize)]
@@ -97,12 +97,12 @@ async fn last(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(request): JsonBody<LastRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PointsJson>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     let historized = require_tag(&state, &caller, &request.topic)?;
     let limit = resolve_last_limit(request.limit).map_err(ApiError::bad_request)?;
     if !historized {
-        return Ok(Json(Value::Array(Vec::new())));
+        return Ok(Json(PointsJson(Vec::new())));
     }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
@@ -110,7 +110,7 @@ async fn last(
         .store
         .run(move |s| s.history_last(&domain, &topic, limit))
         .await?;
-    Ok(Json(points_json(&points)))
+    Ok(Json(PointsJson(points)))
 }
 
 #[utoipa::path(post, path = "/svc/historian/export", tag = "historian", request_body = crate::model::HistorianExportRequest,
