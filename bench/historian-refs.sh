@@ -38,7 +38,7 @@ start_victoria() {
     VM_DIR=$WORK/$1
     VM_URL=http://127.0.0.1:$port
     victoria-metrics -storageDataPath "$VM_DIR" -httpListenAddr "127.0.0.1:$port" \
-        -retentionPeriod 100y -loggerLevel ERROR >"$WORK/$1.log" 2>&1 &
+        -retentionPeriod 100y -search.maxSamplesPerSeries 100000000 -loggerLevel ERROR >"$WORK/$1.log" 2>&1 &
     VM_PID=$!
     PIDS+=("$VM_PID")
     wait_http "$VM_URL/health"

@@ -347,6 +347,9 @@ if part year; then
     awk -v n="$YEAR_POINTS" -v s="$(field "$out" seconds)" \
         'BEGIN { printf "year_vm %.0f %.3f\n", n / s, s }' >>"$WORK/results"
     NOTES+=("VictoriaMetrics merged the year in $(vm_settle) s after its import was answered")
+    # Charts are of a year at rest: svc first closes what it just took in into blocks.
+    out=$(plant footprint --db "$DB" "${SETTLE[@]}")
+    NOTES+=("svc closed the year's rows into blocks in $(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' <<<"$out") s after its ingest was stored ($out)")
     CHARTS=(--buckets 500 --queries "$YEAR_QUERIES" --budget-seconds "$CHART_BUDGET")
     log "charts: svc"
     out=$(plant chart --url "$SVC_URL" --token "$TOKEN" "${YEAR[@]}" "${CHARTS[@]}")
