@@ -385,10 +385,7 @@ fn last_is_newest_first() {
         patch(&server, "/svc/historian/last", &json!({"topic": TEMP})),
         StatusCode::OK,
     );
-    assert_eq!(
-        one,
-        json!([{"timestamp": iso(T0 + 47_000), "value": 6.0}])
-    );
+    assert_eq!(one, json!([{"timestamp": iso(T0 + 47_000), "value": 6.0}]));
     let all = json_ok(
         patch(
             &server,

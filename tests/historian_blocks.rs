@@ -86,7 +86,10 @@ fn assert_points(what: &str, got: &[Value], want: &[(i64, Value)]) {
             "{what}: point {i} is {} where {value} was stored",
             point["value"]
         );
-        assert!(point.get("quality").is_none(), "{what}: point {i} is good: {point}");
+        assert!(
+            point.get("quality").is_none(),
+            "{what}: point {i} is good: {point}"
+        );
     }
 }
 

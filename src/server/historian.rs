@@ -7,9 +7,8 @@ use super::error::{ApiError, ApiResult};
 use super::json::JsonBody;
 use super::AppState;
 use crate::historian::{
-    PointsJson,
-    resolve_aggregated_export, resolve_export, resolve_last_limit, resolve_window,
-    run_query, write_export, AggregatedExportRequest, ExportPlan, ExportRequest, QueryRequest,
+    resolve_aggregated_export, resolve_export, resolve_last_limit, resolve_window, run_query,
+    write_export, AggregatedExportRequest, ExportPlan, ExportRequest, PointsJson, QueryRequest,
 };
 use axum::extract::State;
 use axum::http::header;

@@ -3,21 +3,13 @@
 //! (ts, seq) order, and for the median its readings), so a block wholly inside one bucket adds
 //! its summary in one step and a straddling block or a hot row adds its points one by one.
 
-use super::{parse_value, BlockMeta};
+use super::BlockMeta;
 use crate::historian::Aggregation;
 use crate::store::blocks::BlockPoint;
 use crate::store::types::{number_json, numeric, HistoryPoint};
 use crate::store::StoreResult;
 use serde_json::Value;
 use std::collections::BTreeMap;
-
-/// The first or last point of a bucket: its order key and its value (as a value, or as the
-/// JSON text of a summary, parsed only if it is the answer).
-#[derive(Debug, Clone)]
-enum Chosen {
-    Value(Value),
-    Text(String),
-}
 
 #[derive(Debug, Clone)]
 struct Bucket {
@@ -26,8 +18,9 @@ struct Bucket {
     sum: f64,
     min: f64,
     max: f64,
-    first: Option<((i64, i64), Chosen)>,
-    last: Option<((i64, i64), Chosen)>,
+    /// The first and last point in (ts, seq) order: key and value.
+    first: Option<((i64, i64), Value)>,
+    last: Option<((i64, i64), Value)>,
     readings: Vec<f64>,
 }
 
@@ -55,13 +48,13 @@ impl Bucket {
         }
     }
 
-    fn offer_first(&mut self, key: (i64, i64), chosen: impl FnOnce() -> Chosen) {
+    fn offer_first(&mut self, key: (i64, i64), chosen: impl FnOnce() -> Value) {
         if self.first.as_ref().is_none_or(|(k, _)| key < *k) {
             self.first = Some((key, chosen()));
         }
     }
 
-    fn offer_last(&mut self, key: (i64, i64), chosen: impl FnOnce() -> Chosen) {
+    fn offer_last(&mut self, key: (i64, i64), chosen: impl FnOnce() -> Value) {
         if self.last.as_ref().is_none_or(|(k, _)| key > *k) {
             self.last = Some((key, chosen()));
         }
@@ -91,13 +84,15 @@ impl Accumulator {
     }
 
     /// Adds a block from its summary when it lies wholly in one bucket; false (nothing added)
-    /// when it straddles buckets and must be decoded.
+    /// when it straddles buckets, or the aggregation answers a stored value (`first`, `last`,
+    /// whose values the summaries the reads fetch leave out), and it must be decoded.
     pub fn add_summary(&mut self, meta: &BlockMeta) -> StoreResult<bool> {
         let k = self.index(meta.start_ms);
-        if k != self.index(meta.end_ms) {
+        if k != self.index(meta.end_ms)
+            || matches!(self.agg, Aggregation::First | Aggregation::Last)
+        {
             return Ok(false);
         }
-        let agg = self.agg;
         let bucket = self.buckets.entry(k).or_insert_with(Bucket::new);
         bucket.count += meta.count;
         bucket.num_count += meta.num_count;
@@ -107,16 +102,6 @@ impl Accumulator {
         }
         if let Some(max) = meta.max {
             bucket.max = bucket.max.max(max);
-        }
-        if agg == Aggregation::First {
-            bucket.offer_first((meta.start_ms, meta.first_seq), || {
-                Chosen::Text(meta.first_value.clone())
-            });
-        }
-        if agg == Aggregation::Last {
-            bucket.offer_last((meta.end_ms, meta.last_seq), || {
-                Chosen::Text(meta.last_value.clone())
-            });
         }
         Ok(true)
     }
@@ -155,10 +140,10 @@ impl Accumulator {
         }
         let key = (point.ts_ms, point.seq);
         if agg == Aggregation::First {
-            bucket.offer_first(key, || Chosen::Value(point.value.clone()));
+            bucket.offer_first(key, || point.value.clone());
         }
         if agg == Aggregation::Last {
-            bucket.offer_last(key, || Chosen::Value(point.value.clone()));
+            bucket.offer_last(key, || point.value.clone());
         }
     }
 
@@ -177,8 +162,8 @@ impl Accumulator {
                 Aggregation::Min => number_json(has_numbers.then_some(bucket.min)),
                 Aggregation::Max => number_json(has_numbers.then_some(bucket.max)),
                 Aggregation::Median => number_json(median(&mut bucket.readings)),
-                Aggregation::First => chosen_value(bucket.first.map(|(_, c)| c))?,
-                Aggregation::Last => chosen_value(bucket.last.map(|(_, c)| c))?,
+                Aggregation::First => bucket.first.map_or(Value::Null, |(_, v)| v),
+                Aggregation::Last => bucket.last.map_or(Value::Null, |(_, v)| v),
             };
             points.push(HistoryPoint::good(
                 self.start_ms + k * self.bucket_ms,
@@ -186,14 +171,6 @@ impl Accumulator {
             ));
         }
         Ok(points)
-    }
-}
-
-fn chosen_value(chosen: Option<Chosen>) -> StoreResult<Value> {
-    match chosen {
-        Some(Chosen::Value(value)) => Ok(value),
-        Some(Chosen::Text(text)) => parse_value(&text),
-        None => Ok(Value::Null),
     }
 }
 

@@ -17,9 +17,7 @@ fn meta(id: i64, start_ms: i64, end_ms: i64, count: i64) -> BlockMeta {
         max: None,
         sum: None,
         first_seq: 0,
-        first_value: "0".into(),
         last_seq: 0,
-        last_value: "0".into(),
     }
 }
 

@@ -27,8 +27,10 @@ pub(super) struct Layout<'a> {
     pub tx: &'a Transaction<'a>,
 }
 
+/// Every column of the covering index `hist_blocks_summaries`: reading summaries reads no
+/// block data.
 const META_COLUMNS: &str = "id, start_ts, end_ts, count, num_count, min, max, sum, \
-     first_seq, first_value, last_seq, last_value";
+     first_seq, last_seq";
 
 fn meta_of(row: &Row) -> BlockMeta {
     BlockMeta {
@@ -41,9 +43,7 @@ fn meta_of(row: &Row) -> BlockMeta {
         max: row.get(6),
         sum: row.get(7),
         first_seq: row.get(8),
-        first_value: row.get(9),
-        last_seq: row.get(10),
-        last_value: row.get(11),
+        last_seq: row.get(9),
     }
 }
 

@@ -14,8 +14,10 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 /// The historian layout as one connection (inside one transaction) sees it.
 pub(super) struct Layout<'c>(pub &'c Connection);
 
+/// Every column of the covering index `hist_blocks_summaries`: reading summaries reads no
+/// block data.
 const META_COLUMNS: &str = "id, start_ts, end_ts, count, num_count, min, max, sum, \
-     first_seq, first_value, last_seq, last_value";
+     first_seq, last_seq";
 
 fn meta_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<BlockMeta> {
     Ok(BlockMeta {
@@ -28,9 +30,7 @@ fn meta_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<BlockMeta> {
         max: row.get(6)?,
         sum: row.get(7)?,
         first_seq: row.get(8)?,
-        first_value: row.get(9)?,
-        last_seq: row.get(10)?,
-        last_value: row.get(11)?,
+        last_seq: row.get(9)?,
     })
 }
 

@@ -19,4 +19,7 @@ CREATE TABLE IF NOT EXISTS hist_blocks (
     last_value TEXT NOT NULL,
     data BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS hist_blocks_by_start ON hist_blocks (series, start_ts);
+-- Covering: the summaries a chart reads come from the index alone, never from the pages that
+-- hold the blocks' data.
+CREATE INDEX IF NOT EXISTS hist_blocks_summaries ON hist_blocks
+    (series, start_ts, end_ts, count, num_count, min, max, sum, first_seq, last_seq, id);
