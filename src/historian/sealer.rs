@@ -77,22 +77,32 @@ impl Sealer {
         }
     }
 
-    /// Counts values just folded into their series' tails.
+    /// Counts values just folded into their series' tails. The batch is summed per series
+    /// first, under borrowed names, so a fold of thousands of values copies each series' name
+    /// once, not once a value.
     pub fn note(&mut self, values: &[HistoryWrite]) {
         let now = Instant::now();
+        let mut batch: HashMap<(&str, &str), (u64, i64, i64)> = HashMap::new();
         for value in values {
+            let key = (value.domain.as_str(), value.topic.as_str());
+            let seen = batch.entry(key).or_insert((0, value.ts_ms, value.ts_ms));
+            seen.0 += 1;
+            seen.1 = seen.1.min(value.ts_ms);
+            seen.2 = seen.2.max(value.ts_ms);
+        }
+        for ((domain, topic), (count, first_ms, last_ms)) in batch {
             let tail = self
                 .tails
-                .entry((value.domain.clone(), value.topic.clone()))
+                .entry((domain.to_owned(), topic.to_owned()))
                 .or_insert(Tail {
                     count: 0,
-                    first_ms: value.ts_ms,
-                    last_ms: value.ts_ms,
+                    first_ms,
+                    last_ms,
                     last_write: now,
                 });
-            tail.count += 1;
-            tail.first_ms = tail.first_ms.min(value.ts_ms);
-            tail.last_ms = tail.last_ms.max(value.ts_ms);
+            tail.count += count;
+            tail.first_ms = tail.first_ms.min(first_ms);
+            tail.last_ms = tail.last_ms.max(last_ms);
             tail.last_write = now;
         }
     }

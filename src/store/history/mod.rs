@@ -235,7 +235,13 @@ pub trait HistoryLayout {
 pub trait BlockWrites: HistoryLayout {
     /// Writes one block of `points` (sorted by (ts, seq), not empty) and raises the series'
     /// `sealed_upto` to its newest time.
-    fn insert_block(&self, series: i64, points: &[BlockPoint]) -> StoreResult<()>;
+    fn insert_block(&self, series: i64, points: &[BlockPoint]) -> StoreResult<()> {
+        let data = encode(points)?;
+        self.insert_encoded(series, points, &data)
+    }
+
+    /// [`BlockWrites::insert_block`] with the points' encoding already made.
+    fn insert_encoded(&self, series: i64, points: &[BlockPoint], data: &[u8]) -> StoreResult<()>;
 
     /// Removes one block.
     fn delete_block(&self, series: i64, key: BlockKey) -> StoreResult<()>;
@@ -256,11 +262,11 @@ pub trait BlockWrites: HistoryLayout {
         };
         let cut = first.ts_ms.saturating_add(blocks::MAX_SPAN_MS);
         oldest.retain(|p| p.ts_ms < cut);
-        fit_in_a_row(&mut oldest)?;
+        let data = fit_in_a_row(&mut oldest)?;
         let Some(last) = oldest.last() else {
             return Ok(0);
         };
-        self.insert_block(series, &oldest)?;
+        self.insert_encoded(series, &oldest, &data)?;
         self.delete_hot_through(series, last.ts_ms, last.seq)?;
         Ok(oldest.len() as u64)
     }
@@ -297,31 +303,30 @@ pub const BLOCK_BYTES: usize = 1_850;
 /// Points a block keeps however large they encode.
 const MIN_FIT_POINTS: usize = 64;
 
-/// Cuts `points` (the oldest of a tail, in order) until they encode in [`BLOCK_BYTES`]: each
-/// try keeps the share of points that fitted, less a margin.
-fn fit_in_a_row(points: &mut Vec<BlockPoint>) -> StoreResult<()> {
+/// Cuts `points` (the oldest of a tail, in order) until they encode in [`BLOCK_BYTES`] (each
+/// try keeps the share of points that fitted, less a margin); the encoding of what is kept.
+fn fit_in_a_row(points: &mut Vec<BlockPoint>) -> StoreResult<Vec<u8>> {
+    let mut data = encode(points)?;
     for _ in 0..4 {
-        if points.len() <= MIN_FIT_POINTS {
-            return Ok(());
+        if points.len() <= MIN_FIT_POINTS || data.len() <= BLOCK_BYTES {
+            break;
         }
-        let size = blocks::encode(points)
-            .map_err(|e| StoreError::Internal(e.to_string()))?
-            .len();
-        if size <= BLOCK_BYTES {
-            return Ok(());
-        }
-        let keep = points.len() * BLOCK_BYTES * 95 / (size * 100);
+        let keep = points.len() * BLOCK_BYTES * 95 / (data.len() * 100);
         points.truncate(keep.max(MIN_FIT_POINTS));
+        data = encode(points)?;
     }
-    Ok(())
+    Ok(data)
 }
 
-/// A block's plain columns for `points` and its encoded data.
-pub fn block_row(points: &[BlockPoint]) -> StoreResult<(blocks::BlockSummary, Vec<u8>)> {
-    let summary = blocks::summarize(points)
-        .ok_or_else(|| StoreError::Internal("an empty block cannot be written".into()))?;
-    let data = blocks::encode(points).map_err(|e| StoreError::Internal(e.to_string()))?;
-    Ok((summary, data))
+/// The encoding of a block's points.
+fn encode(points: &[BlockPoint]) -> StoreResult<Vec<u8>> {
+    blocks::encode(points).map_err(|e| StoreError::Internal(e.to_string()))
+}
+
+/// A block's plain columns for its points.
+pub fn block_summary(points: &[BlockPoint]) -> StoreResult<blocks::BlockSummary> {
+    blocks::summarize(points)
+        .ok_or_else(|| StoreError::Internal("an empty block cannot be written".into()))
 }
 
 /// The historian's reads on an engine, given how it opens one series' snapshot.

@@ -7,7 +7,7 @@
 use super::PgStore;
 use crate::store::blocks::BlockPoint;
 use crate::store::history::{
-    block_row, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
+    block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
 use crate::store::types::{HotTail, Sealed};
 use crate::store::{StoreError, StoreResult};
@@ -149,8 +149,8 @@ impl HistoryLayout for Layout<'_> {
 }
 
 impl BlockWrites for Layout<'_> {
-    fn insert_block(&self, series: i64, points: &[BlockPoint]) -> StoreResult<()> {
-        let (summary, data) = block_row(points)?;
+    fn insert_encoded(&self, series: i64, points: &[BlockPoint], data: &[u8]) -> StoreResult<()> {
+        let summary = block_summary(points)?;
         self.store.ensure_block_partition(summary.start_ms)?;
         let (first_value, last_value) = (
             summary.first.value.to_string(),

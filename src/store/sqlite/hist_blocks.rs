@@ -6,7 +6,7 @@
 use super::{SqliteStore, StoreError, StoreResult};
 use crate::store::blocks::BlockPoint;
 use crate::store::history::{
-    block_row, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
+    block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
 use crate::store::types::{HotTail, Sealed};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -115,8 +115,8 @@ impl HistoryLayout for Layout<'_> {
 }
 
 impl BlockWrites for Layout<'_> {
-    fn insert_block(&self, series: i64, points: &[BlockPoint]) -> StoreResult<()> {
-        let (summary, data) = block_row(points)?;
+    fn insert_encoded(&self, series: i64, points: &[BlockPoint], data: &[u8]) -> StoreResult<()> {
+        let summary = block_summary(points)?;
         self.0
             .prepare_cached(
                 "INSERT INTO hist_blocks (series, start_ts, end_ts, count, num_count, min, max, \
