@@ -142,6 +142,66 @@ fn a_late_point_goes_after_the_points_the_blocks_hold_at_its_time() {
 }
 
 #[test]
+fn late_points_of_one_fold_across_several_blocks_follow_what_each_block_holds() {
+    let (_dir, store) = store();
+    // Two blocks, each holding two points at one time (seq 0 and 1).
+    store
+        .append_history(&[w(T0, json!(1)), w(T0, json!(2))])
+        .unwrap();
+    seal_all(&store);
+    let later = T0 + 60_000;
+    store
+        .append_history(&[
+            w(later, json!(3)),
+            w(later, json!(4)),
+            w(later + 1, json!(5)),
+        ])
+        .unwrap();
+    seal_all(&store);
+    // One fold: late points at both blocks' times (twice at one), at a time no block holds,
+    // and a new point.
+    store
+        .append_history(&[
+            w(later, json!(6)),
+            w(T0, json!(7)),
+            w(T0 + 30_000, json!(8)),
+            w(later, json!(9)),
+            w(later + 2, json!(10)),
+        ])
+        .unwrap();
+    let read = |store: &Store| -> Vec<(i64, Value)> {
+        store
+            .history_range("d", "t", T0, later + 10, None)
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.ts_ms, p.value))
+            .collect()
+    };
+    let expected: Vec<(i64, Value)> = [
+        (T0, 1),
+        (T0, 2),
+        (T0, 7),
+        (T0 + 30_000, 8),
+        (later, 3),
+        (later, 4),
+        (later, 6),
+        (later, 9),
+        (later + 1, 5),
+        (later + 2, 10),
+    ]
+    .into_iter()
+    .map(|(ts, n)| (ts, json!(n)))
+    .collect();
+    assert_eq!(read(&store), expected);
+    seal_all(&store);
+    assert_eq!(
+        read(&store),
+        expected,
+        "the same once they are in blocks too"
+    );
+}
+
+#[test]
 fn retention_drops_whole_blocks_and_trims_the_one_the_cut_falls_in() {
     let (_dir, store) = store();
     let points = series();

@@ -1,11 +1,11 @@
 //! Which series' hot rows are due to close into a block, kept by the historian's writer thread
-//! between folds. A tail is due once it holds a full block (`blocks::MAX_POINTS` points or
-//! `blocks::MAX_SPAN_MS` of time), or once its tag has had no new value for the idle time, so
-//! a tag that stopped does not keep its last values as rows forever. At start every series'
-//! tail is loaded from the store: a data dir written before blocks existed is all tail, and
-//! is converted by this same rule, a block at a time, in the background; a crash in between
-//! loses nothing (each block and the removal of its rows commit together) and the next start
-//! goes on where it stopped.
+//! between folds. A tail is due once it holds a full block (`blocks::MAX_POINTS` points and
+//! [`KEEP_HOT`] newer rows to stay hot, or `blocks::MAX_SPAN_MS` of time), or once its tag has
+//! had no new value for the idle time, so a tag that stopped does not keep its last values as
+//! rows forever. At start every series' tail is loaded from the store: a data dir written
+//! before blocks existed is all tail, and is converted by this same rule, a block at a time,
+//! in the background; a crash in between loses nothing (each block and the removal of its
+//! rows commit together) and the next start goes on where it stopped.
 
 use crate::store::blocks;
 use crate::store::{HistoryWrite, Store, StoreResult};
@@ -21,9 +21,16 @@ struct Tail {
     last_write: Instant,
 }
 
+/// Rows a tail that is still receiving keeps beyond a full block. A block closes the oldest
+/// rows, so the newest stay rows for a while: a tag's points from several connections, or a
+/// gateway's burst sent out of order, then land among rows and not behind a block just
+/// closed, where each costs a decode of that block and later a block of its own that overlaps
+/// it. (The bench's four publishers on one tag ran up to hundreds of points apart.)
+const KEEP_HOT: u64 = 1_024;
+
 impl Tail {
     fn full(&self) -> bool {
-        self.count >= blocks::MAX_POINTS as u64
+        self.count >= blocks::MAX_POINTS as u64 + KEEP_HOT
             || self.last_ms.saturating_sub(self.first_ms) >= blocks::MAX_SPAN_MS
     }
 }

@@ -18,6 +18,7 @@ use super::{StoreError, StoreResult};
 use crate::historian::Aggregation;
 
 pub use buckets::Accumulator;
+use std::collections::HashMap;
 
 /// A block's plain columns: where it lies and what it sums up to.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,22 +84,39 @@ pub trait HistoryLayout {
         Ok(metas)
     }
 
-    /// The `seq` a new point at `ts_ms` must take to follow every point the blocks hold at
-    /// that time (0 when they hold none).
-    fn block_seq_after(&self, series: i64, ts_ms: i64) -> StoreResult<i64> {
-        let metas = self.blocks_overlapping(series, ts_ms, ts_ms.saturating_add(1))?;
-        let keys: Vec<BlockKey> = metas
+    /// For late points of one series at the times `ts_ms` (any order, repeats allowed): the
+    /// `seq` a new point at each time must take to follow every point the blocks hold there,
+    /// for the times the blocks hold points at. One fold's late points cost one summary read
+    /// and one decode of each block they fall in, however many of them there are: a fold of
+    /// thousands of stragglers behind a block just closed would otherwise decode that block
+    /// once per point.
+    fn block_seqs_after(&self, series: i64, ts_ms: &[i64]) -> StoreResult<HashMap<i64, i64>> {
+        let mut times = ts_ms.to_vec();
+        times.sort_unstable();
+        times.dedup();
+        let mut after = HashMap::new();
+        let (Some(&first), Some(&last)) = (times.first(), times.last()) else {
+            return Ok(after);
+        };
+        let holds_one = |m: &BlockMeta| {
+            let at = times.partition_point(|&t| t < m.start_ms);
+            times.get(at).is_some_and(|&t| t <= m.end_ms)
+        };
+        let keys: Vec<BlockKey> = self
+            .blocks_overlapping(series, first, last.saturating_add(1))?
             .iter()
-            .filter(|m| m.start_ms <= ts_ms)
+            .filter(|m| holds_one(m))
             .map(BlockMeta::key)
             .collect();
-        let mut next = 0;
         for block in self.decode_blocks(series, &keys)? {
-            for point in block.iter().filter(|p| p.ts_ms == ts_ms) {
-                next = next.max(point.seq + 1);
+            for point in block {
+                if times.binary_search(&point.ts_ms).is_ok() {
+                    let next = after.entry(point.ts_ms).or_insert(0);
+                    *next = (*next).max(point.seq + 1);
+                }
             }
         }
-        Ok(next)
+        Ok(after)
     }
 
     /// The points of the blocks `keys`, decoded.

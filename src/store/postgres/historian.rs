@@ -307,16 +307,30 @@ impl PgStore {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        let mut after = vec![0i64; c.ts.len()];
-        for (i, slot) in after.iter_mut().enumerate() {
-            if let Some(Some(upto)) = sealed.get(&c.series[i]) {
-                if c.ts[i] <= *upto {
-                    *slot = layout
-                        .block_seq_after(c.series[i], c.ts[i])
-                        .map_err(InsertError::Store)?;
-                }
-            }
+        let is_late = |i: usize| {
+            sealed
+                .get(&c.series[i])
+                .is_some_and(|upto| upto.is_some_and(|upto| c.ts[i] <= upto))
+        };
+        let mut late: HashMap<i64, Vec<i64>> = HashMap::new();
+        for i in (0..c.ts.len()).filter(|&i| is_late(i)) {
+            late.entry(c.series[i]).or_default().push(c.ts[i]);
         }
+        let mut after_blocks = HashMap::new();
+        for (series, times) in late {
+            let seqs = layout
+                .block_seqs_after(series, &times)
+                .map_err(InsertError::Store)?;
+            after_blocks.extend(seqs.into_iter().map(|(ts, seq)| ((series, ts), seq)));
+        }
+        let after: Vec<i64> = (0..c.ts.len())
+            .map(|i| {
+                after_blocks
+                    .get(&(c.series[i], c.ts[i]))
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect();
         let attempt = self.block(async {
             tx.execute(
                 "INSERT INTO hist_points (series, ts, seq, num, value, quality) \

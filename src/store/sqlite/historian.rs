@@ -53,8 +53,11 @@ pub(super) fn insert_points<'v>(
          SELECT ?1, ?2, max(?6, coalesce(max(seq) + 1, 0)), ?3, ?4, ?5 FROM hist_points \
          WHERE series = ?1 AND ts = ?2",
     )?;
-    // Each series' id and the newest time its blocks hold.
+    // Each series' id and the newest time its blocks hold; each point's series; the times of
+    // late points (no newer than what their series' blocks hold), per series.
     let mut series_ids: HashMap<(&str, &str), (i64, Option<i64>)> = HashMap::new();
+    let mut resolved = Vec::new();
+    let mut late: HashMap<i64, Vec<i64>> = HashMap::new();
     for point in points {
         let key = (point.domain, point.topic);
         let (series, sealed_upto) = match series_ids.get(&key) {
@@ -74,21 +77,32 @@ pub(super) fn insert_points<'v>(
                 known
             }
         };
-        // A late point (no newer than what the blocks hold) goes after the points the blocks
-        // already have at its time, so equal timestamps keep their arrival order.
-        let after_blocks = match sealed_upto {
-            Some(upto) if point.ts_ms <= upto => Layout(tx).block_seq_after(series, point.ts_ms)?,
-            _ => 0,
-        };
+        if sealed_upto.is_some_and(|upto| point.ts_ms <= upto) {
+            late.entry(series).or_default().push(point.ts_ms);
+        }
+        resolved.push((series, point));
+    }
+    // A late point goes after the points the blocks already have at its time, so equal
+    // timestamps keep their arrival order.
+    let mut after_blocks = HashMap::new();
+    for (series, times) in late {
+        let seqs = Layout(tx).block_seqs_after(series, &times)?;
+        after_blocks.extend(seqs.into_iter().map(|(ts, seq)| ((series, ts), seq)));
+    }
+    for (series, point) in resolved {
+        let after = after_blocks
+            .get(&(series, point.ts_ms))
+            .copied()
+            .unwrap_or(0);
         let row = params![series, point.ts_ms, point.num, point.text, point.quality];
-        if after_blocks > 0 || insert.execute(row)? == 0 {
+        if after > 0 || insert.execute(row)? == 0 {
             insert_after.execute(params![
                 series,
                 point.ts_ms,
                 point.num,
                 point.text,
                 point.quality,
-                after_blocks
+                after
             ])?;
         }
     }
