@@ -27,6 +27,10 @@ pub const MAX_PENDING: usize = 50_000;
 const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// Blocks closed per round of the writer thread, between folds.
 const SEAL_BUDGET: usize = 8;
+/// While values arrive faster than folds take them, blocks close at most this often: a
+/// burst (a gateway's store-and-forward, a bench) is folded at full speed and its rows close
+/// into blocks once it has passed.
+const SEAL_IN_A_BURST_EVERY: Duration = Duration::from_secs(1);
 
 /// A value could not be stored (the writer stopped, or the journal could not be written).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,6 +264,7 @@ fn lower_priority() {
 fn run(store: &Store, shared: &Shared, first: Fold, mut sealer: Sealer) {
     let mut held = first;
     let mut next_file = None;
+    let mut last_seal = Instant::now();
     loop {
         if next_file.is_none() {
             // Created here, not under the lock in `take`: a publisher appending to the journal
@@ -302,7 +307,13 @@ fn run(store: &Store, shared: &Shared, first: Fold, mut sealer: Sealer) {
             continue;
         }
         // Closing blocks waits behind folding: a few per round, so acknowledged values are
-        // never held up by a backlog of old rows being converted.
+        // never held up by a backlog of old rows being converted, and none while half a fold
+        // has piled up during this one (for at most SEAL_IN_A_BURST_EVERY).
+        let in_a_burst = shared.lock().pending.len() >= FOLD_AT / 2;
+        if in_a_burst && last_seal.elapsed() < SEAL_IN_A_BURST_EVERY {
+            continue;
+        }
+        last_seal = Instant::now();
         if let Err(e) = sealer.seal_some(store, SEAL_BUDGET) {
             tracing::error!(error = %e, "historian could not close a block; will retry");
             std::thread::sleep(RETRY_AFTER);

@@ -48,10 +48,14 @@ pub(super) fn insert_points<'v>(
         "INSERT INTO hist_points (series, ts, seq, num, value, quality) \
          VALUES (?1, ?2, 0, ?3, ?4, ?5) ON CONFLICT (series, ts, seq) DO NOTHING",
     )?;
-    let mut insert_after = tx.prepare_cached(
+    // Two statements, not `INSERT … SELECT max(seq) + 1 FROM hist_points`: an insert that
+    // reads its own table goes through a temporary table each time.
+    let mut next_seq = tx.prepare_cached(
+        "SELECT coalesce(max(seq) + 1, 0) FROM hist_points WHERE series = ?1 AND ts = ?2",
+    )?;
+    let mut insert_at = tx.prepare_cached(
         "INSERT INTO hist_points (series, ts, seq, num, value, quality) \
-         SELECT ?1, ?2, max(?6, coalesce(max(seq) + 1, 0)), ?3, ?4, ?5 FROM hist_points \
-         WHERE series = ?1 AND ts = ?2",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     // Each series' id and the newest time its blocks hold; each point's series; the times of
     // late points (no newer than what their series' blocks hold), per series.
@@ -96,13 +100,14 @@ pub(super) fn insert_points<'v>(
             .unwrap_or(0);
         let row = params![series, point.ts_ms, point.num, point.text, point.quality];
         if after > 0 || insert.execute(row)? == 0 {
-            insert_after.execute(params![
+            let seq: i64 = next_seq.query_row(params![series, point.ts_ms], |r| r.get(0))?;
+            insert_at.execute(params![
                 series,
                 point.ts_ms,
+                seq.max(after),
                 point.num,
                 point.text,
-                point.quality,
-                after
+                point.quality
             ])?;
         }
     }
