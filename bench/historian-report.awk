@@ -5,12 +5,14 @@
 #
 # Input lines (bench/historian.sh writes them):
 #   plant SYSTEM SET BYTES POINTS        SET numeric or all; one line per system and set
-#   <measurement> RATE SECONDS          a round of ingest_*, load_svc, query_*, page_*, vm_export
+#   <measurement> RATE SECONDS          a round of ingest_*, load_*, query_*, page_*, vm_export
+#                                       (*_base: the baseline svc, BENCH_SVC_BASELINE)
 #   ingest_lag MS PUBLISH_SECONDS
 #   year_svc RATE SECONDS / year_vm RATE SECONDS    the year's ingest
 #   chart_svc P50 P99 MAX N / chart_vm P50 P99 MAX N    the year chart: ms, charts drawn
 # Variables (-v): n_ingest, n_points, page (svc's page), one_page (the single request), rss, hwm (kB), per_signal, year_points,
-# year_queries, sdt (the SDT row's note when it was not measured, else empty).
+# year_queries, sdt (the SDT row's note when it was not measured, else empty), baseline (the
+# baseline binary's path, or empty).
 
 $1 == "plant" { bytes[$2, $3] = $4; points[$2, $3] = $5; next }
 $1 == "chart_svc" || $1 == "chart_vm" { p50[$1] = $2; p99[$1] = $3; pmax[$1] = $4; drawn[$1] = $5; next }
@@ -75,11 +77,24 @@ END {
         row(sprintf("ingest: raw rusqlite with svc's statement (`ON CONFLICT DO NOTHING`, `BEGIN IMMEDIATE`)"), "ingest_raw_svc_sql", "values/s", "")
         row(sprintf("ingest: svc, %d QoS 1 publishes → stored (payload timestamps); ratio to raw", n_ingest), "ingest_svc", "values/s", "ingest_raw")
         row(sprintf("ingest: svc, %d QoS 1 publishes → stored (receive-time timestamps; no goal)", n_ingest), "ingest_svc_rt", "values/s", "ingest_raw")
+        if (c["ingest_base"]) {
+            row(sprintf("ingest: baseline `%s`, the same (payload timestamps)", baseline), "ingest_base", "values/s", "")
+            row("ingest: svc (payload timestamps); ratio to the baseline", "ingest_svc", "values/s", "ingest_base")
+            row("ingest: baseline, receive-time timestamps", "ingest_base_rt", "values/s", "")
+            row("ingest: svc (receive-time timestamps); ratio to the baseline", "ingest_svc_rt", "values/s", "ingest_base_rt")
+        }
         row(sprintf("load: svc, %d QoS 1 publishes → stored (the query data)", n_points), "load_svc", "values/s", "")
+        row(sprintf("load: baseline, the same"), "load_base", "values/s", "")
         row(sprintf("query: raw SQLite scan of %d rows", n_points), "query_raw", "points/s", "")
         row(sprintf("query: VictoriaMetrics `/api/v1/export` of the same %d points", n_points), "vm_export", "points/s", "")
         row(sprintf("query: svc `PATCH /svc/historian`, %d points in pages of %d; ratio to raw", n_points, page), "query_svc", "points/s", "query_raw")
         row(sprintf("query: svc, the same; ratio to VictoriaMetrics"), "query_svc", "points/s", "vm_export")
+        if (c["query_base"]) {
+            row(sprintf("query: baseline, %d points in pages of %d", n_points, page), "query_base", "points/s", "")
+            row("query: svc, the same; ratio to the baseline", "query_svc", "points/s", "query_base")
+            row(sprintf("query: baseline, one request of %d points", one_page), "page_base", "points/s", "")
+            row("query: svc, one request; ratio to the baseline", "page_svc", "points/s", "page_base")
+        }
         row(sprintf("query: raw SQLite scan of %d rows", one_page), "page_raw", "points/s", "")
         row(sprintf("query: svc `PATCH /svc/historian`, one request of %d points; ratio to raw", one_page), "page_svc", "points/s", "page_raw")
         print ""

@@ -69,6 +69,10 @@
 #   system's charts stop early once they took BENCH_CHART_BUDGET s (600) and the report says
 #   how many were drawn. Goal: svc p99 <= 50 ms.
 #
+# BENCH_SVC_BASELINE=<an svc binary> (e.g. a build of main before a change) adds a second
+# `svc serve` to part `reads`: every ingest and query is run on it too, interleaved with svc's,
+# and the report gives svc / baseline for each.
+#
 # BENCH_ROUNDS rounds (default 3) interleave svc and its references in part `reads`; the report
 # shows the round with the median rate per measurement. Results are written to
 # bench/historian-results.md (overwritten) with the machine, its load and the date; every
@@ -180,7 +184,7 @@ plant_sdt() {
         if [ "$(field "$out" stored)" -ge "$total" ]; then
             SDT_NOTE="not measured: svc stored all $total points with the setting $SDT_FIELDS (it had no effect)"
         else
-            NOTES+=("svc_sqlite_sdt: svc kept $(field "$out" stored) of the $total points published")
+            NOTES+=("svc_sqlite_sdt: svc kept $(field "$out" stored) of the $total points published ($PER_SIGNAL per tag), by tag: $(sed -n 's/.*"stored_by_tag":\({[^}]*}\).*/\1/p' <<<"$out")")
             out=$(plant footprint --db "$DB" "${SETTLE[@]}")
             echo "plant svc_sqlite_sdt numeric $(field "$out" bytes) $total" >>"$WORK/results"
         fi
@@ -239,6 +243,21 @@ if part reads || part year; then
     API_KEY=$(new_api_key)
     start_victoria vm-reads
 fi
+BASELINE=${BENCH_SVC_BASELINE:-}
+if [ -n "$BASELINE" ] && part reads; then
+    [ -x "$BASELINE" ] || die "BENCH_SVC_BASELINE=$BASELINE is not an executable"
+    MAIN_SVC=("$SVC_URL" "$SVC_MQTT_PORT" "$DB" "$TOKEN" "$API_KEY")
+    SVC=$BASELINE SVC_NAME=baseline SVC_DATA=$WORK/baseline-data SVC_DATABASE="" start_svc "${NICE[@]}"
+    login_admin
+    BASE_SVC=("$SVC_URL" "$SVC_MQTT_PORT" "$DB" "$TOKEN" "$(new_api_key)")
+    SVC_URL=${MAIN_SVC[0]} SVC_MQTT_PORT=${MAIN_SVC[1]} DB=${MAIN_SVC[2]} TOKEN=${MAIN_SVC[3]}
+fi
+# on_baseline CMD…: runs CMD (a function below) against the baseline svc instead.
+on_baseline() {
+    local SVC_URL=${BASE_SVC[0]} SVC_MQTT_PORT=${BASE_SVC[1]} DB=${BASE_SVC[2]} TOKEN=${BASE_SVC[3]}
+    local API_KEY=${BASE_SVC[4]}
+    "$@"
+}
 
 # ingest TOPIC COUNT [extra flags] : publishes over MQTT and waits until svc holds the values.
 ingest() {
@@ -284,11 +303,16 @@ if part reads; then
     log "declaring historized tags: $TAGS"
     for tag in $TAGS; do
         call POST /svc/tags "{\"path\":\"$tag\",\"historize\":true}" >/dev/null
+        [ -z "$BASELINE" ] || on_baseline call POST /svc/tags "{\"path\":\"$tag\",\"historize\":true}" >/dev/null
     done
     for round in $(seq 1 "$ROUNDS"); do
         log "ingest round $round of $ROUNDS: $INGEST values"
         out=$(ingest "bench/ingest-$round" "$INGEST")
         echo "ingest_svc $(field "$out" values_per_s) $(field "$out" seconds)"
+        if [ -n "$BASELINE" ]; then
+            out=$(on_baseline ingest "bench/ingest-$round" "$INGEST")
+            echo "ingest_base $(field "$out" values_per_s) $(field "$out" seconds)"
+        fi
         awk -v s="$(field "$out" seconds)" -v p="$(field "$out" publish_seconds)" \
             'BEGIN { printf "ingest_lag %.0f %.3f\n", (s - p) * 1000, p }'
         out=$(raw_ingest "$INGEST")
@@ -299,6 +323,13 @@ if part reads; then
     log "ingest with the broker's receive time as timestamp: $INGEST values"
     out=$(ingest bench/ingest-rt "$INGEST" --receive-time)
     echo "ingest_svc_rt $(field "$out" values_per_s) $(field "$out" seconds)" >>"$WORK/results"
+    if [ -n "$BASELINE" ]; then
+        out=$(on_baseline ingest bench/ingest-rt "$INGEST" --receive-time)
+        echo "ingest_base_rt $(field "$out" values_per_s) $(field "$out" seconds)" >>"$WORK/results"
+        log "loading $POINTS points into the baseline's bench/query"
+        out=$(on_baseline ingest bench/query "$POINTS")
+        echo "load_base $(field "$out" values_per_s) $(field "$out" seconds)" >>"$WORK/results"
+    fi
 
     log "loading $POINTS points into bench/query over MQTT, and into VictoriaMetrics"
     LOAD_OUT=$(ingest bench/query "$POINTS")
@@ -320,10 +351,17 @@ if part reads; then
     svc_query "$POINTS" >/dev/null
     raw_query "$POINTS" >/dev/null
     vm_export >/dev/null
+    [ -z "$BASELINE" ] || on_baseline svc_query "$POINTS" >/dev/null
     for round in $(seq 1 "$ROUNDS"); do
         log "query round $round of $ROUNDS"
         out=$(svc_query "$POINTS")
         echo "query_svc $(field "$out" points_per_s) $(field "$out" seconds)"
+        if [ -n "$BASELINE" ]; then
+            out=$(on_baseline svc_query "$POINTS")
+            echo "query_base $(field "$out" points_per_s) $(field "$out" seconds)"
+            out=$(on_baseline svc_query "$ONE_PAGE")
+            echo "page_base $(field "$out" points_per_s) $(field "$out" seconds)"
+        fi
         out=$(raw_query "$POINTS")
         echo "query_raw $(field "$out" points_per_s) $(field "$out" seconds)"
         out=$(vm_export)
@@ -375,7 +413,7 @@ if [ -z "${BENCH_SVC:-}" ] && [ -n "$(git status --porcelain -- src Cargo.toml C
 fi
 REPORT=$(awk -v n_ingest="$INGEST" -v n_points="$POINTS" -v page="$PAGE" -v one_page="$ONE_PAGE" \
     -v rss="$SVC_RSS" -v hwm="$SVC_HWM" -v per_signal="$PER_SIGNAL" -v year_points="$YEAR_POINTS" \
-    -v year_queries="$YEAR_QUERIES" -v sdt="${SDT_NOTE:-}" -f bench/historian-report.awk \
+    -v year_queries="$YEAR_QUERIES" -v sdt="${SDT_NOTE:-}" -v baseline="$BASELINE" -f bench/historian-report.awk \
     "$WORK/results") && GOALS=0 || GOALS=$?
 [ "$GOALS" = 0 ] || [ "$GOALS" = 3 ] || die "the report failed"
 
@@ -386,7 +424,7 @@ REPORT=$(awk -v n_ingest="$INGEST" -v n_points="$POINTS" -v page="$PAGE" -v one_
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr)"
-    echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}; nice: ${BENCH_NICE:-0} (svc and the load tools)"
+    echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}${BASELINE:+; baseline: $BASELINE}; nice: ${BENCH_NICE:-0} (svc and the load tools)"
     echo "- command: \`$(env | grep -E '^BENCH_[A-Z_]+=' | sort | tr '\n' ' ')bash bench/historian.sh\`; parts:${PARTS% }"
     echo "- reference systems (Debian packages): victoria-metrics $(deb_version victoria-metrics), influxdb $(deb_version influxdb), prometheus $(deb_version prometheus) (promtool), postgresql $(deb_version postgresql)"
     echo "- load average (1, 5, 15 min) before / after measuring: $LOAD_BEFORE / $LOAD_AFTER (anything above ~0.5 before means something else was running: treat the numbers as noisy)"

@@ -227,10 +227,17 @@ pub fn publish(flags: &Flags) -> Result<String, String> {
     let seconds =
         started.elapsed().as_secs_f64() - if expect_all { 0.0 } else { quiet.as_secs_f64() };
     let stored: u64 = counts.iter().sum();
+    let by_tag: Map<String, Value> = points
+        .series
+        .iter()
+        .zip(&counts)
+        .map(|(series, &count)| (series.topic.clone(), json!(count)))
+        .collect();
     Ok(json!({
         "points": points.total(),
         "acked": acked,
         "stored": stored,
+        "stored_by_tag": by_tag,
         "publish_seconds": (publish_seconds * 1000.0).round() / 1000.0,
         "seconds": (seconds * 1000.0).round() / 1000.0,
         "values_per_s": (points.total() as f64 / seconds).round() as u64,
