@@ -3,7 +3,7 @@
 //! decode points/s, for several block sizes and layouts, and what a year chart of one tag would
 //! cost with each block size. Prints markdown for `bench/historian-codec-results.md`.
 //!
-//!   cargo run --release --example historian_codec [-- --days 2]
+//!   cargo run --release --example historian_codec [-- --days 2] [--quick]
 //!
 //! Layouts: svc's (pco for numeric columns, zstd for text) at pco's default level and others;
 //! the same columns as raw little-endian bytes through zstd only (levels 3 and 19). Every block
@@ -84,10 +84,16 @@ struct Layout {
 }
 
 fn svc_layout(name: &str, numbers: ChunkConfig) -> Layout {
-    let settings = Settings {
-        numbers,
-        ..Settings::default()
-    };
+    svc_layout_with(
+        name,
+        Settings {
+            numbers,
+            ..Settings::default()
+        },
+    )
+}
+
+fn svc_layout_with(name: &str, settings: Settings) -> Layout {
     Layout {
         name: name.to_string(),
         encode: Box::new(move |points| encode_with(points, &settings).expect("encodes")),
@@ -310,7 +316,15 @@ fn main() {
 
     let default = || ChunkConfig::default();
     let svc = svc_layout("svc: pco 8 + zstd 3", default());
-    let alternatives = [
+    let float_column = svc_layout_with(
+        "svc, floats as floats (format 1)",
+        Settings {
+            decimal: false,
+            ..Settings::default()
+        },
+    );
+    let all_alternatives = [
+        float_column,
         svc_layout("pco 0", default().with_compression_level(0)),
         svc_layout("pco 4", default().with_compression_level(4)),
         svc_layout("pco 12", default().with_compression_level(12)),
@@ -321,6 +335,9 @@ fn main() {
         zstd_layout(3),
         zstd_layout(19),
     ];
+    // `--quick`: svc's layout against format 1 only.
+    let quick = args.iter().any(|a| a == "--quick");
+    let alternatives = &all_alternatives[..if quick { 1 } else { all_alternatives.len() }];
 
     println!("- load average (1, 5, 15 min) before: {}", load_average());
     println!(
@@ -334,7 +351,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut by_size = Vec::new();
     for (size, label) in SIZES {
-        for layout in std::iter::once(&svc).chain(&alternatives) {
+        for layout in std::iter::once(&svc).chain(alternatives) {
             let m = measure(layout, &series, size);
             let kinds: Vec<String> = (0..6).map(|k| format!("{:.3}", m.per_point(k))).collect();
             let with_rows = m.overall() + ROW_OVERHEAD * m.blocks as f64 / m.total_points() as f64;

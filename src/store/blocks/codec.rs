@@ -35,15 +35,20 @@ pub struct Settings {
     pub numbers: ChunkConfig,
     /// The text column's zstd level.
     pub text_level: i32,
+    /// Whether floats that are all decimals at one scale are written as integers (else always
+    /// as floats, as format 1 did; the measurements compare the two).
+    pub decimal: bool,
 }
 
 impl Default for Settings {
     /// What bench/historian-codec-results.md chose: pco's defaults (level 8, automatic mode
-    /// and delta; level 4 is as small, 12 no smaller, 0 up to 7x larger), zstd level 3 for text.
+    /// and delta; level 4 is as small, 12 no smaller, 0 up to 7x larger), zstd level 3 for text,
+    /// decimal floats as integers.
     fn default() -> Settings {
         Settings {
             numbers: ChunkConfig::default(),
             text_level: 3,
+            decimal: true,
         }
     }
 }
@@ -60,7 +65,10 @@ pub fn encode_with(points: &[BlockPoint], settings: &Settings) -> Result<Vec<u8>
     let numbers = &settings.numbers;
     let has_seq = columns.seq.iter().any(|&s| s != 0);
     let has_quality = columns.quality.iter().any(|&q| q != 0);
-    let decimal = to_decimal(&columns.floats);
+    let decimal = settings
+        .decimal
+        .then(|| to_decimal(&columns.floats))
+        .flatten();
 
     let mut out = Writer::new();
     out.varint(points.len() as u64);
