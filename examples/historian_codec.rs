@@ -54,8 +54,10 @@ const CHART_BUCKETS: i64 = 500;
 /// index overhead (an estimate; the store measures its own).
 const ROW_OVERHEAD: f64 = 100.0;
 /// Block sizes in points; at 1 Hz, 3,600 / 21,600 / 86,400 are the 1 h / 6 h / 1 day span caps.
-const SIZES: [(usize, &str); 8] = [
+const SIZES: [(usize, &str); 9] = [
     (1_024, "1,024"),
+    // About what a walk's blocks held when SQLite cut blocks to 1,850 bytes (format 1).
+    (3_300, "3,300"),
     (3_600, "1 h"),
     (4_096, "4,096"),
     (8_192, "8,192"),
@@ -377,18 +379,24 @@ fn main() {
          readings only (`decode_readings`, what an aggregate needs), at a walk's rate.\n"
     );
     println!(
-        "| block | summary rows | read rows (SQLite, in memory) ms | decode straddlers: values ms | readings ms | chart ms (rows + readings) | walk bytes/pt + row |"
+        "| block | summary rows | read rows (SQLite, in memory) ms | decode straddlers: values ms | readings ms | chart ms (rows + readings) | walk bytes/pt + row | readings ms, format 1 |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
+    let format_1 = Settings {
+        decimal: false,
+        ..Settings::default()
+    };
     for (size, label, m) in &by_size {
         let rows = (YEAR_POINTS as usize).div_ceil(*size);
         let blob = (m.per_point(0) * *size as f64) as usize;
         let scan_ms = summary_scan_s(rows, blob) * 1e3;
         let decoded = CHART_BUCKETS.min(rows as i64) as f64 * *size as f64;
+        let settings = Settings::default();
         let [values_ms, readings_ms] = [false, true]
-            .map(|readings| decoded / walk_decode_rate(&series, *size, readings) * 1e3);
+            .map(|readings| decoded / walk_decode_rate(&series, *size, readings, &settings) * 1e3);
+        let format_1_ms = decoded / walk_decode_rate(&series, *size, true, &format_1) * 1e3;
         println!(
-            "| {label} | {rows} | {scan_ms:.1} | {values_ms:.1} | {readings_ms:.1} | {:.1} | {:.3} |",
+            "| {label} | {rows} | {scan_ms:.1} | {values_ms:.1} | {readings_ms:.1} | {:.1} | {:.3} | {format_1_ms:.1} |",
             scan_ms + readings_ms,
             m.per_point(0) + ROW_OVERHEAD / *size as f64,
         );
@@ -396,13 +404,18 @@ fn main() {
     println!("\n- load average (1, 5, 15 min) after: {}", load_average());
 }
 
-/// Walk points decoded per second (best of three passes), as values or as readings only.
-fn walk_decode_rate(series: &[(Kind, Vec<BlockPoint>)], size: usize, readings: bool) -> f64 {
-    let settings = Settings::default();
+/// Walk points decoded per second (best of three passes), as values or as readings only, from
+/// blocks written with `settings`.
+fn walk_decode_rate(
+    series: &[(Kind, Vec<BlockPoint>)],
+    size: usize,
+    readings: bool,
+    settings: &Settings,
+) -> f64 {
     let walks = series.iter().filter(|(kind, _)| *kind == Kind::Walk);
     let blocks: Vec<Vec<u8>> = walks
         .flat_map(|(_, points)| points.chunks(size))
-        .map(|chunk| encode_with(chunk, &settings).expect("encodes"))
+        .map(|chunk| encode_with(chunk, settings).expect("encodes"))
         .collect();
     let points: usize = series
         .iter()

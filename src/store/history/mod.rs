@@ -240,10 +240,6 @@ pub trait BlockWrites: HistoryLayout {
         self.insert_encoded(series, points, &data)
     }
 
-    /// The most encoded bytes a block may close with on this engine, if it cuts blocks to fit
-    /// its rows (see [`BLOCK_BYTES`]).
-    fn fit_bytes(&self) -> Option<usize>;
-
     /// [`BlockWrites::insert_block`] with the points' encoding already made.
     fn insert_encoded(&self, series: i64, points: &[BlockPoint], data: &[u8]) -> StoreResult<()>;
 
@@ -257,8 +253,11 @@ pub trait BlockWrites: HistoryLayout {
     fn delete_hot_through(&self, series: i64, ts_ms: i64, seq: i64) -> StoreResult<()>;
 
     /// Closes the oldest hot rows into one block (at most `blocks::MAX_POINTS`, spanning less
-    /// than `blocks::MAX_SPAN_MS`, within [`BlockWrites::fit_bytes`]) and removes them; how many
-    /// points moved.
+    /// than `blocks::MAX_SPAN_MS`) and removes them; how many points moved. No cut to a byte
+    /// size: with decimal floats (block format 2), cutting blocks to 1,850 bytes (two rows to a
+    /// 4 KiB SQLite page, PostgreSQL rows under the TOAST threshold) cost more in the smaller
+    /// blocks of a four-decimal analog than it saved in pages (docs/decisions.md, "Historian
+    /// bytes").
     fn seal_oldest(&self, series: i64) -> StoreResult<u64> {
         let limit = Some(blocks::MAX_POINTS as u64);
         let mut oldest = self.hot_range(series, i64::MIN, i64::MAX, limit)?;
@@ -267,10 +266,10 @@ pub trait BlockWrites: HistoryLayout {
         };
         let cut = first.ts_ms.saturating_add(blocks::MAX_SPAN_MS);
         oldest.retain(|p| p.ts_ms < cut);
-        let data = fit_in_a_row(&mut oldest, self.fit_bytes())?;
         let Some(last) = oldest.last() else {
             return Ok(0);
         };
+        let data = encode(&oldest)?;
         self.insert_encoded(series, &oldest, &data)?;
         self.delete_hot_through(series, last.ts_ms, last.seq)?;
         Ok(oldest.len() as u64)
@@ -296,37 +295,6 @@ pub trait BlockWrites: HistoryLayout {
         }
         Ok(deleted + self.delete_blocks_ending_before(series, before_ms)?)
     }
-}
-
-/// The most encoded bytes a block closes with on an engine that asks for a fit
-/// ([`BlockWrites::fit_bytes`]; unless it is down to [`MIN_FIT_POINTS`]): a PostgreSQL row stays
-/// below its 2 KiB TOAST threshold, so a block is not moved out of line into TOAST chunks.
-/// SQLite closes blocks at [`blocks::MAX_POINTS`] alone: with decimal floats (format 2) a
-/// 4,096-point walk encodes in about 1.9 KB, and cutting every block to 1,850 bytes (two rows a
-/// page) cost more in the smaller blocks of the four-decimal analog (about 1,300 points) than
-/// it saved in pages: 0.601 bytes a point on the plant data set with the cut, 0.555 without
-/// (src/historian/footprint_tests.rs).
-pub const BLOCK_BYTES: usize = 1_850;
-
-/// Points a block keeps however large they encode.
-const MIN_FIT_POINTS: usize = 64;
-
-/// Cuts `points` (the oldest of a tail, in order) until they encode in `limit` bytes (each try
-/// keeps the share of points that fitted, less a margin); the encoding of what is kept.
-fn fit_in_a_row(points: &mut Vec<BlockPoint>, limit: Option<usize>) -> StoreResult<Vec<u8>> {
-    let mut data = encode(points)?;
-    let Some(limit) = limit else {
-        return Ok(data);
-    };
-    for _ in 0..4 {
-        if points.len() <= MIN_FIT_POINTS || data.len() <= limit {
-            break;
-        }
-        let keep = points.len() * limit * 95 / (data.len() * 100);
-        points.truncate(keep.max(MIN_FIT_POINTS));
-        data = encode(points)?;
-    }
-    Ok(data)
 }
 
 /// The encoding of a block's points.

@@ -7,7 +7,7 @@
 use super::PgStore;
 use crate::store::blocks::BlockPoint;
 use crate::store::history::{
-    block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads, BLOCK_BYTES,
+    block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
 use crate::store::types::{HotTail, Sealed};
 use crate::store::{StoreError, StoreResult};
@@ -149,11 +149,6 @@ impl HistoryLayout for Layout<'_> {
 }
 
 impl BlockWrites for Layout<'_> {
-    /// Rows stay below the TOAST threshold (`history::BLOCK_BYTES`).
-    fn fit_bytes(&self) -> Option<usize> {
-        Some(BLOCK_BYTES)
-    }
-
     fn insert_encoded(&self, series: i64, points: &[BlockPoint], data: &[u8]) -> StoreResult<()> {
         let summary = block_summary(points)?;
         self.store.ensure_block_partition(summary.start_ms)?;

@@ -115,11 +115,6 @@ impl HistoryLayout for Layout<'_> {
 }
 
 impl BlockWrites for Layout<'_> {
-    /// Blocks close at `blocks::MAX_POINTS` alone (`history::BLOCK_BYTES` says why).
-    fn fit_bytes(&self) -> Option<usize> {
-        None
-    }
-
     fn insert_encoded(&self, series: i64, points: &[BlockPoint], data: &[u8]) -> StoreResult<()> {
         let summary = block_summary(points)?;
         self.0
