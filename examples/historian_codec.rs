@@ -316,6 +316,10 @@ fn main() {
         })
         .collect();
 
+    if args.iter().any(|a| a == "--edges") {
+        edge_decoding(&series);
+        return;
+    }
     let default = || ChunkConfig::default();
     let svc = svc_layout("svc: pco 8 + zstd 3", default());
     let float_column = svc_layout_with(
@@ -402,6 +406,33 @@ fn main() {
         );
     }
     println!("\n- load average (1, 5, 15 min) after: {}", load_average());
+}
+
+/// `--edges`: what a year chart's bucket edges decode before and after decimal floats and the
+/// end of the 1,850-byte fit (walk blocks of about 3,300 points in format 1, against 4,096 in
+/// format 2), five interleaved rounds, the best of each.
+fn edge_decoding(series: &[(Kind, Vec<BlockPoint>)]) {
+    let format_1 = Settings {
+        decimal: false,
+        ..Settings::default()
+    };
+    let cases = [
+        ("format 1, 3,300 points", 3_300, &format_1),
+        ("format 2, 3,300 points", 3_300, &Settings::default()),
+        ("format 1, 4,096 points", 4_096, &format_1),
+        ("format 2, 4,096 points", 4_096, &Settings::default()),
+    ];
+    let mut best = [f64::MAX; 4];
+    for _ in 0..5 {
+        for (i, (_, size, settings)) in cases.iter().enumerate() {
+            let per_edge_ms = *size as f64 / walk_decode_rate(series, *size, true, settings) * 1e3;
+            best[i] = best[i].min(per_edge_ms * CHART_BUCKETS as f64);
+        }
+    }
+    println!("| walk blocks | 500 straddling blocks as readings, ms |\n|---|---|");
+    for ((name, _, _), ms) in cases.iter().zip(best) {
+        println!("| {name} | {ms:.1} |");
+    }
 }
 
 /// Walk points decoded per second (best of three passes), as values or as readings only, from
