@@ -3,7 +3,7 @@
 //! decode points/s, for several block sizes and layouts, and what a year chart of one tag would
 //! cost with each block size. Prints markdown for `bench/historian-codec-results.md`.
 //!
-//!   cargo run --release --example historian_codec [-- --days 2]
+//!   cargo run --release --example historian_codec [-- --days 2] [--quick]
 //!
 //! Layouts: svc's (pco for numeric columns, zstd for text) at pco's default level and others;
 //! the same columns as raw little-endian bytes through zstd only (levels 3 and 19). Every block
@@ -54,8 +54,10 @@ const CHART_BUCKETS: i64 = 500;
 /// index overhead (an estimate; the store measures its own).
 const ROW_OVERHEAD: f64 = 100.0;
 /// Block sizes in points; at 1 Hz, 3,600 / 21,600 / 86,400 are the 1 h / 6 h / 1 day span caps.
-const SIZES: [(usize, &str); 8] = [
+const SIZES: [(usize, &str); 9] = [
     (1_024, "1,024"),
+    // About what a walk's blocks held when SQLite cut blocks to 1,850 bytes (format 1).
+    (3_300, "3,300"),
     (3_600, "1 h"),
     (4_096, "4,096"),
     (8_192, "8,192"),
@@ -84,10 +86,16 @@ struct Layout {
 }
 
 fn svc_layout(name: &str, numbers: ChunkConfig) -> Layout {
-    let settings = Settings {
-        numbers,
-        ..Settings::default()
-    };
+    svc_layout_with(
+        name,
+        Settings {
+            numbers,
+            ..Settings::default()
+        },
+    )
+}
+
+fn svc_layout_with(name: &str, settings: Settings) -> Layout {
     Layout {
         name: name.to_string(),
         encode: Box::new(move |points| encode_with(points, &settings).expect("encodes")),
@@ -308,9 +316,21 @@ fn main() {
         })
         .collect();
 
+    if args.iter().any(|a| a == "--edges") {
+        edge_decoding(&series);
+        return;
+    }
     let default = || ChunkConfig::default();
     let svc = svc_layout("svc: pco 8 + zstd 3", default());
-    let alternatives = [
+    let float_column = svc_layout_with(
+        "svc, floats as floats (format 1)",
+        Settings {
+            decimal: false,
+            ..Settings::default()
+        },
+    );
+    let all_alternatives = [
+        float_column,
         svc_layout("pco 0", default().with_compression_level(0)),
         svc_layout("pco 4", default().with_compression_level(4)),
         svc_layout("pco 12", default().with_compression_level(12)),
@@ -321,6 +341,9 @@ fn main() {
         zstd_layout(3),
         zstd_layout(19),
     ];
+    // `--quick`: svc's layout against format 1 only.
+    let quick = args.iter().any(|a| a == "--quick");
+    let alternatives = &all_alternatives[..if quick { 1 } else { all_alternatives.len() }];
 
     println!("- load average (1, 5, 15 min) before: {}", load_average());
     println!(
@@ -334,7 +357,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut by_size = Vec::new();
     for (size, label) in SIZES {
-        for layout in std::iter::once(&svc).chain(&alternatives) {
+        for layout in std::iter::once(&svc).chain(alternatives) {
             let m = measure(layout, &series, size);
             let kinds: Vec<String> = (0..6).map(|k| format!("{:.3}", m.per_point(k))).collect();
             let with_rows = m.overall() + ROW_OVERHEAD * m.blocks as f64 / m.total_points() as f64;
@@ -360,18 +383,24 @@ fn main() {
          readings only (`decode_readings`, what an aggregate needs), at a walk's rate.\n"
     );
     println!(
-        "| block | summary rows | read rows (SQLite, in memory) ms | decode straddlers: values ms | readings ms | chart ms (rows + readings) | walk bytes/pt + row |"
+        "| block | summary rows | read rows (SQLite, in memory) ms | decode straddlers: values ms | readings ms | chart ms (rows + readings) | walk bytes/pt + row | readings ms, format 1 |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
+    let format_1 = Settings {
+        decimal: false,
+        ..Settings::default()
+    };
     for (size, label, m) in &by_size {
         let rows = (YEAR_POINTS as usize).div_ceil(*size);
         let blob = (m.per_point(0) * *size as f64) as usize;
         let scan_ms = summary_scan_s(rows, blob) * 1e3;
         let decoded = CHART_BUCKETS.min(rows as i64) as f64 * *size as f64;
+        let settings = Settings::default();
         let [values_ms, readings_ms] = [false, true]
-            .map(|readings| decoded / walk_decode_rate(&series, *size, readings) * 1e3);
+            .map(|readings| decoded / walk_decode_rate(&series, *size, readings, &settings) * 1e3);
+        let format_1_ms = decoded / walk_decode_rate(&series, *size, true, &format_1) * 1e3;
         println!(
-            "| {label} | {rows} | {scan_ms:.1} | {values_ms:.1} | {readings_ms:.1} | {:.1} | {:.3} |",
+            "| {label} | {rows} | {scan_ms:.1} | {values_ms:.1} | {readings_ms:.1} | {:.1} | {:.3} | {format_1_ms:.1} |",
             scan_ms + readings_ms,
             m.per_point(0) + ROW_OVERHEAD / *size as f64,
         );
@@ -379,13 +408,45 @@ fn main() {
     println!("\n- load average (1, 5, 15 min) after: {}", load_average());
 }
 
-/// Walk points decoded per second (best of three passes), as values or as readings only.
-fn walk_decode_rate(series: &[(Kind, Vec<BlockPoint>)], size: usize, readings: bool) -> f64 {
-    let settings = Settings::default();
+/// `--edges`: what a year chart's bucket edges decode before and after decimal floats and the
+/// end of the 1,850-byte fit (walk blocks of about 3,300 points in format 1, against 4,096 in
+/// format 2), five interleaved rounds, the best of each.
+fn edge_decoding(series: &[(Kind, Vec<BlockPoint>)]) {
+    let format_1 = Settings {
+        decimal: false,
+        ..Settings::default()
+    };
+    let cases = [
+        ("format 1, 3,300 points", 3_300, &format_1),
+        ("format 2, 3,300 points", 3_300, &Settings::default()),
+        ("format 1, 4,096 points", 4_096, &format_1),
+        ("format 2, 4,096 points", 4_096, &Settings::default()),
+    ];
+    let mut best = [f64::MAX; 4];
+    for _ in 0..5 {
+        for (i, (_, size, settings)) in cases.iter().enumerate() {
+            let per_edge_ms = *size as f64 / walk_decode_rate(series, *size, true, settings) * 1e3;
+            best[i] = best[i].min(per_edge_ms * CHART_BUCKETS as f64);
+        }
+    }
+    println!("| walk blocks | 500 straddling blocks as readings, ms |\n|---|---|");
+    for ((name, _, _), ms) in cases.iter().zip(best) {
+        println!("| {name} | {ms:.1} |");
+    }
+}
+
+/// Walk points decoded per second (best of three passes), as values or as readings only, from
+/// blocks written with `settings`.
+fn walk_decode_rate(
+    series: &[(Kind, Vec<BlockPoint>)],
+    size: usize,
+    readings: bool,
+    settings: &Settings,
+) -> f64 {
     let walks = series.iter().filter(|(kind, _)| *kind == Kind::Walk);
     let blocks: Vec<Vec<u8>> = walks
         .flat_map(|(_, points)| points.chunks(size))
-        .map(|chunk| encode_with(chunk, &settings).expect("encodes"))
+        .map(|chunk| encode_with(chunk, settings).expect("encodes"))
         .collect();
     let points: usize = series
         .iter()

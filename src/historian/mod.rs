@@ -20,6 +20,8 @@ mod zone;
 #[cfg(test)]
 mod block_store_tests;
 #[cfg(test)]
+mod footprint_tests;
+#[cfg(test)]
 mod store_tests;
 
 // wired into the server by the broker step

@@ -4,9 +4,13 @@
 //! count (varint) | flags (byte) | kinds (runs) | ts | seq (when any is not 0) | quality (when any is not good) | f64s | i64s | text lengths | text
 //! ```
 //! f64s, i64s and text are present when a kind calls for them; every numeric section is one pco
-//! chunk, the text one zstd frame, the kinds (kind, run length) pairs. Nothing in the body is trusted: counts are bounded, sections
+//! chunk, the text one zstd frame, the kinds (kind, run length) pairs. From format version 2 on,
+//! f64s that are all decimals at one scale (`decimal.rs`) are written as that scale (a byte)
+//! and their integers (a pco chunk), flagged [`DECIMAL`]; version 1 blocks, which never have
+//! the flag, read as before. Nothing in the body is trusted: counts are bounded, sections
 //! must hold exactly what the kinds say, and bytes left over are an error.
 
+use super::decimal::{from_decimal, to_decimal};
 use super::frame::{Reader, Writer};
 use super::layout::{ColumnLengths, Columns, Readings};
 use super::numbers::{decode_numbers, encode_numbers};
@@ -19,7 +23,9 @@ use pco::ChunkConfig;
 const HAS_SEQ: u8 = 1;
 /// Some quality is not 0 (good): the quality section follows.
 const HAS_QUALITY: u8 = 2;
-const KNOWN_FLAGS: u8 = HAS_SEQ | HAS_QUALITY;
+/// The f64s are a scale and integers (format version 2 on).
+const DECIMAL: u8 = 4;
+const KNOWN_FLAGS: u8 = HAS_SEQ | HAS_QUALITY | DECIMAL;
 
 /// How hard the codecs work. Decoding needs none of it (a block says how it was written), so
 /// these can change without a format version.
@@ -29,15 +35,20 @@ pub struct Settings {
     pub numbers: ChunkConfig,
     /// The text column's zstd level.
     pub text_level: i32,
+    /// Whether floats that are all decimals at one scale are written as integers (else always
+    /// as floats, as format 1 did; the measurements compare the two).
+    pub decimal: bool,
 }
 
 impl Default for Settings {
     /// What bench/historian-codec-results.md chose: pco's defaults (level 8, automatic mode
-    /// and delta; level 4 is as small, 12 no smaller, 0 up to 7x larger), zstd level 3 for text.
+    /// and delta; level 4 is as small, 12 no smaller, 0 up to 7x larger), zstd level 3 for text,
+    /// decimal floats as integers.
     fn default() -> Settings {
         Settings {
             numbers: ChunkConfig::default(),
             text_level: 3,
+            decimal: true,
         }
     }
 }
@@ -54,10 +65,18 @@ pub fn encode_with(points: &[BlockPoint], settings: &Settings) -> Result<Vec<u8>
     let numbers = &settings.numbers;
     let has_seq = columns.seq.iter().any(|&s| s != 0);
     let has_quality = columns.quality.iter().any(|&q| q != 0);
+    let decimal = settings
+        .decimal
+        .then(|| to_decimal(&columns.floats))
+        .flatten();
 
     let mut out = Writer::new();
     out.varint(points.len() as u64);
-    out.byte(flag(has_seq, HAS_SEQ) | flag(has_quality, HAS_QUALITY));
+    out.byte(
+        flag(has_seq, HAS_SEQ)
+            | flag(has_quality, HAS_QUALITY)
+            | flag(decimal.is_some() && !columns.floats.is_empty(), DECIMAL),
+    );
     out.section(&encode_runs(&columns.kinds));
     out.section(&encode_numbers(&columns.ts, numbers)?);
     if has_seq {
@@ -66,8 +85,13 @@ pub fn encode_with(points: &[BlockPoint], settings: &Settings) -> Result<Vec<u8>
     if has_quality {
         out.section(&encode_numbers(&columns.quality, numbers)?);
     }
-    if !columns.floats.is_empty() {
-        out.section(&encode_numbers(&columns.floats, numbers)?);
+    match &decimal {
+        _ if columns.floats.is_empty() => {}
+        Some((scale, ints)) => {
+            out.byte(*scale);
+            out.section(&encode_numbers(ints, numbers)?);
+        }
+        None => out.section(&encode_numbers(&columns.floats, numbers)?),
     }
     if !columns.ints.is_empty() {
         out.section(&encode_numbers(&columns.ints, numbers)?);
@@ -92,7 +116,7 @@ pub fn decode_readings(bytes: &[u8]) -> Result<Readings, BlockError> {
 
 /// A block's columns; its text is left unread (and empty) unless `with_text`.
 fn read_columns(bytes: &[u8], with_text: bool) -> Result<Columns, BlockError> {
-    let mut block = Reader::open(bytes)?;
+    let (version, mut block) = Reader::open(bytes)?;
     let count = block.varint()?;
     if count == 0 || count > MAX_DECODE_POINTS as u64 {
         return Err(BlockError::corrupt(format!(
@@ -101,7 +125,12 @@ fn read_columns(bytes: &[u8], with_text: bool) -> Result<Columns, BlockError> {
     }
     let n = count as usize;
     let flags = block.byte()?;
-    if flags & !KNOWN_FLAGS != 0 {
+    let known = if version == 1 {
+        KNOWN_FLAGS & !DECIMAL
+    } else {
+        KNOWN_FLAGS
+    };
+    if flags & !known != 0 {
         return Err(BlockError::corrupt(format!(
             "it has unknown flags {flags:#x}"
         )));
@@ -111,7 +140,12 @@ fn read_columns(bytes: &[u8], with_text: bool) -> Result<Columns, BlockError> {
     let ts = decode_numbers(block.section()?, n)?;
     let seq = optional(&mut block, flags & HAS_SEQ != 0, n)?;
     let quality = optional(&mut block, flags & HAS_QUALITY != 0, n)?;
-    let floats = optional(&mut block, lengths.floats > 0, lengths.floats)?;
+    let floats = if flags & DECIMAL != 0 && lengths.floats > 0 {
+        let scale = block.byte()?;
+        from_decimal(scale, &decode_numbers(block.section()?, lengths.floats)?)?
+    } else {
+        optional(&mut block, lengths.floats > 0, lengths.floats)?
+    };
     let ints = optional(&mut block, lengths.ints > 0, lengths.ints)?;
     let mut columns = Columns {
         ts,

@@ -8,8 +8,11 @@
 
 use super::BlockError;
 
-/// The format [`Writer`] writes and [`Reader`] reads.
-pub const VERSION: u8 = 1;
+/// The format [`Writer`] writes: 2 (decimal floats as integers, `decimal.rs`).
+pub const VERSION: u8 = 2;
+
+/// The oldest format [`Reader`] still reads: 1 (blocks written before decimal floats).
+pub const OLDEST_VERSION: u8 = 1;
 
 /// The version byte and the checksum.
 const HEADER: usize = 5;
@@ -62,12 +65,13 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// The body of `bytes`, once its version and checksum are right.
-    pub fn open(bytes: &'a [u8]) -> Result<Reader<'a>, BlockError> {
+    /// The version and body of `bytes`, once its version is one this reads and its checksum
+    /// is right.
+    pub fn open(bytes: &'a [u8]) -> Result<(u8, Reader<'a>), BlockError> {
         let Some(&version) = bytes.first() else {
             return Err(BlockError::corrupt("it is empty"));
         };
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(BlockError::UnknownVersion(version));
         }
         if bytes.len() < HEADER {
@@ -77,7 +81,7 @@ impl<'a> Reader<'a> {
         if crc32fast::hash(&bytes[HEADER..]) != stored {
             return Err(BlockError::corrupt("its checksum does not match"));
         }
-        Ok(Reader::new(&bytes[HEADER..]))
+        Ok((version, Reader::new(&bytes[HEADER..])))
     }
 
     /// Reads `bytes` as they are (a section's content), with no header.

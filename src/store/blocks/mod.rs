@@ -4,7 +4,8 @@
 //!
 //! A block is columns, each compressed by the codec that suits it (see `layout.rs` for the split,
 //! `codec.rs` and `frame.rs` for the bytes): timestamps, seq, f64 values, i64 values and quality
-//! through pco; strings and JSON through zstd; the per-point kind as runs. Everything reads back exactly as written:
+//! through pco (floats that are all decimals at one scale as that scale and integers,
+//! `decimal.rs`); strings and JSON through zstd; the per-point kind as runs. Everything reads back exactly as written:
 //! floats bit for bit, integers as integers, text and JSON as given.
 //!
 //! Sizes: a block closes at [`MAX_POINTS`] points or [`MAX_SPAN_MS`] of time, whichever comes
@@ -14,6 +15,7 @@
 // and `text` are public for examples/historian_codec.rs, which measures them.
 
 mod codec;
+mod decimal;
 mod frame;
 pub mod layout;
 pub mod numbers;

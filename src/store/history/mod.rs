@@ -271,7 +271,11 @@ pub trait BlockWrites: HistoryLayout {
     fn delete_hot_through(&self, series: i64, ts_ms: i64, seq: i64) -> StoreResult<()>;
 
     /// Closes the oldest hot rows into one block (at most `blocks::MAX_POINTS`, spanning less
-    /// than `blocks::MAX_SPAN_MS`) and removes them; how many points moved.
+    /// than `blocks::MAX_SPAN_MS`) and removes them; how many points moved. No cut to a byte
+    /// size: with decimal floats (block format 2), cutting blocks to 1,850 bytes (two rows to a
+    /// 4 KiB SQLite page, PostgreSQL rows under the TOAST threshold) cost more in the smaller
+    /// blocks of a four-decimal analog than it saved in pages (docs/decisions.md, "Historian
+    /// bytes").
     fn seal_oldest(&self, series: i64) -> StoreResult<u64> {
         let limit = Some(blocks::MAX_POINTS as u64);
         let mut oldest = self.hot_range(series, i64::MIN, i64::MAX, limit)?;
@@ -280,10 +284,10 @@ pub trait BlockWrites: HistoryLayout {
         };
         let cut = first.ts_ms.saturating_add(blocks::MAX_SPAN_MS);
         oldest.retain(|p| p.ts_ms < cut);
-        let data = fit_in_a_row(&mut oldest)?;
         let Some(last) = oldest.last() else {
             return Ok(0);
         };
+        let data = encode(&oldest)?;
         self.insert_encoded(series, &oldest, &data)?;
         self.delete_hot_through(series, last.ts_ms, last.seq)?;
         Ok(oldest.len() as u64)
@@ -309,31 +313,6 @@ pub trait BlockWrites: HistoryLayout {
         }
         Ok(deleted + self.delete_blocks_ending_before(series, before_ms)?)
     }
-}
-
-/// The most encoded bytes a block closes with (unless it is down to [`MIN_FIT_POINTS`]). Two
-/// such rows, with their summary columns, fill one 4 KiB SQLite page, and a PostgreSQL row
-/// stays below its 2 KiB TOAST threshold: measured on the plant data set, blocks of 4,096
-/// points of a two-decimal walk (about 2.3 KB) left nearly half of each page empty, more than
-/// the codec saves over smaller blocks.
-pub const BLOCK_BYTES: usize = 1_850;
-
-/// Points a block keeps however large they encode.
-const MIN_FIT_POINTS: usize = 64;
-
-/// Cuts `points` (the oldest of a tail, in order) until they encode in [`BLOCK_BYTES`] (each
-/// try keeps the share of points that fitted, less a margin); the encoding of what is kept.
-fn fit_in_a_row(points: &mut Vec<BlockPoint>) -> StoreResult<Vec<u8>> {
-    let mut data = encode(points)?;
-    for _ in 0..4 {
-        if points.len() <= MIN_FIT_POINTS || data.len() <= BLOCK_BYTES {
-            break;
-        }
-        let keep = points.len() * BLOCK_BYTES * 95 / (data.len() * 100);
-        points.truncate(keep.max(MIN_FIT_POINTS));
-        data = encode(points)?;
-    }
-    Ok(data)
 }
 
 /// The encoding of a block's points.

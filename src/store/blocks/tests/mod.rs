@@ -3,6 +3,7 @@
 //! since serde_json's own equality calls -0.0 and 0.0 equal.
 
 mod corrupt;
+mod decimal;
 mod roundtrip;
 mod strategies;
 mod summary;
@@ -53,3 +54,4 @@ pub fn point(ts_ms: i64, value: Value) -> BlockPoint {
         quality: 0,
     }
 }
+mod old_versions;
