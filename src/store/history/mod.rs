@@ -208,11 +208,7 @@ pub trait HistoryLayout {
             for data in self.block_data(series, &decode)? {
                 let readings = blocks::decode_readings(&data)
                     .map_err(|e| StoreError::Internal(e.to_string()))?;
-                for (ts, x) in readings.ts.into_iter().zip(readings.values) {
-                    if (start_ms..end_ms).contains(&ts) {
-                        acc.add_reading(ts, x);
-                    }
-                }
+                acc.add_readings(&readings.ts, &readings.values, start_ms, end_ms);
             }
         } else {
             for block in self.decode_blocks(series, &decode)? {
