@@ -106,6 +106,45 @@ impl Accumulator {
         Ok(true)
     }
 
+    /// Whether a block's readings in `start_ms..end_ms` cannot change the answer, so it need
+    /// not be decoded: for `min` (`max`), every bucket it overlaps there already holds a
+    /// reading strictly below (above) the block's smallest (largest), so none of its readings
+    /// can become the bucket's; a block without numeric readings adds nothing to either. A
+    /// bucket's min only falls as readings come, so this stays true whatever is added later.
+    /// Only checked for blocks over a few buckets; longer ones are decoded.
+    pub fn block_cannot_change(&self, meta: &BlockMeta, start_ms: i64, end_ms: i64) -> bool {
+        const MAX_BUCKETS_CHECKED: i64 = 16;
+        let bound = match self.agg {
+            Aggregation::Min => meta.min,
+            Aggregation::Max => meta.max,
+            _ => return false,
+        };
+        if meta.num_count == 0 {
+            return true;
+        }
+        let Some(bound) = bound else {
+            return false;
+        };
+        let (lo, hi) = (meta.start_ms.max(start_ms), meta.end_ms.min(end_ms - 1));
+        if lo > hi {
+            return true;
+        }
+        let (first, last) = (self.index(lo), self.index(hi));
+        if last - first >= MAX_BUCKETS_CHECKED {
+            return false;
+        }
+        (first..=last).all(|k| {
+            self.buckets.get(&k).is_some_and(|b| {
+                b.num_count > 0
+                    && if self.agg == Aggregation::Min {
+                        b.min < bound
+                    } else {
+                        b.max > bound
+                    }
+            })
+        })
+    }
+
     /// Whether the aggregation looks at numeric readings only (not `count`, which counts every
     /// value, nor `first`/`last`, which answer a value).
     pub fn needs_only_readings(&self) -> bool {

@@ -100,3 +100,36 @@ mod readings {
         }
     }
 }
+
+#[test]
+fn a_min_or_max_skips_an_edge_block_only_when_its_buckets_already_beat_it() {
+    let summary = |id, start_ms, end_ms, min, max| BlockMeta {
+        min: Some(min),
+        max: Some(max),
+        sum: Some(min + max),
+        ..meta(id, start_ms, end_ms, 2)
+    };
+    // Buckets of 100 from 0: blocks 1 and 2 lie in buckets 0 and 1, block 3 straddles both.
+    let inside = [summary(1, 0, 49, 5.0, 9.0), summary(2, 150, 199, 6.0, 8.0)];
+    let edge = summary(3, 60, 140, 7.0, 8.5);
+    let wider = summary(4, 60, 240, 7.0, 8.5); // also covers bucket 2, which is empty
+    for (agg, skipped) in [
+        (Aggregation::Min, true),  // 7 is above both buckets' min (5, 6)
+        (Aggregation::Max, false), // 8.5 is above bucket 1's max (8)
+        (Aggregation::Mean, false),
+    ] {
+        let mut acc = Accumulator::new(0, 100, agg);
+        for m in &inside {
+            assert!(acc.add_summary(m).unwrap());
+        }
+        assert_eq!(acc.block_cannot_change(&edge, 0, 1_000), skipped, "{agg}");
+        assert!(!acc.block_cannot_change(&wider, 0, 1_000), "{agg}");
+        // Cut by the window to the buckets that hold readings, the wider block is like the edge.
+        assert_eq!(acc.block_cannot_change(&wider, 0, 200), skipped, "{agg}");
+    }
+    // Equal to a bucket's min is not enough (-0.0 and 0.0 tie).
+    let mut acc = Accumulator::new(0, 100, Aggregation::Min);
+    acc.add_summary(&inside[0]).unwrap();
+    acc.add_summary(&inside[1]).unwrap();
+    assert!(!acc.block_cannot_change(&summary(5, 60, 140, 6.0, 9.0), 0, 1_000));
+}
