@@ -551,7 +551,10 @@ fn a_large_window_streams_the_same_points_as_small_ones() {
         let body = json!({"topic": TEMP, "start_time": iso(T0 + start),
                           "end_time": iso(T0 + start + 2_500_000)});
         let resp = patch(&server, "/svc/historian", &body);
-        assert!(resp.content_length().is_some(), "a small answer has a length");
+        assert!(
+            resp.content_length().is_some(),
+            "a small answer has a length"
+        );
         let text = resp.text().unwrap();
         text[1..text.len() - 1].to_string()
     };

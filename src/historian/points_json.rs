@@ -200,7 +200,7 @@ mod tests {
             -86_400_001,
             -1,
             0,
-            951_782_400_000,  // 2000-02-29
+            951_782_400_000,   // 2000-02-29
             4_107_542_399_999, // 2100-02-28T23:59:59.999
             END_FAST_MS - 1,
             END_FAST_MS,
@@ -215,7 +215,8 @@ mod tests {
 
     fn value() -> impl Strategy<Value = Value> {
         prop_oneof![
-            any::<f64>().prop_map(|x| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)),
+            any::<f64>()
+                .prop_map(|x| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)),
             any::<i64>().prop_map(Value::from),
             any::<u64>().prop_map(Value::from),
             any::<bool>().prop_map(Value::Bool),
