@@ -522,11 +522,11 @@ fn acknowledged_values_survive_sigterm_and_restart() {
 }
 
 #[test]
-fn a_large_window_streams_the_same_points_as_small_ones() {
+fn a_large_window_reads_the_same_bytes_as_its_halves() {
     let server = Server::start();
     plant(&server);
     let mut mqtt = server.mqtt_admin(Proto::V5, Via::Tcp, "large-feed");
-    // Above the size from which an answer streams (4,096 points), in two decimals.
+    // A window of thousands of points, in two decimals.
     let n = 5_000usize;
     let points: Vec<(i64, f64)> = (0..n as i64)
         .map(|i| (i * 1000, (2_000 + i * 37 % 1_000) as f64 / 100.0))
@@ -539,14 +539,14 @@ fn a_large_window_streams_the_same_points_as_small_ones() {
         .map(|(offset, value)| json!({"timestamp": iso(T0 + offset), "value": value}))
         .collect();
     assert_eq!(all, Value::Array(expected));
-    // The same bytes as the two halves answered whole, with their length.
+    // The same bytes as the two halves, each answered with its length.
     let resp = patch(&server, "/svc/historian", &window);
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         resp.headers()["content-type"].to_str().unwrap(),
         "application/json"
     );
-    let streamed = resp.text().unwrap();
+    let whole = resp.text().unwrap();
     let half = |start: i64| {
         let body = json!({"topic": TEMP, "start_time": iso(T0 + start),
                           "end_time": iso(T0 + start + 2_500_000)});
@@ -558,5 +558,5 @@ fn a_large_window_streams_the_same_points_as_small_ones() {
         let text = resp.text().unwrap();
         text[1..text.len() - 1].to_string()
     };
-    assert_eq!(streamed, format!("[{},{}]", half(0), half(2_500_000)));
+    assert_eq!(whole, format!("[{},{}]", half(0), half(2_500_000)));
 }

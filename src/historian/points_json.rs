@@ -14,41 +14,28 @@ use crate::store::{HistoryPoint, Quality};
 /// Points as the read routes answer them.
 pub struct PointsJson(pub Vec<HistoryPoint>);
 
-/// Bytes written at a time into the writer of [`PointsJson::write_to`].
-const PIECE: usize = 64 * 1024;
-
 impl PointsJson {
     /// The JSON array of the points.
     pub fn to_bytes(&self) -> Vec<u8> {
         // About 55 bytes a point for a float tag: one allocation for most answers.
         let mut out = Vec::with_capacity(2 + self.0.len() * 56);
-        // Writing into a Vec cannot fail.
-        let _ = self.write_to(&mut out);
-        out
-    }
-
-    /// Writes the JSON array of the points to `out`, in pieces of about [`PIECE`] bytes.
-    pub fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
-        let mut buf = Vec::with_capacity(PIECE + 256);
         let mut stamps = Stamps::default();
-        buf.push(b'[');
+        out.push(b'[');
         for (i, point) in self.0.iter().enumerate() {
             if i > 0 {
-                buf.push(b',');
+                out.push(b',');
             }
-            buf.extend_from_slice(b"{\"timestamp\":\"");
-            stamps.write(point.ts_ms, &mut buf);
-            buf.extend_from_slice(b"\",\"value\":");
-            serde_json::to_writer(&mut buf, &point.value)?;
-            write_quality(point.quality, &mut buf);
-            buf.push(b'}');
-            if buf.len() >= PIECE {
-                out.write_all(&buf)?;
-                buf.clear();
-            }
+            out.extend_from_slice(b"{\"timestamp\":\"");
+            stamps.write(point.ts_ms, &mut out);
+            out.extend_from_slice(b"\",\"value\":");
+            // Writing a Value into a Vec cannot fail (only a map with non-string keys could,
+            // and a Value's keys are strings).
+            let _ = serde_json::to_writer(&mut out, &point.value);
+            write_quality(point.quality, &mut out);
+            out.push(b'}');
         }
-        buf.push(b']');
-        out.write_all(&buf)
+        out.push(b']');
+        out
     }
 }
 

@@ -8,8 +8,7 @@ use super::json::JsonBody;
 use super::AppState;
 use crate::historian::{
     resolve_aggregated_export, resolve_export, resolve_last_limit, resolve_window, run_query,
-    write_export, AggregatedExportRequest, ExportPlan, ExportRequest, HistoryPoint, PointsJson,
-    QueryRequest,
+    write_export, AggregatedExportRequest, ExportPlan, ExportRequest, PointsJson, QueryRequest,
 };
 use axum::extract::State;
 use axum::http::header;
@@ -73,36 +72,22 @@ async fn query(
     let historized = require_tag(&state, &caller, &request.topic)?;
     let window = resolve_window(&request, now_ms()).map_err(ApiError::bad_request)?;
     if !historized {
-        return Ok(points_response(Vec::new()));
+        return Ok(points_response(PointsJson(Vec::new()).to_bytes()));
     }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
-    let points = state
+    // The answer is written where it is read, on the blocking pool: a large one takes longer
+    // to write than to read, and the points never cross back to the runtime.
+    let body = state
         .store
-        .run(move |s| run_query(s, &domain, &topic, &window))
+        .run(move |s| Ok(PointsJson(run_query(s, &domain, &topic, &window)?).to_bytes()))
         .await?;
-    Ok(points_response(points))
+    Ok(points_response(body))
 }
 
-/// Answers of fewer points go out in one piece, with their length; larger ones stream.
-const STREAM_FROM_POINTS: usize = 4_096;
-
-/// The JSON answer of points ([`PointsJson`]). A large one is written on the blocking pool
-/// into a streamed body: the client takes in the first pieces while the rest are written, and
-/// no answer of megabytes is held whole (the same bytes, sent chunked instead of with a
-/// length).
-fn points_response(points: Vec<HistoryPoint>) -> Response {
-    let body = if points.len() < STREAM_FROM_POINTS {
-        axum::body::Body::from(PointsJson(points).to_bytes())
-    } else {
-        let (mut sink, body) = super::export_stream::channel();
-        tokio::task::spawn_blocking(move || {
-            // Writing fails only when the client went away: nobody is left to tell.
-            let _ = PointsJson(points).write_to(&mut sink);
-        });
-        body
-    };
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+/// A JSON answer of points written by [`PointsJson::to_bytes`].
+fn points_response(body: impl Into<axum::body::Body>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body.into()).into_response()
 }
 
 #[derive(Deserialize)]
@@ -123,7 +108,7 @@ async fn last(
     let historized = require_tag(&state, &caller, &request.topic)?;
     let limit = resolve_last_limit(request.limit).map_err(ApiError::bad_request)?;
     if !historized {
-        return Ok(points_response(Vec::new()));
+        return Ok(points_response(PointsJson(Vec::new()).to_bytes()));
     }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
@@ -131,7 +116,7 @@ async fn last(
         .store
         .run(move |s| s.history_last(&domain, &topic, limit))
         .await?;
-    Ok(points_response(points))
+    Ok(points_response(PointsJson(points).to_bytes()))
 }
 
 #[utoipa::path(post, path = "/svc/historian/export", tag = "historian", request_body = crate::model::HistorianExportRequest,
