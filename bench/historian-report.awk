@@ -10,12 +10,14 @@
 #   ingest_lag MS PUBLISH_SECONDS
 #   year_svc RATE SECONDS / year_vm RATE SECONDS    the year's ingest
 #   chart_svc P50 P99 MAX N / chart_vm P50 P99 MAX N    the year chart: ms, charts drawn
+#   query_base, page_base, chart_base, chart_svc2    the same with BENCH_SVC_BASELINE (svc's
+#                                       second series of charts runs after the baseline's)
 # Variables (-v): n_ingest, n_points, page (svc's page), one_page (the single request), rss, hwm (kB), per_signal, year_points,
 # year_queries, sdt (the SDT row's note when it was not measured, else empty), baseline (the
 # baseline binary's path, or empty).
 
 $1 == "plant" { bytes[$2, $3] = $4; points[$2, $3] = $5; next }
-$1 == "chart_svc" || $1 == "chart_vm" { p50[$1] = $2; p99[$1] = $3; pmax[$1] = $4; drawn[$1] = $5; next }
+$1 ~ /^chart_/ { p50[$1] = $2; p99[$1] = $3; pmax[$1] = $4; drawn[$1] = $5; next }
 { k = $1; c[k]++; r[k, c[k]] = $2; s[k, c[k]] = $3 }
 
 # pick(k): rate[k] and secs[k] of the round with the median rate; all[k] every round's rate.
@@ -112,6 +114,10 @@ END {
         pick("year_svc"); pick("year_vm")
         printf "| svc (SQLite): MQTT QoS 1 → stored; `PATCH /svc/historian` ×3 | %.0f values/s | %.1f s | %d of %d | %.1f ms | %.1f ms | %.1f ms | **%.2fx** |\n", rate["year_svc"], secs["year_svc"], drawn["chart_svc"], year_queries, p50["chart_svc"], p99["chart_svc"], pmax["chart_svc"], p99["chart_svc"] / p99["chart_vm"]
         printf "| VictoriaMetrics: `/api/v1/import` answered; `query_range` ×3 | %.0f values/s | %.1f s | %d of %d | %.1f ms | %.1f ms | %.1f ms | |\n", rate["year_vm"], secs["year_vm"], drawn["chart_vm"], year_queries, p50["chart_vm"], p99["chart_vm"], pmax["chart_vm"]
+        if ("chart_base" in p99) {
+            printf "| baseline svc (BENCH_SVC_BASELINE), same data; `PATCH /svc/historian` ×3 | | | %d of %d | %.1f ms | %.1f ms | %.1f ms | |\n", drawn["chart_base"], year_queries, p50["chart_base"], p99["chart_base"], pmax["chart_base"]
+            printf "| svc again, after the baseline; p99 / the baseline's | | | %d of %d | %.1f ms | %.1f ms | %.1f ms | **%.2fx** |\n", drawn["chart_svc2"], year_queries, p50["chart_svc2"], p99["chart_svc2"], pmax["chart_svc2"], p99["chart_svc2"] / p99["chart_base"]
+        }
         printf "\nEach after one untimed chart; p99 by nearest rank (below 100 charts, the slowest).\n\n"
     }
 

@@ -69,9 +69,13 @@
 #   system's charts stop early once they took BENCH_CHART_BUDGET s (600) and the report says
 #   how many were drawn. Goal: svc p99 <= 50 ms.
 #
-# BENCH_SVC_BASELINE=<an svc binary> (e.g. a build of main before a change) adds a second
-# `svc serve` to part `reads`: every ingest and query is run on it too, interleaved with svc's,
-# and the report gives svc / baseline for each.
+# BENCH_SVC_BASELINE=<an svc binary> (e.g. a build of main before a change) measures a second
+# svc beside svc, and the report gives svc / baseline for each measurement. Part `reads`: a
+# second `svc serve` takes the same ingests and loads (so any earlier version can be the
+# baseline, whatever its storage format), and its queries run interleaved with svc's. Part
+# `year`: once the year is in, svc is stopped, its data dir copied, svc restarted on it and the
+# baseline started on the copy (no second year's ingest, so the baseline must read svc's block
+# format), and the charts run svc, baseline, svc.
 #
 # BENCH_ROUNDS rounds (default 3) interleave svc and its references in part `reads`; the report
 # shows the round with the median rate per measurement. Results are written to
@@ -87,7 +91,8 @@
 # jobs on a shared machine from stealing the benchmark's CPU), SVC_LOG (default info; logs are
 # shown only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to
 # measure an already built svc binary instead of building target/release/svc, BENCH_SVC_ARGS
-# (options added to every `svc serve`, e.g. `--historian-seal-idle 10s`).
+# (options added to every `svc serve`, e.g. `--historian-seal-idle 10s`), BENCH_SVC_BASELINE
+# (above).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -279,7 +284,7 @@ raw_ingest() {
 }
 svc_query() {
     local out
-    out=$("${NICE[@]}" "$TOOL" query --url "$SVC_URL" --token "$TOKEN" --topic bench/query \
+    out=$("${NICE[@]}" "$TOOL" query --url "${2:-$SVC_URL}" --token "$TOKEN" --topic bench/query \
         --count "$1" --page "$PAGE") || die "query failed"
     log "  svc query $1: $out"
     [ "$(field "$out" points)" = "$1" ] || die "svc returned $(field "$out" points) points, expected $1"
@@ -292,6 +297,25 @@ raw_query() {
     log "  raw query $1: $out"
     [ "$(field "$out" points)" = "$1" ] || die "raw query read $(field "$out" points) rows, expected $1"
     echo "$out"
+}
+# baseline_beside : with BENCH_SVC_BASELINE, svc stopped, its data dir copied, svc restarted on
+# its own and the baseline binary started on the copy (BASE_URL); the JWT secret is in the data
+# dir, so TOKEN stays valid on both. A second call replaces the copy with a fresh one.
+BASE_PID="" BASE_URL=""
+baseline_beside() {
+    [ -n "$BASELINE" ] || return 0
+    [ -x "$BASELINE" ] || die "BENCH_SVC_BASELINE=$BASELINE is not an executable"
+    [ -z "$BASE_PID" ] || stop_pid "$BASE_PID"
+    stop_pid "$MAIN_PID"
+    rm -rf "$WORK/data-baseline"
+    cp -a "$WORK/data" "$WORK/data-baseline"
+    SVC_NAME=svc SVC_DATA=$WORK/data SVC_DATABASE="" start_svc "${NICE[@]}"
+    MAIN_PID=$SVC_PID
+    local url=$SVC_URL port=$SVC_MQTT_PORT main_svc=$SVC
+    SVC=$(realpath "$BASELINE") SVC_NAME=baseline SVC_DATA=$WORK/data-baseline SVC_DATABASE="" \
+        start_svc "${NICE[@]}"
+    BASE_PID=$SVC_PID BASE_URL=$SVC_URL
+    SVC=$main_svc SVC_PID=$MAIN_PID SVC_URL=$url SVC_MQTT_PORT=$port DB=$WORK/data/svc.db
 }
 vm_export() {
     plant vm-export --url "$VM_URL" --set index --prefix bench_query --per-signal "$POINTS"
@@ -389,9 +413,18 @@ if part year; then
     out=$(plant footprint --db "$DB" "${SETTLE[@]}")
     NOTES+=("svc closed the year's rows into blocks in $(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' <<<"$out") s after its ingest was stored ($out)")
     CHARTS=(--buckets 500 --queries "$YEAR_QUERIES" --budget-seconds "$CHART_BUDGET")
+    baseline_beside
     log "charts: svc"
     out=$(plant chart --url "$SVC_URL" --token "$TOKEN" "${YEAR[@]}" "${CHARTS[@]}")
     echo "chart_svc $(field "$out" p50_ms) $(field "$out" p99_ms) $(field "$out" max_ms) $(field "$out" charts)" >>"$WORK/results"
+    if [ -n "$BASE_URL" ]; then
+        log "charts: the baseline svc"
+        out=$(plant chart --url "$BASE_URL" --token "$TOKEN" "${YEAR[@]}" "${CHARTS[@]}")
+        echo "chart_base $(field "$out" p50_ms) $(field "$out" p99_ms) $(field "$out" max_ms) $(field "$out" charts)" >>"$WORK/results"
+        log "charts: svc again (interleaved with the baseline)"
+        out=$(plant chart --url "$SVC_URL" --token "$TOKEN" "${YEAR[@]}" "${CHARTS[@]}")
+        echo "chart_svc2 $(field "$out" p50_ms) $(field "$out" p99_ms) $(field "$out" max_ms) $(field "$out" charts)" >>"$WORK/results"
+    fi
     log "charts: VictoriaMetrics"
     out=$(plant vm-chart --url "$VM_URL" "${YEAR[@]}" "${CHARTS[@]}")
     echo "chart_vm $(field "$out" p50_ms) $(field "$out" p99_ms) $(field "$out" max_ms) $(field "$out" charts)" >>"$WORK/results"
@@ -424,7 +457,7 @@ REPORT=$(awk -v n_ingest="$INGEST" -v n_points="$POINTS" -v page="$PAGE" -v one_
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr)"
-    echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}${BASELINE:+; baseline: $BASELINE}; nice: ${BENCH_NICE:-0} (svc and the load tools)"
+    echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}${BASELINE:+; baseline svc binary: $BASELINE}; nice: ${BENCH_NICE:-0} (svc and the load tools)"
     echo "- command: \`$(env | grep -E '^BENCH_[A-Z_]+=' | sort | tr '\n' ' ')bash bench/historian.sh\`; parts:${PARTS% }"
     echo "- reference systems (Debian packages): victoria-metrics $(deb_version victoria-metrics), influxdb $(deb_version influxdb), prometheus $(deb_version prometheus) (promtool), postgresql $(deb_version postgresql)"
     echo "- load average (1, 5, 15 min) before / after measuring: $LOAD_BEFORE / $LOAD_AFTER (anything above ~0.5 before means something else was running: treat the numbers as noisy)"

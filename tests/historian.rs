@@ -520,3 +520,43 @@ fn acknowledged_values_survive_sigterm_and_restart() {
     publish_points(&mut mqtt, TEMP, &[(400 * 100, 400.0)]);
     query_n(&server, &body, 401);
 }
+
+#[test]
+fn a_large_window_reads_the_same_bytes_as_its_halves() {
+    let server = Server::start();
+    plant(&server);
+    let mut mqtt = server.mqtt_admin(Proto::V5, Via::Tcp, "large-feed");
+    // A window of thousands of points, in two decimals.
+    let n = 5_000usize;
+    let points: Vec<(i64, f64)> = (0..n as i64)
+        .map(|i| (i * 1000, (2_000 + i * 37 % 1_000) as f64 / 100.0))
+        .collect();
+    publish_points(&mut mqtt, TEMP, &points);
+    let window = json!({"topic": TEMP, "start_time": iso(T0), "range": "2h"});
+    let all = query_n(&server, &window, n);
+    let expected: Vec<Value> = points
+        .iter()
+        .map(|(offset, value)| json!({"timestamp": iso(T0 + offset), "value": value}))
+        .collect();
+    assert_eq!(all, Value::Array(expected));
+    // The same bytes as the two halves, each answered with its length.
+    let resp = patch(&server, "/svc/historian", &window);
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        resp.headers()["content-type"].to_str().unwrap(),
+        "application/json"
+    );
+    let whole = resp.text().unwrap();
+    let half = |start: i64| {
+        let body = json!({"topic": TEMP, "start_time": iso(T0 + start),
+                          "end_time": iso(T0 + start + 2_500_000)});
+        let resp = patch(&server, "/svc/historian", &body);
+        assert!(
+            resp.content_length().is_some(),
+            "a small answer has a length"
+        );
+        let text = resp.text().unwrap();
+        text[1..text.len() - 1].to_string()
+    };
+    assert_eq!(whole, format!("[{},{}]", half(0), half(2_500_000)));
+}

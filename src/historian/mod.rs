@@ -12,6 +12,7 @@ mod export;
 mod export_writer;
 mod journal;
 mod payload;
+mod points_json;
 mod sealer;
 mod window;
 pub mod writer;
@@ -29,6 +30,7 @@ mod store_tests;
 pub use crate::store::{HistoryPoint, HistoryWrite};
 pub use aggregated::{resolve_aggregated_export, AggregatedExportRequest};
 pub use export_writer::write_export;
+pub use points_json::PointsJson;
 // wired into the server by the broker step
 #[allow(unused_imports)]
 pub use export::{export_csv_gz, resolve_export, Buckets, ExportColumn, ExportPlan, ExportRequest};
@@ -142,46 +144,9 @@ pub fn format_ms(ts_ms: i64) -> String {
         .unwrap_or_else(|| ts_ms.to_string())
 }
 
-/// The wire shape of query answers, `[{"timestamp": "<RFC 3339>", "value": …}]`, with
-/// `"quality"` (and `"status"` for a specific code) on points that are not good: a point
-/// without one is good, so answers of good points keep the SDK's shape. Serialized straight
-/// from the points, with no JSON tree built in between.
-pub struct PointsJson(pub Vec<HistoryPoint>);
-
-impl serde::Serialize for PointsJson {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeMap, SerializeSeq};
-        struct Point<'p>(&'p HistoryPoint);
-        impl serde::Serialize for Point<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let p = self.0;
-                let good = p.quality == crate::store::Quality::GOOD;
-                let status = p.quality.status();
-                let len = 2 + usize::from(!good) + usize::from(status.is_some());
-                let mut map = serializer.serialize_map(Some(len))?;
-                map.serialize_entry("timestamp", &format_ms(p.ts_ms))?;
-                map.serialize_entry("value", &p.value)?;
-                if !good {
-                    map.serialize_entry("quality", p.quality.label())?;
-                }
-                if let Some(status) = status {
-                    map.serialize_entry("status", &status)?;
-                }
-                map.end()
-            }
-        }
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for point in &self.0 {
-            seq.serialize_element(&Point(point))?;
-        }
-        seq.end()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn aggregation_names_round_trip() {
@@ -194,26 +159,6 @@ mod tests {
         assert!(
             err.starts_with("`aggregation` `avg` is not one of mean"),
             "{err}"
-        );
-    }
-
-    #[test]
-    fn points_json_uses_rfc3339_millis() {
-        let points = [
-            HistoryPoint::good(1_767_225_600_123, json!(21.5)),
-            HistoryPoint {
-                ts_ms: 1_767_225_600_124,
-                value: json!(3),
-                quality: crate::store::Quality(0x8034_0000),
-            },
-        ];
-        assert_eq!(
-            serde_json::to_value(PointsJson(points.to_vec())).unwrap(),
-            json!([
-                {"timestamp": "2026-01-01T00:00:00.123Z", "value": 21.5},
-                {"timestamp": "2026-01-01T00:00:00.124Z", "value": 3, "quality": "bad",
-                 "status": 0x8034_0000_u32},
-            ])
         );
     }
 }

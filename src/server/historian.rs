@@ -67,20 +67,27 @@ async fn query(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(request): JsonBody<QueryRequest>,
-) -> ApiResult<Json<PointsJson>> {
+) -> ApiResult<Response> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     let historized = require_tag(&state, &caller, &request.topic)?;
     let window = resolve_window(&request, now_ms()).map_err(ApiError::bad_request)?;
     if !historized {
-        return Ok(Json(PointsJson(Vec::new())));
+        return Ok(points_response(PointsJson(Vec::new()).to_bytes()));
     }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
-    let points = state
+    // The answer is written where it is read, on the blocking pool: a large one takes longer
+    // to write than to read, and the points never cross back to the runtime.
+    let body = state
         .store
-        .run(move |s| run_query(s, &domain, &topic, &window))
+        .run(move |s| Ok(PointsJson(run_query(s, &domain, &topic, &window)?).to_bytes()))
         .await?;
-    Ok(Json(PointsJson(points)))
+    Ok(points_response(body))
+}
+
+/// A JSON answer of points written by [`PointsJson::to_bytes`].
+fn points_response(body: impl Into<axum::body::Body>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body.into()).into_response()
 }
 
 #[derive(Deserialize)]
@@ -96,12 +103,12 @@ async fn last(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(request): JsonBody<LastRequest>,
-) -> ApiResult<Json<PointsJson>> {
+) -> ApiResult<Response> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
     let historized = require_tag(&state, &caller, &request.topic)?;
     let limit = resolve_last_limit(request.limit).map_err(ApiError::bad_request)?;
     if !historized {
-        return Ok(Json(PointsJson(Vec::new())));
+        return Ok(points_response(PointsJson(Vec::new()).to_bytes()));
     }
     settled(&state).await?;
     let (domain, topic) = (caller.domain.clone(), request.topic);
@@ -109,7 +116,7 @@ async fn last(
         .store
         .run(move |s| s.history_last(&domain, &topic, limit))
         .await?;
-    Ok(Json(PointsJson(points)))
+    Ok(points_response(PointsJson(points).to_bytes()))
 }
 
 #[utoipa::path(post, path = "/svc/historian/export", tag = "historian", request_body = crate::model::HistorianExportRequest,

@@ -106,6 +106,45 @@ impl Accumulator {
         Ok(true)
     }
 
+    /// Whether a block's readings in `start_ms..end_ms` cannot change the answer, so it need
+    /// not be decoded: for `min` (`max`), every bucket it overlaps there already holds a
+    /// reading strictly below (above) the block's smallest (largest), so none of its readings
+    /// can become the bucket's; a block without numeric readings adds nothing to either. A
+    /// bucket's min only falls as readings come, so this stays true whatever is added later.
+    /// Only checked for blocks over a few buckets; longer ones are decoded.
+    pub fn block_cannot_change(&self, meta: &BlockMeta, start_ms: i64, end_ms: i64) -> bool {
+        const MAX_BUCKETS_CHECKED: i64 = 16;
+        let bound = match self.agg {
+            Aggregation::Min => meta.min,
+            Aggregation::Max => meta.max,
+            _ => return false,
+        };
+        if meta.num_count == 0 {
+            return true;
+        }
+        let Some(bound) = bound else {
+            return false;
+        };
+        let (lo, hi) = (meta.start_ms.max(start_ms), meta.end_ms.min(end_ms - 1));
+        if lo > hi {
+            return true;
+        }
+        let (first, last) = (self.index(lo), self.index(hi));
+        if last - first >= MAX_BUCKETS_CHECKED {
+            return false;
+        }
+        (first..=last).all(|k| {
+            self.buckets.get(&k).is_some_and(|b| {
+                b.num_count > 0
+                    && if self.agg == Aggregation::Min {
+                        b.min < bound
+                    } else {
+                        b.max > bound
+                    }
+            })
+        })
+    }
+
     /// Whether the aggregation looks at numeric readings only (not `count`, which counts every
     /// value, nor `first`/`last`, which answer a value).
     pub fn needs_only_readings(&self) -> bool {
@@ -120,13 +159,41 @@ impl Accumulator {
     }
 
     /// Adds one numeric reading (the caller keeps it inside the window); only for
-    /// aggregations that [`Accumulator::needs_only_readings`].
+    /// aggregations that [`Accumulator::needs_only_readings`]. The tests hold
+    /// [`Accumulator::add_readings`] to it.
+    #[cfg(test)]
     pub fn add_reading(&mut self, ts_ms: i64, x: f64) {
         let k = self.index(ts_ms);
         let agg = self.agg;
         let bucket = self.buckets.entry(k).or_insert_with(Bucket::new);
         bucket.count += 1;
         bucket.add_number(x, agg);
+    }
+
+    /// Adds a block's numeric readings (timestamps ascending, as a block keeps them) that lie
+    /// in `start_ms..end_ms`; only for aggregations that [`Accumulator::needs_only_readings`].
+    /// Each bucket's run of readings is found by a binary search and added in one loop, in the
+    /// readings' order, so sums come out bit for bit as [`Accumulator::add_reading`] one by one
+    /// would make them.
+    pub fn add_readings(&mut self, ts: &[i64], values: &[f64], start_ms: i64, end_ms: i64) {
+        let n = ts.len().min(values.len());
+        let (ts, values) = (&ts[..n], &values[..n]);
+        let mut i = ts.partition_point(|&t| t < start_ms);
+        let end = ts.partition_point(|&t| t < end_ms);
+        let agg = self.agg;
+        while i < end {
+            let k = self.index(ts[i]);
+            let next_edge = self
+                .start_ms
+                .saturating_add((k + 1).saturating_mul(self.bucket_ms));
+            let run_end = i + ts[i..end].partition_point(|&t| t < next_edge);
+            let bucket = self.buckets.entry(k).or_insert_with(Bucket::new);
+            bucket.count += (run_end - i) as i64;
+            for &x in &values[i..run_end] {
+                bucket.add_number(x, agg);
+            }
+            i = run_end;
+        }
     }
 
     /// Adds one point (the caller keeps it inside the window).

@@ -143,15 +143,18 @@ pub trait HistoryLayout {
         }
         let metas = self.blocks_overlapping(series, start_ms, end_ms)?;
         let keys = blocks_for_range(&metas, start_ms, end_ms, limit);
-        let mut points = Vec::new();
-        for block in self.decode_blocks(series, &keys)? {
+        let blocks = self.decode_blocks(series, &keys)?;
+        let hot = self.hot_range(series, start_ms, end_ms, limit)?;
+        // Sized once: growing a vector of a hundred thousand points copied it several times.
+        let mut points = Vec::with_capacity(blocks.iter().map(Vec::len).sum::<usize>() + hot.len());
+        for block in blocks {
             points.extend(
                 block
                     .into_iter()
                     .filter(|p| (start_ms..end_ms).contains(&p.ts_ms)),
             );
         }
-        points.extend(self.hot_range(series, start_ms, end_ms, limit)?);
+        points.extend(hot);
         Ok(in_order(points, limit))
     }
 
@@ -213,24 +216,26 @@ pub trait HistoryLayout {
         }
         let mut acc = Accumulator::new(start_ms, bucket_ms, agg);
         let metas = self.blocks_overlapping(series, start_ms, end_ms)?;
-        let mut decode = Vec::new();
+        let mut straddling = Vec::new();
         for meta in &metas {
             let inside = meta.start_ms >= start_ms && meta.end_ms < end_ms;
             if inside && agg != Aggregation::Median && acc.add_summary(meta)? {
                 continue;
             }
-            decode.push(meta.key());
+            straddling.push(meta);
         }
+        // Every summary is in: a min or max may now do without some of the other blocks.
+        let decode: Vec<BlockKey> = straddling
+            .into_iter()
+            .filter(|meta| !acc.block_cannot_change(meta, start_ms, end_ms))
+            .map(BlockMeta::key)
+            .collect();
         if acc.needs_only_readings() {
             // Only the numeric readings matter: skip building values and reading text.
             for data in self.block_data(series, &decode)? {
                 let readings = blocks::decode_readings(&data)
                     .map_err(|e| StoreError::Internal(e.to_string()))?;
-                for (ts, x) in readings.ts.into_iter().zip(readings.values) {
-                    if (start_ms..end_ms).contains(&ts) {
-                        acc.add_reading(ts, x);
-                    }
-                }
+                acc.add_readings(&readings.ts, &readings.values, start_ms, end_ms);
             }
         } else {
             for block in self.decode_blocks(series, &decode)? {
@@ -450,7 +455,9 @@ fn nth_newest(points: &[BlockPoint], n: usize) -> Option<i64> {
 /// Points sorted by (ts, seq) (a stable sort: runs already in order cost one pass), cut to
 /// `limit`.
 fn in_order(mut points: Vec<BlockPoint>, limit: Option<u64>) -> Vec<BlockPoint> {
-    points.sort_by_key(|p| (p.ts_ms, p.seq));
+    if !points.is_sorted_by_key(|p| (p.ts_ms, p.seq)) {
+        points.sort_by_key(|p| (p.ts_ms, p.seq));
+    }
     if let Some(limit) = limit {
         points.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }
