@@ -75,7 +75,8 @@
 # baseline, whatever its storage format), and its queries run interleaved with svc's. Part
 # `year`: once the year is in, svc is stopped, its data dir copied, svc restarted on it and the
 # baseline started on the copy (no second year's ingest, so the baseline must read svc's block
-# format), and the charts run svc, baseline, svc.
+# format: BENCH_YEAR_BASELINE names another binary for it, or none when set empty), and the
+# charts run svc, baseline, svc.
 #
 # BENCH_ROUNDS rounds (default 3) interleave svc and its references in part `reads`; the report
 # shows the round with the median rate per measurement. Results are written to
@@ -86,7 +87,7 @@
 # BENCH_PLANT_POINTS, BENCH_PLANT_SDT, BENCH_PLANT_SDT_FIELDS, BENCH_SETTLE_ROWS,
 # BENCH_SETTLE_QUIET, BENCH_SETTLE_TIMEOUT, BENCH_INGEST, BENCH_POINTS, BENCH_PUBLISHERS (4),
 # BENCH_ROUNDS (3), BENCH_YEAR_POINTS, BENCH_YEAR_PUBLISHERS, BENCH_YEAR_QUERIES,
-# BENCH_CHART_BUDGET, BENCH_NICE
+# BENCH_CHART_BUDGET, BENCH_YEAR_BASELINE, BENCH_NICE
 # (run svc and the load tools under `nice -n <value>`; a negative value, as root, keeps other
 # jobs on a shared machine from stealing the benchmark's CPU), SVC_LOG (default info; logs are
 # shown only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to
@@ -302,9 +303,10 @@ raw_query() {
 # its own and the baseline binary started on the copy (BASE_URL); the JWT secret is in the data
 # dir, so TOKEN stays valid on both. A second call replaces the copy with a fresh one.
 BASE_PID="" BASE_URL=""
+YEAR_BASELINE=${BENCH_YEAR_BASELINE-$BASELINE}
 baseline_beside() {
-    [ -n "$BASELINE" ] || return 0
-    [ -x "$BASELINE" ] || die "BENCH_SVC_BASELINE=$BASELINE is not an executable"
+    [ -n "$YEAR_BASELINE" ] || return 0
+    [ -x "$YEAR_BASELINE" ] || die "BENCH_YEAR_BASELINE=$YEAR_BASELINE is not an executable"
     [ -z "$BASE_PID" ] || stop_pid "$BASE_PID"
     stop_pid "$MAIN_PID"
     rm -rf "$WORK/data-baseline"
@@ -312,7 +314,7 @@ baseline_beside() {
     SVC_NAME=svc SVC_DATA=$WORK/data SVC_DATABASE="" start_svc "${NICE[@]}"
     MAIN_PID=$SVC_PID
     local url=$SVC_URL port=$SVC_MQTT_PORT main_svc=$SVC
-    SVC=$(realpath "$BASELINE") SVC_NAME=baseline SVC_DATA=$WORK/data-baseline SVC_DATABASE="" \
+    SVC=$(realpath "$YEAR_BASELINE") SVC_NAME=baseline SVC_DATA=$WORK/data-baseline SVC_DATABASE="" \
         start_svc "${NICE[@]}"
     BASE_PID=$SVC_PID BASE_URL=$SVC_URL
     SVC=$main_svc SVC_PID=$MAIN_PID SVC_URL=$url SVC_MQTT_PORT=$port DB=$WORK/data/svc.db
@@ -457,7 +459,7 @@ REPORT=$(awk -v n_ingest="$INGEST" -v n_points="$POINTS" -v page="$PAGE" -v one_
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr)"
-    echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}${BASELINE:+; baseline svc binary: $BASELINE}; nice: ${BENCH_NICE:-0} (svc and the load tools)"
+    echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}${BASELINE:+; baseline svc binary: $BASELINE}${YEAR_BASELINE:+; the year chart baseline: $YEAR_BASELINE}; nice: ${BENCH_NICE:-0} (svc and the load tools)"
     echo "- command: \`$(env | grep -E '^BENCH_[A-Z_]+=' | sort | tr '\n' ' ')bash bench/historian.sh\`; parts:${PARTS% }"
     echo "- reference systems (Debian packages): victoria-metrics $(deb_version victoria-metrics), influxdb $(deb_version influxdb), prometheus $(deb_version prometheus) (promtool), postgresql $(deb_version postgresql)"
     echo "- load average (1, 5, 15 min) before / after measuring: $LOAD_BEFORE / $LOAD_AFTER (anything above ~0.5 before means something else was running: treat the numbers as noisy)"
