@@ -87,7 +87,8 @@
 # BENCH_PLANT_POINTS, BENCH_PLANT_SDT, BENCH_PLANT_SDT_FIELDS, BENCH_SETTLE_ROWS,
 # BENCH_SETTLE_QUIET, BENCH_SETTLE_TIMEOUT, BENCH_INGEST, BENCH_POINTS, BENCH_PUBLISHERS (4),
 # BENCH_ROUNDS (3), BENCH_YEAR_POINTS, BENCH_YEAR_PUBLISHERS, BENCH_YEAR_QUERIES,
-# BENCH_CHART_BUDGET, BENCH_YEAR_BASELINE, BENCH_NICE
+# BENCH_CHART_BUDGET, BENCH_YEAR_BASELINE, BENCH_SVC_BASELINE_ARGS (the baseline's options,
+# default BENCH_SVC_ARGS), BENCH_NICE
 # (run svc and the load tools under `nice -n <value>`; a negative value, as root, keeps other
 # jobs on a shared machine from stealing the benchmark's CPU), SVC_LOG (default info; logs are
 # shown only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed, BENCH_SVC=<path> to
@@ -250,10 +251,13 @@ if part reads || part year; then
     start_victoria vm-reads
 fi
 BASELINE=${BENCH_SVC_BASELINE:-}
+# An older baseline may not know an option of today's `svc serve`.
+BASE_SERVE_ARGS=${BENCH_SVC_BASELINE_ARGS-$SVC_SERVE_ARGS}
 if [ -n "$BASELINE" ] && part reads; then
     [ -x "$BASELINE" ] || die "BENCH_SVC_BASELINE=$BASELINE is not an executable"
     MAIN_SVC=("$SVC_URL" "$SVC_MQTT_PORT" "$DB" "$TOKEN" "$API_KEY")
-    SVC=$BASELINE SVC_NAME=baseline SVC_DATA=$WORK/baseline-data SVC_DATABASE="" start_svc "${NICE[@]}"
+    SVC=$BASELINE SVC_NAME=baseline SVC_DATA=$WORK/baseline-data SVC_DATABASE="" \
+        SVC_SERVE_ARGS=$BASE_SERVE_ARGS start_svc "${NICE[@]}"
     login_admin
     BASE_SVC=("$SVC_URL" "$SVC_MQTT_PORT" "$DB" "$TOKEN" "$(new_api_key)")
     SVC_URL=${MAIN_SVC[0]} SVC_MQTT_PORT=${MAIN_SVC[1]} DB=${MAIN_SVC[2]} TOKEN=${MAIN_SVC[3]}
@@ -315,7 +319,7 @@ baseline_beside() {
     MAIN_PID=$SVC_PID
     local url=$SVC_URL port=$SVC_MQTT_PORT main_svc=$SVC
     SVC=$(realpath "$YEAR_BASELINE") SVC_NAME=baseline SVC_DATA=$WORK/data-baseline SVC_DATABASE="" \
-        start_svc "${NICE[@]}"
+        SVC_SERVE_ARGS=$BASE_SERVE_ARGS start_svc "${NICE[@]}"
     BASE_PID=$SVC_PID BASE_URL=$SVC_URL
     SVC=$main_svc SVC_PID=$MAIN_PID SVC_URL=$url SVC_MQTT_PORT=$port DB=$WORK/data/svc.db
 }
