@@ -84,35 +84,39 @@ pub trait HistoryLayout {
         Ok(metas)
     }
 
-    /// For late points of one series at the times `ts_ms` (any order, repeats allowed): the
-    /// `seq` a new point at each time must take to follow every point the blocks hold there,
-    /// for the times the blocks hold points at. One fold's late points cost one summary read
-    /// and one decode of each block they fall in, however many of them there are: a fold of
-    /// thousands of stragglers behind a block just closed would otherwise decode that block
-    /// once per point.
-    fn block_seqs_after(&self, series: i64, ts_ms: &[i64]) -> StoreResult<HashMap<i64, i64>> {
-        let mut times = ts_ms.to_vec();
-        times.sort_unstable();
-        times.dedup();
+    /// For late points, their times per series (any order, repeats allowed): the `seq` a new
+    /// point at each (series, time) must take to follow every point the blocks hold there, for
+    /// the times the blocks hold points at. One fold's late points cost one summary read per
+    /// series and one decode of each block they fall in, however many of them there are: a
+    /// fold of thousands of stragglers behind a block just closed would otherwise decode that
+    /// block once per point.
+    fn block_seqs_after(
+        &self,
+        late: HashMap<i64, Vec<i64>>,
+    ) -> StoreResult<HashMap<(i64, i64), i64>> {
         let mut after = HashMap::new();
-        let (Some(&first), Some(&last)) = (times.first(), times.last()) else {
-            return Ok(after);
-        };
-        let holds_one = |m: &BlockMeta| {
-            let at = times.partition_point(|&t| t < m.start_ms);
-            times.get(at).is_some_and(|&t| t <= m.end_ms)
-        };
-        let keys: Vec<BlockKey> = self
-            .blocks_overlapping(series, first, last.saturating_add(1))?
-            .iter()
-            .filter(|m| holds_one(m))
-            .map(BlockMeta::key)
-            .collect();
-        for block in self.decode_blocks(series, &keys)? {
-            for point in block {
-                if times.binary_search(&point.ts_ms).is_ok() {
-                    let next = after.entry(point.ts_ms).or_insert(0);
-                    *next = (*next).max(point.seq + 1);
+        for (series, mut times) in late {
+            times.sort_unstable();
+            times.dedup();
+            let (Some(&first), Some(&last)) = (times.first(), times.last()) else {
+                continue;
+            };
+            let holds_one = |m: &BlockMeta| {
+                let at = times.partition_point(|&t| t < m.start_ms);
+                times.get(at).is_some_and(|&t| t <= m.end_ms)
+            };
+            let keys: Vec<BlockKey> = self
+                .blocks_overlapping(series, first, last.saturating_add(1))?
+                .iter()
+                .filter(|m| holds_one(m))
+                .map(BlockMeta::key)
+                .collect();
+            for block in self.decode_blocks(series, &keys)? {
+                for point in block {
+                    if times.binary_search(&point.ts_ms).is_ok() {
+                        let next = after.entry((series, point.ts_ms)).or_insert(0);
+                        *next = (*next).max(point.seq + 1);
+                    }
                 }
             }
         }
@@ -208,9 +212,7 @@ pub trait HistoryLayout {
         bucket_ms: i64,
         agg: Aggregation,
     ) -> StoreResult<Vec<HistoryPoint>> {
-        if bucket_ms < 1 {
-            return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
-        }
+        check_bucket(bucket_ms)?;
         if start_ms >= end_ms {
             return Ok(Vec::new());
         }
@@ -320,6 +322,14 @@ pub trait BlockWrites: HistoryLayout {
     }
 }
 
+/// Refuses a bucket width below 1 ms.
+fn check_bucket(bucket_ms: i64) -> StoreResult<()> {
+    if bucket_ms < 1 {
+        return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
+    }
+    Ok(())
+}
+
 /// The encoding of a block's points.
 fn encode(points: &[BlockPoint]) -> StoreResult<Vec<u8>> {
     blocks::encode(points).map_err(|e| StoreError::Internal(e.to_string()))
@@ -378,9 +388,7 @@ pub trait SeriesReads {
         bucket_ms: i64,
         agg: Aggregation,
     ) -> StoreResult<Vec<HistoryPoint>> {
-        if bucket_ms < 1 {
-            return Err(StoreError::Invalid("bucket must be at least 1 ms".into()));
-        }
+        check_bucket(bucket_ms)?;
         self.read_series(domain, topic, |layout, series| {
             layout.read_buckets(series, start_ms, end_ms, bucket_ms, agg)
         })

@@ -328,13 +328,7 @@ impl PgStore {
         for i in (0..c.ts.len()).filter(|&i| is_late(i)) {
             late.entry(c.series[i]).or_default().push(c.ts[i]);
         }
-        let mut after_blocks = HashMap::new();
-        for (series, times) in late {
-            let seqs = layout
-                .block_seqs_after(series, &times)
-                .map_err(InsertError::Store)?;
-            after_blocks.extend(seqs.into_iter().map(|(ts, seq)| ((series, ts), seq)));
-        }
+        let after_blocks = layout.block_seqs_after(late).map_err(InsertError::Store)?;
         let after: Vec<i64> = (0..c.ts.len())
             .map(|i| {
                 after_blocks

@@ -88,11 +88,7 @@ pub(super) fn insert_points<'v>(
     }
     // A late point goes after the points the blocks already have at its time, so equal
     // timestamps keep their arrival order.
-    let mut after_blocks = HashMap::new();
-    for (series, times) in late {
-        let seqs = Layout(tx).block_seqs_after(series, &times)?;
-        after_blocks.extend(seqs.into_iter().map(|(ts, seq)| ((series, ts), seq)));
-    }
+    let after_blocks = Layout(tx).block_seqs_after(late)?;
     for (series, point) in resolved {
         let after = after_blocks
             .get(&(series, point.ts_ms))
