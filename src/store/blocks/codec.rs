@@ -11,21 +11,22 @@
 //! must hold exactly what the kinds say, and bytes left over are an error.
 
 use super::decimal::{from_decimal, to_decimal};
-use super::frame::{Reader, Writer};
+use super::frame::{Reader, Writer, PAGED_VERSION};
 use super::layout::{ColumnLengths, Columns, Readings};
 use super::numbers::{decode_numbers, encode_numbers};
+use super::paged::{self, PageSummary, PAGE_POINTS};
 use super::runs::{decode_runs, encode_runs};
 use super::text::{decode_text, encode_text};
 use super::{BlockError, BlockPoint, MAX_DECODE_POINTS, MAX_TEXT_BYTES};
 use pco::ChunkConfig;
 
 /// Some seq is not 0: the seq section follows.
-const HAS_SEQ: u8 = 1;
+pub(super) const HAS_SEQ: u8 = 1;
 /// Some quality is not 0 (good): the quality section follows.
-const HAS_QUALITY: u8 = 2;
+pub(super) const HAS_QUALITY: u8 = 2;
 /// The f64s are a scale and integers (format version 2 on).
-const DECIMAL: u8 = 4;
-const KNOWN_FLAGS: u8 = HAS_SEQ | HAS_QUALITY | DECIMAL;
+pub(super) const DECIMAL: u8 = 4;
+pub(super) const KNOWN_FLAGS: u8 = HAS_SEQ | HAS_QUALITY | DECIMAL;
 
 /// How hard the codecs work. Decoding needs none of it (a block says how it was written), so
 /// these can change without a format version.
@@ -58,9 +59,13 @@ pub fn encode(points: &[BlockPoint]) -> Result<Vec<u8>, BlockError> {
     encode_with(points, &Settings::default())
 }
 
-/// [`encode`] with chosen [`Settings`] (the measurements compare them).
+/// [`encode`] with chosen [`Settings`] (the measurements compare them). More points than a
+/// page holds are written in pages (format 3, `paged.rs`).
 pub fn encode_with(points: &[BlockPoint], settings: &Settings) -> Result<Vec<u8>, BlockError> {
     check_points(points)?;
+    if points.len() > PAGE_POINTS {
+        return paged::encode(points, settings);
+    }
     let columns = Columns::split(points)?;
     let numbers = &settings.numbers;
     let has_seq = columns.seq.iter().any(|&s| s != 0);
@@ -105,18 +110,66 @@ pub fn encode_with(points: &[BlockPoint], settings: &Settings) -> Result<Vec<u8>
 
 /// The points of a block [`encode`] wrote, exactly; Err (never a panic) for anything else.
 pub fn decode(bytes: &[u8]) -> Result<Vec<BlockPoint>, BlockError> {
-    read_columns(bytes, true)?.join()
+    read_columns(bytes, None, true)?.join()
 }
 
 /// Only the timestamps and numeric readings of a block's points (what aggregates need), without
 /// building values or reading its text: for a float tag, the two pco columns as they decode.
 pub fn decode_readings(bytes: &[u8]) -> Result<Readings, BlockError> {
-    read_columns(bytes, false)?.readings()
+    read_columns(bytes, None, false)?.readings()
 }
 
-/// A block's columns; its text is left unread (and empty) unless `with_text`.
-fn read_columns(bytes: &[u8], with_text: bool) -> Result<Columns, BlockError> {
+/// The summaries of a block's pages when it is in pages (format 3); `None` for a block of one
+/// page, which its own summary describes.
+pub fn page_summaries(bytes: &[u8]) -> Result<Option<Vec<PageSummary>>, BlockError> {
+    let (version, block) = Reader::open(bytes)?;
+    if version != PAGED_VERSION {
+        return Ok(None);
+    }
+    Ok(Some(paged::open(block)?.pages))
+}
+
+/// The points of the pages `keep` selects (one flag a page, as [`page_summaries`] lists
+/// them; a block of one page is read whole whatever `keep` says).
+pub fn decode_pages(bytes: &[u8], keep: &[bool]) -> Result<Vec<BlockPoint>, BlockError> {
+    read_columns(bytes, Some(keep), true)?.join()
+}
+
+/// [`decode_readings`] of the pages `keep` selects, as [`decode_pages`] reads them.
+pub fn decode_page_readings(bytes: &[u8], keep: &[bool]) -> Result<Readings, BlockError> {
+    read_columns(bytes, Some(keep), false)?.readings()
+}
+
+/// The points of a block whose time may lie in `[start_ms, end_ms)`: of a block in pages, only
+/// the pages that overlap it (the caller still keeps the points inside).
+pub fn decode_between(
+    bytes: &[u8],
+    start_ms: i64,
+    end_ms: i64,
+) -> Result<Vec<BlockPoint>, BlockError> {
+    let Some(pages) = page_summaries(bytes)? else {
+        return decode(bytes);
+    };
+    let keep: Vec<bool> = pages
+        .iter()
+        .map(|p| p.end_ms >= start_ms && p.start_ms < end_ms)
+        .collect();
+    decode_pages(bytes, &keep)
+}
+
+/// A block's columns (of the pages `keep` selects, for a block in pages); its text is left
+/// unread (and empty) unless `with_text`.
+fn read_columns(
+    bytes: &[u8],
+    keep: Option<&[bool]>,
+    with_text: bool,
+) -> Result<Columns, BlockError> {
     let (version, mut block) = Reader::open(bytes)?;
+    if version == PAGED_VERSION {
+        let paged = paged::open(block)?;
+        let all = vec![true; paged.pages.len()];
+        return paged.read_columns(keep.unwrap_or(&all), with_text);
+    }
     let count = block.varint()?;
     if count == 0 || count > MAX_DECODE_POINTS as u64 {
         return Err(BlockError::corrupt(format!(

@@ -8,8 +8,11 @@
 
 use super::BlockError;
 
-/// The format [`Writer`] writes: 2 (decimal floats as integers, `decimal.rs`).
+/// The format [`Writer::new`] writes: 2 (decimal floats as integers, `decimal.rs`).
 pub const VERSION: u8 = 2;
+
+/// The format of a block in pages (`paged.rs`), which [`Writer::paged`] writes.
+pub const PAGED_VERSION: u8 = 3;
 
 /// The oldest format [`Reader`] still reads: 1 (blocks written before decimal floats).
 pub const OLDEST_VERSION: u8 = 1;
@@ -24,8 +27,17 @@ pub struct Writer {
 
 impl Writer {
     pub fn new() -> Writer {
+        Writer::of_version(VERSION)
+    }
+
+    /// A writer of a block in pages.
+    pub fn paged() -> Writer {
+        Writer::of_version(PAGED_VERSION)
+    }
+
+    fn of_version(version: u8) -> Writer {
         let mut bytes = Vec::with_capacity(256);
-        bytes.extend_from_slice(&[VERSION, 0, 0, 0, 0]);
+        bytes.extend_from_slice(&[version, 0, 0, 0, 0]);
         Writer { bytes }
     }
 
@@ -40,6 +52,11 @@ impl Writer {
     pub fn section(&mut self, section: &[u8]) {
         self.varint(section.len() as u64);
         self.bytes.extend_from_slice(section);
+    }
+
+    /// A float as its eight bytes, little-endian (every bit kept).
+    pub fn f64(&mut self, x: f64) {
+        self.bytes.extend_from_slice(&x.to_le_bytes());
     }
 
     /// The finished block, its checksum filled in.
@@ -71,7 +88,7 @@ impl<'a> Reader<'a> {
         let Some(&version) = bytes.first() else {
             return Err(BlockError::corrupt("it is empty"));
         };
-        if !(OLDEST_VERSION..=VERSION).contains(&version) {
+        if !(OLDEST_VERSION..=PAGED_VERSION).contains(&version) {
             return Err(BlockError::UnknownVersion(version));
         }
         if bytes.len() < HEADER {
@@ -113,6 +130,15 @@ impl<'a> Reader<'a> {
             }
         }
         Err(BlockError::corrupt("it has a number of more than 64 bits"))
+    }
+
+    /// A float [`Writer::f64`] wrote.
+    pub fn f64(&mut self) -> Result<f64, BlockError> {
+        let Some((bytes, rest)) = self.rest.split_first_chunk::<8>() else {
+            return Err(truncated());
+        };
+        self.rest = rest;
+        Ok(f64::from_le_bytes(*bytes))
     }
 
     pub fn section(&mut self) -> Result<&'a [u8], BlockError> {

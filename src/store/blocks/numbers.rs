@@ -20,16 +20,27 @@ pub fn encode_numbers<T: Number>(
     values: &[T],
     config: &ChunkConfig,
 ) -> Result<Vec<u8>, BlockError> {
-    let compress = |config: &ChunkConfig| {
+    smallest(values, config, Vec::len, |config| {
         simple_compress(values, config).map_err(|e| BlockError::Compress(e.to_string()))
-    };
+    })
+}
+
+/// What `compress` makes of `values` with `config`, and, for a column of long runs under
+/// automatic delta choice, also with first-order deltas: the smaller by `size`. Shared by
+/// whole columns and columns in pages (`paged.rs`).
+pub fn smallest<T: Number, R>(
+    values: &[T],
+    config: &ChunkConfig,
+    size: impl Fn(&R) -> usize,
+    compress: impl Fn(&ChunkConfig) -> Result<R, BlockError>,
+) -> Result<R, BlockError> {
     let auto = compress(config)?;
     let changes = values.windows(2).filter(|w| w[0] != w[1]).count();
     if !matches!(config.delta_spec, DeltaSpec::Auto) || changes * 4 >= values.len() {
         return Ok(auto);
     }
     let deltas = compress(&config.clone().with_delta_spec(DeltaSpec::TryConsecutive(1)))?;
-    Ok(if deltas.len() < auto.len() {
+    Ok(if size(&deltas) < size(&auto) {
         deltas
     } else {
         auto

@@ -79,12 +79,12 @@ proptest! {
 #[test]
 fn another_version_is_named() {
     let mut bytes = encode(&[point(0, json!(1.5))]).unwrap();
-    bytes[0] = 3;
+    bytes[0] = 4;
     let err = decode(&bytes).unwrap_err();
-    assert!(matches!(err, BlockError::UnknownVersion(3)));
+    assert!(matches!(err, BlockError::UnknownVersion(4)));
     assert_eq!(
         err.to_string(),
-        "the block is in format version 3, which this version of svc cannot read"
+        "the block is in format version 4, which this version of svc cannot read"
     );
 }
 

@@ -4,6 +4,7 @@
 
 mod corrupt;
 mod decimal;
+mod paged;
 mod roundtrip;
 mod strategies;
 mod summary;

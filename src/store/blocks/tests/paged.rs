@@ -1,0 +1,172 @@
+//! Blocks in pages (format 3): long blocks round-trip exactly, every page subset reads back the
+//! points of those pages, the directory sums up each page as `summarize` does, and damaged
+//! paged blocks are refused without a panic.
+
+use super::strategies::{any_value, float_value, int_value, regular_walk, series};
+use super::{point, same_points};
+use crate::store::blocks::{
+    decode, decode_between, decode_page_readings, decode_pages, decode_readings, encode,
+    page_summaries, summarize, BlockPoint, PAGE_POINTS,
+};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// The pages' point ranges as the directory lists them.
+fn page_ranges(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut start = 0;
+    page_summaries(bytes)
+        .unwrap()
+        .expect("a long block is in pages")
+        .iter()
+        .map(|p| {
+            start += p.count as usize;
+            start - p.count as usize..start
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Long series of every kind, straddling page boundaries, round-trip bit for bit, and
+    /// each subset of pages reads back exactly the points of those pages.
+    #[test]
+    fn long_series_round_trip_by_page(
+        points in series(PAGE_POINTS + 1..3 * PAGE_POINTS + 7, any_value()),
+        keep in prop::collection::vec(any::<bool>(), 4),
+    ) {
+        let bytes = encode(&points).unwrap();
+        prop_assert!(same_points(&points, &decode(&bytes).unwrap()));
+        let ranges = page_ranges(&bytes);
+        prop_assert!(ranges.len() >= 2);
+        let keep: Vec<bool> = (0..ranges.len()).map(|i| keep[i % keep.len()]).collect();
+        let wanted: Vec<BlockPoint> = ranges
+            .iter()
+            .zip(&keep)
+            .filter(|(_, &k)| k)
+            .flat_map(|(r, _)| points[r.clone()].to_vec())
+            .collect();
+        prop_assert!(same_points(&wanted, &decode_pages(&bytes, &keep).unwrap()));
+        let readings = decode_page_readings(&bytes, &keep).unwrap();
+        let expected: Vec<(i64, u64)> = wanted
+            .iter()
+            .filter_map(|p| crate::store::types::numeric(&p.value).map(|x| (p.ts_ms, x.to_bits())))
+            .collect();
+        let got: Vec<(i64, u64)> = readings.ts.iter().zip(&readings.values).map(|(&t, x)| (t, x.to_bits())).collect();
+        prop_assert_eq!(expected, got);
+    }
+
+    /// Numbers of both kinds, where a page may hold no integers (that column is then whole).
+    #[test]
+    fn long_mixed_numbers_round_trip(
+        points in series(PAGE_POINTS * 2 + 1..PAGE_POINTS * 3, prop_oneof![20 => float_value(), 1 => int_value()]),
+    ) {
+        let bytes = encode(&points).unwrap();
+        prop_assert!(same_points(&points, &decode(&bytes).unwrap()));
+        let all = decode_readings(&bytes).unwrap();
+        prop_assert_eq!(all.ts.len(), points.len());
+    }
+
+    /// The directory holds what `summarize` says of each page's points.
+    #[test]
+    fn page_summaries_match_the_points(points in regular_walk(3 * PAGE_POINTS + 100)) {
+        let bytes = encode(&points).unwrap();
+        let pages = page_summaries(&bytes).unwrap().unwrap();
+        for (page, range) in pages.iter().zip(page_ranges(&bytes)) {
+            let expected = summarize(&points[range]).unwrap();
+            prop_assert_eq!(page.start_ms, expected.start_ms);
+            prop_assert_eq!(page.end_ms, expected.end_ms);
+            prop_assert_eq!(page.count, expected.count);
+            prop_assert_eq!(page.num_count, expected.num_count);
+            prop_assert_eq!(page.min.map(f64::to_bits), expected.min.map(f64::to_bits));
+            prop_assert_eq!(page.max.map(f64::to_bits), expected.max.map(f64::to_bits));
+            prop_assert_eq!(page.sum.map(f64::to_bits), expected.sum.map(f64::to_bits));
+        }
+    }
+
+    /// Damaged paged blocks (checksum mended) give Err or other points, never a panic, and a
+    /// truncated one is refused.
+    #[test]
+    fn damaged_paged_blocks_never_panic(
+        flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..4),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let points: Vec<BlockPoint> = (0..PAGE_POINTS as i64 * 2 + 3)
+            .map(|i| point(i * 1000, json!(20.0 + (i % 17) as f64 / 100.0)))
+            .collect();
+        let bytes = encode(&points).unwrap();
+        let mut damaged = bytes.clone();
+        for (at, bit) in &flips {
+            let i = 5 + at.index(damaged.len() - 5);
+            damaged[i] ^= 1 << bit;
+        }
+        let crc = crc32fast::hash(&damaged[5..]);
+        damaged[1..5].copy_from_slice(&crc.to_le_bytes());
+        let _ = decode(&damaged);
+        let _ = decode_readings(&damaged);
+        let _ = page_summaries(&damaged);
+        let _ = decode_between(&damaged, 0, 5_000_000);
+        let len = cut.index(bytes.len());
+        let mut short = bytes[..len].to_vec();
+        if short.len() >= 5 {
+            let crc = crc32fast::hash(&short[5..]);
+            short[1..5].copy_from_slice(&crc.to_le_bytes());
+        }
+        prop_assert!(decode(&short).is_err());
+    }
+}
+
+#[test]
+fn a_block_of_one_page_has_no_directory() {
+    let points: Vec<BlockPoint> = (0..PAGE_POINTS as i64)
+        .map(|i| point(i, json!(i)))
+        .collect();
+    assert_eq!(page_summaries(&encode(&points).unwrap()).unwrap(), None);
+}
+
+/// A window read decodes only the pages it overlaps.
+#[test]
+fn decode_between_reads_the_overlapping_pages() {
+    let points: Vec<BlockPoint> = (0..PAGE_POINTS as i64 * 4)
+        .map(|i| point(i * 1000, Value::from(i)))
+        .collect();
+    let bytes = encode(&points).unwrap();
+    let ranges = page_ranges(&bytes);
+    assert_eq!(ranges.len(), 4);
+    let second = &points[ranges[1].clone()];
+    let (from, to) = (second[10].ts_ms, second[20].ts_ms);
+    assert!(same_points(
+        second,
+        &decode_between(&bytes, from, to).unwrap()
+    ));
+    assert_eq!(
+        decode_between(&bytes, 0, i64::MAX).unwrap().len(),
+        points.len()
+    );
+    assert!(decode_between(&bytes, i64::MIN, -1).unwrap().is_empty());
+}
+
+/// A long text column and a quality column read back by page.
+#[test]
+fn text_and_quality_read_back_by_page() {
+    let points: Vec<BlockPoint> = (0..PAGE_POINTS as i64 * 2 + 1)
+        .map(|i| BlockPoint {
+            ts_ms: i,
+            seq: i % 3,
+            value: if i % 5 == 0 {
+                json!(format!("s{i}"))
+            } else {
+                json!({"v": i})
+            },
+            quality: if i % 7 == 0 { 0x8000_0000 } else { 0 },
+        })
+        .collect();
+    let bytes = encode(&points).unwrap();
+    let ranges = page_ranges(&bytes);
+    let keep: Vec<bool> = (0..ranges.len()).map(|i| i == 1).collect();
+    assert!(same_points(
+        &points[ranges[1].clone()],
+        &decode_pages(&bytes, &keep).unwrap()
+    ));
+    assert!(same_points(&points, &decode(&bytes).unwrap()));
+}
