@@ -185,19 +185,21 @@ fn random_series_read_back_identical_from_blocks_and_hot_rows() {
     let server = Server::start_with(&SEAL_FAST);
     server.create_domain("plant");
     let mut mqtt = server.mqtt_admin(Proto::V5, Via::Tcp, "blocks-feed");
+    const START: i64 = T0 - 1_800_000;
     for case in 0..3u64 {
         let mut rng = StdRng::seed_from_u64(case);
         let topic = format!("plant/random/{case}");
         server.create_tag(DOMAIN, &topic, true);
         // Mostly one a second, some sharing a timestamp, some out of order; more than one
-        // block's worth, so the series straddles block boundaries.
+        // block's worth, from half an hour before a UTC midnight, so the series straddles
+        // block boundaries and pages, and two days' blocks are each merged into one.
         let n = rng.gen_range(5_000..9_000);
         let mut points: Vec<(i64, Value)> = Vec::with_capacity(n);
         for i in 0..n as i64 {
             let ts = match rng.gen_range(0..20) {
-                0 => points.last().map_or(T0, |p| p.0), // equal to the previous one
-                1 => T0 + (i - rng.gen_range(0..50)).max(0) * 1000, // out of order
-                _ => T0 + i * 1000,
+                0 => points.last().map_or(START, |p| p.0), // equal to the previous one
+                1 => START + (i - rng.gen_range(0..50)).max(0) * 1000, // out of order
+                _ => START + i * 1000,
             };
             points.push((ts, random_value(&mut rng)));
         }
@@ -217,9 +219,9 @@ fn random_series_read_back_identical_from_blocks_and_hot_rows() {
         want.sort_by_key(|p| p.0);
         let end = want.last().unwrap().0 + 1;
         server.poll(Duration::from_secs(20), "late points readable", || {
-            (window(&server, &topic, T0, end).len() == want.len()).then_some(())
+            (window(&server, &topic, START, end).len() == want.len()).then_some(())
         });
-        assert_points(&topic, &window(&server, &topic, T0, end), &want);
+        assert_points(&topic, &window(&server, &topic, START, end), &want);
         // A window inside the series, cutting blocks.
         let (a, b) = (T0 + 1_234_500, T0 + 4_321_000);
         let inside: Vec<(i64, Value)> = want
@@ -242,7 +244,7 @@ fn random_series_read_back_identical_from_blocks_and_hot_rows() {
             }
         }
         assert_eq!(
-            export(&server, &topic, T0, end),
+            export(&server, &topic, START, end),
             by_time,
             "{topic}: CSV export"
         );
@@ -250,9 +252,17 @@ fn random_series_read_back_identical_from_blocks_and_hot_rows() {
         wait_for_blocks(&server, 2);
         assert_points(
             "after closing again",
-            &window(&server, &topic, T0, end),
+            &window(&server, &topic, START, end),
             &want,
         );
+        // Each of the two days is one block once closed, late points merged in.
+        let blocks = format!(
+            "SELECT count(*) FROM hist_blocks b JOIN hist_series s ON s.id = b.series \
+             WHERE s.topic = '{topic}'"
+        );
+        server.poll(Duration::from_secs(20), "each day merged", || {
+            (store_count(&server, &blocks) == 2).then_some(())
+        });
     }
 }
 

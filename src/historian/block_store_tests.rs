@@ -231,3 +231,124 @@ fn retention_drops_whole_blocks_and_trims_the_one_the_cut_falls_in() {
             .unwrap()
     );
 }
+
+/// Blocks per UTC day of the series `topic`, oldest day first.
+fn blocks_by_day(dir: &tempfile::TempDir, topic: &str) -> Vec<(i64, i64)> {
+    let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT b.start_ts / 86400000, count(*) FROM hist_blocks b \
+             JOIN hist_series s ON s.id = b.series WHERE s.topic = ?1 GROUP BY 1 ORDER BY 1",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map([topic], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+#[test]
+fn closed_days_merge_into_one_block_and_read_the_same() {
+    const DAY: i64 = 86_400_000;
+    let (dir, store) = store();
+    // Three days at a point every 8 s (10,800 a day: three blocks' worth), then a little of a
+    // fourth day; a string now and then, so pages hold text and numbers.
+    let writes: Vec<HistoryWrite> = (0..3 * 10_800 + 100i64)
+        .map(|i| {
+            let value = if i % 1001 == 0 {
+                json!("text")
+            } else {
+                json!((i * 7919 % 1000) as f64 / 10.0)
+            };
+            w(T0 + i * 8_000, value)
+        })
+        .collect();
+    store.append_history(&writes).unwrap();
+    let end = T0 + 4 * DAY;
+    let read = |store: &Store| {
+        let mut answers = vec![store.history_range("d", "t", T0, end, None).unwrap()];
+        for (start, stop, bucket) in [
+            (T0, end, 3_600_000),
+            (T0 + 1_234_567, T0 + 2 * DAY + 7, 7_777_777),
+            (T0 - 5, end, DAY),
+        ] {
+            for agg in Aggregation::ALL {
+                answers.push(
+                    store
+                        .history_buckets("d", "t", start, stop, bucket, agg)
+                        .unwrap(),
+                );
+            }
+        }
+        answers.push(
+            store
+                .history_range("d", "t", T0 + DAY + 5_000, T0 + DAY + 9_000_000, Some(500))
+                .unwrap(),
+        );
+        answers.push(store.history_last("d", "t", 50).unwrap());
+        answers
+    };
+    let as_rows = read(&store);
+    seal_all(&store);
+    let day0 = T0 / DAY;
+    assert_eq!(
+        blocks_by_day(&dir, "t"),
+        [(day0, 1), (day0 + 1, 1), (day0 + 2, 1), (day0 + 3, 1)],
+        "each closed day is one block"
+    );
+    let as_blocks = read(&store);
+    for (i, (rows, blocks)) in as_rows.iter().zip(&as_blocks).enumerate() {
+        assert_eq!(rows.len(), blocks.len(), "answer {i}: points");
+        for (a, b) in rows.iter().zip(blocks) {
+            assert_eq!(a.ts_ms, b.ts_ms, "answer {i}");
+            assert!(
+                close(&a.value, &b.value),
+                "answer {i}: {} vs {}",
+                a.value,
+                b.value
+            );
+        }
+    }
+    // A late point into a merged day, at a time it holds: after its points there, merged in.
+    let at = T0 + DAY + 8_000;
+    store.append_history(&[w(at, json!(-1.5))]).unwrap();
+    seal_all(&store);
+    assert_eq!(blocks_by_day(&dir, "t")[1], (day0 + 1, 1));
+    let there: Vec<Value> = store
+        .history_range("d", "t", at, at + 1, None)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.value)
+        .collect();
+    assert_eq!(there.len(), 2);
+    assert_eq!(there[1], json!(-1.5));
+    assert_eq!(
+        store.history_range("d", "t", T0, end, None).unwrap().len(),
+        writes.len() + 1
+    );
+}
+
+#[test]
+fn a_day_with_hot_rows_left_is_not_merged_until_they_close() {
+    let (dir, store) = store();
+    let writes: Vec<HistoryWrite> = (0..10_000i64)
+        .map(|i| w(T0 + i * 1000, json!(i as f64 / 4.0)))
+        .collect();
+    store.append_history(&writes).unwrap();
+    store.seal_history("d", "t").unwrap();
+    store.seal_history("d", "t").unwrap();
+    let day0 = T0 / 86_400_000;
+    assert_eq!(
+        blocks_by_day(&dir, "t"),
+        [(day0, 2)],
+        "hot rows left that day"
+    );
+    seal_all(&store);
+    assert_eq!(blocks_by_day(&dir, "t"), [(day0, 1)]);
+    let back = store.history_range("d", "t", T0, i64::MAX, None).unwrap();
+    assert_eq!(back.len(), writes.len());
+    assert!(back
+        .iter()
+        .zip(&writes)
+        .all(|(p, w)| p.ts_ms == w.ts_ms && p.value == w.value));
+}

@@ -83,13 +83,17 @@ impl Accumulator {
         (ts_ms - self.start_ms).div_euclid(self.bucket_ms)
     }
 
-    /// Adds a block from its summary when it lies wholly in one bucket; false (nothing added)
-    /// when it straddles buckets, or the aggregation answers a stored value (`first`, `last`,
-    /// whose values the summaries the reads fetch leave out), and it must be decoded.
+    /// Adds a block (or a page of one) from its summary when it lies wholly in one bucket;
+    /// false (nothing added) when it straddles buckets, or the aggregation answers a stored
+    /// value (`first`, `last`, whose values the summaries the reads fetch leave out) or needs
+    /// every reading (the median), and it must be decoded.
     pub fn add_summary(&mut self, meta: &BlockMeta) -> StoreResult<bool> {
         let k = self.index(meta.start_ms);
         if k != self.index(meta.end_ms)
-            || matches!(self.agg, Aggregation::First | Aggregation::Last)
+            || matches!(
+                self.agg,
+                Aggregation::First | Aggregation::Last | Aggregation::Median
+            )
         {
             return Ok(false);
         }

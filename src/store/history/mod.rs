@@ -11,6 +11,8 @@
 //! through an index on their start.
 
 mod buckets;
+pub mod merge;
+mod pages;
 
 use super::blocks::{self, BlockPoint};
 use super::types::{buckets_between, HistoryPoint, Quality};
@@ -130,7 +132,25 @@ pub trait HistoryLayout {
         }
         self.block_data(series, keys)?
             .iter()
-            .map(|data| blocks::decode(data).map_err(|e| StoreError::Internal(e.to_string())))
+            .map(|data| blocks::decode(data).map_err(internal))
+            .collect()
+    }
+
+    /// The points of the blocks `keys` that may lie in `[start_ms, end_ms)`: of a block in
+    /// pages, only the pages that overlap it.
+    fn decode_blocks_between(
+        &self,
+        series: i64,
+        keys: &[BlockKey],
+        start_ms: i64,
+        end_ms: i64,
+    ) -> StoreResult<Vec<Vec<BlockPoint>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.block_data(series, keys)?
+            .iter()
+            .map(|data| blocks::decode_between(data, start_ms, end_ms).map_err(internal))
             .collect()
     }
 
@@ -147,7 +167,7 @@ pub trait HistoryLayout {
         }
         let metas = self.blocks_overlapping(series, start_ms, end_ms)?;
         let keys = blocks_for_range(&metas, start_ms, end_ms, limit);
-        let blocks = self.decode_blocks(series, &keys)?;
+        let blocks = self.decode_blocks_between(series, &keys, start_ms, end_ms)?;
         let hot = self.hot_range(series, start_ms, end_ms, limit)?;
         // Sized once: growing a vector of a hundred thousand points copied it several times.
         let mut points = Vec::with_capacity(blocks.iter().map(Vec::len).sum::<usize>() + hot.len());
@@ -221,7 +241,7 @@ pub trait HistoryLayout {
         let mut straddling = Vec::new();
         for meta in &metas {
             let inside = meta.start_ms >= start_ms && meta.end_ms < end_ms;
-            if inside && agg != Aggregation::Median && acc.add_summary(meta)? {
+            if inside && acc.add_summary(meta)? {
                 continue;
             }
             straddling.push(meta);
@@ -232,22 +252,8 @@ pub trait HistoryLayout {
             .filter(|meta| !acc.block_cannot_change(meta, start_ms, end_ms))
             .map(BlockMeta::key)
             .collect();
-        if acc.needs_only_readings() {
-            // Only the numeric readings matter: skip building values and reading text.
-            for data in self.block_data(series, &decode)? {
-                let readings = blocks::decode_readings(&data)
-                    .map_err(|e| StoreError::Internal(e.to_string()))?;
-                acc.add_readings(&readings.ts, &readings.values, start_ms, end_ms);
-            }
-        } else {
-            for block in self.decode_blocks(series, &decode)? {
-                for point in block {
-                    if (start_ms..end_ms).contains(&point.ts_ms) {
-                        acc.add_point(&point);
-                    }
-                }
-            }
-        }
+        let data = self.block_data(series, &decode)?;
+        pages::add_blocks(&mut acc, &decode, &data, start_ms, end_ms)?;
         for point in self.hot_range(series, start_ms, end_ms, None)? {
             acc.add_point(&point);
         }
@@ -277,8 +283,9 @@ pub trait BlockWrites: HistoryLayout {
     /// Removes the hot rows up to and including (ts, seq).
     fn delete_hot_through(&self, series: i64, ts_ms: i64, seq: i64) -> StoreResult<()>;
 
-    /// Closes the oldest hot rows into one block (at most `blocks::MAX_POINTS`, spanning less
-    /// than `blocks::MAX_SPAN_MS`) and removes them; how many points moved. No cut to a byte
+    /// Closes the oldest hot rows into one block (at most `blocks::MAX_POINTS`, within one UTC
+    /// day) and removes them; how many points moved. When that closes the block's day for the
+    /// series, the day's blocks are merged into one in pages (`merge.rs`). No cut to a byte
     /// size: with decimal floats (block format 2), cutting blocks to 1,850 bytes (two rows to a
     /// 4 KiB SQLite page, PostgreSQL rows under the TOAST threshold) cost more in the smaller
     /// blocks of a four-decimal analog than it saved in pages (docs/decisions.md, "Historian
@@ -289,7 +296,11 @@ pub trait BlockWrites: HistoryLayout {
         let Some(first) = oldest.first() else {
             return Ok(0);
         };
-        let cut = first.ts_ms.saturating_add(blocks::MAX_SPAN_MS);
+        let day = merge::day_of(first.ts_ms);
+        let cut = first
+            .ts_ms
+            .saturating_add(blocks::MAX_SPAN_MS)
+            .min(merge::next_day(first.ts_ms));
         oldest.retain(|p| p.ts_ms < cut);
         let Some(last) = oldest.last() else {
             return Ok(0);
@@ -297,6 +308,8 @@ pub trait BlockWrites: HistoryLayout {
         let data = encode(&oldest)?;
         self.insert_encoded(series, &oldest, &data)?;
         self.delete_hot_through(series, last.ts_ms, last.seq)?;
+        let hot_first = self.hot_range(series, i64::MIN, i64::MAX, Some(1))?;
+        merge::merge_if_closed(self, series, day, hot_first.first().map(|p| p.ts_ms))?;
         Ok(oldest.len() as u64)
     }
 
@@ -332,7 +345,12 @@ fn check_bucket(bucket_ms: i64) -> StoreResult<()> {
 
 /// The encoding of a block's points.
 fn encode(points: &[BlockPoint]) -> StoreResult<Vec<u8>> {
-    blocks::encode(points).map_err(|e| StoreError::Internal(e.to_string()))
+    blocks::encode(points).map_err(internal)
+}
+
+/// A block that cannot be encoded or decoded, as the store reports it.
+fn internal(e: blocks::BlockError) -> StoreError {
+    StoreError::Internal(e.to_string())
 }
 
 /// A block's plain columns for its points.
