@@ -66,7 +66,12 @@ fn the_plant_data_set_stays_within_its_measured_footprint() {
         for batch in writes.chunks(5_000) {
             store.append_history(batch).unwrap();
         }
-        while store.seal_history("default", &topic).unwrap().points > 0 {}
+        while store
+            .seal_history("default", &topic, crate::store::blocks::MAX_POINTS)
+            .unwrap()
+            .points
+            > 0
+        {}
         assert_eq!(
             store
                 .history_range("default", &topic, T0, i64::MAX, None)

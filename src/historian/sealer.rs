@@ -7,9 +7,10 @@
 //! in the background; a crash in between loses nothing (each block and the removal of its
 //! rows commit together) and the next start goes on where it stopped.
 
-use crate::store::blocks;
-use crate::store::{HistoryWrite, Store, StoreResult};
+use crate::store::blocks::{self, MERGED_MAX_POINTS};
+use crate::store::{day_of, DayToMerge, HistoryWrite, Store, StoreResult};
 use std::collections::HashMap;
+use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
 /// What the writer knows of one series' hot rows.
@@ -42,6 +43,36 @@ pub struct Sealer {
     /// Blocks closed since the store last gave back the space of their rows.
     uncompacted: usize,
     last_compact: Option<Instant>,
+    /// Days whose blocks an earlier version (or a crash between sealing and merging) left
+    /// unmerged, listed once at start on a thread of their own (the listing reads every
+    /// block's summary, which must not hold up the folds), then merged a few at a time
+    /// between folds like blocks are closed.
+    listing: Option<Receiver<Vec<DayToMerge>>>,
+    to_merge: Vec<DayToMerge>,
+}
+
+impl Sealer {
+    /// Merges listed days, up to `budget` blocks' worth; how many it wrote. A day that still
+    /// has hot rows waits: the sealer merges it when it closes.
+    fn merge_some(&mut self, store: &Store, budget: usize) -> StoreResult<usize> {
+        self.receive_days_to_merge();
+        let mut written = 0;
+        while written < budget {
+            let Some(day) = self.to_merge.pop() else {
+                break;
+            };
+            let key = (day.domain, day.topic);
+            let open = self
+                .tails
+                .get(&key)
+                .is_some_and(|t| t.count > 0 && day_of(t.first_ms) <= day.day_ms);
+            if !open {
+                let points = store.merge_history_day(&key.0, &key.1, day.day_ms)?;
+                written += (points as usize).div_ceil(blocks::MAX_POINTS);
+            }
+        }
+        Ok(written)
+    }
 }
 
 /// How often at most the store is asked to give back the space of closed rows.
@@ -55,6 +86,8 @@ impl Sealer {
             loaded: false,
             uncompacted: 0,
             last_compact: None,
+            listing: None,
+            to_merge: Vec::new(),
         }
     }
 
@@ -79,8 +112,44 @@ impl Sealer {
                     known.last_ms = known.last_ms.max(tail.last_ms);
                 }
                 self.loaded = true;
+                self.list_days_to_merge(store);
             }
             Err(e) => tracing::warn!(error = %e, "cannot list the historian's hot rows yet"),
+        }
+    }
+
+    /// Starts listing the days to merge in the background.
+    fn list_days_to_merge(&mut self, store: &Store) {
+        let (send, receive) = channel();
+        let store = store.clone();
+        let listing = std::thread::Builder::new()
+            .name("historian-days".into())
+            .spawn(move || match store.history_days_to_merge() {
+                Ok(days) => {
+                    let _ = send.send(days);
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot list the historian's days to merge"),
+            });
+        match listing {
+            Ok(_) => self.listing = Some(receive),
+            Err(e) => tracing::warn!(error = %e, "cannot start listing the days to merge"),
+        }
+    }
+
+    /// Takes the listed days to merge once the listing is done.
+    fn receive_days_to_merge(&mut self) {
+        let Some(listing) = &self.listing else {
+            return;
+        };
+        match listing.try_recv() {
+            Ok(mut days) => {
+                // Popped from the end: oldest first.
+                days.reverse();
+                self.to_merge = days;
+                self.listing = None;
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => {}
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => self.listing = None,
         }
     }
 
@@ -133,35 +202,53 @@ impl Sealer {
         full
     }
 
-    /// Whether some series is due now.
+    /// Whether some series is due now, or a day waits to be merged.
     pub fn has_due(&self) -> bool {
         let now = Instant::now();
-        self.tails
-            .values()
-            .any(|t| t.count > 0 && (t.full() || now.duration_since(t.last_write) >= self.idle))
+        !self.to_merge.is_empty()
+            || self
+                .tails
+                .values()
+                .any(|t| t.count > 0 && (t.full() || now.duration_since(t.last_write) >= self.idle))
     }
 
-    /// When the next tail falls idle, if one holds rows.
+    /// When the next tail falls idle, if one holds rows (or soon, while days to merge are
+    /// still being listed).
     pub fn next_idle(&self) -> Option<Instant> {
+        let listing = self
+            .listing
+            .as_ref()
+            .map(|_| Instant::now() + Duration::from_secs(1));
         self.tails
             .values()
             .filter(|t| t.count > 0)
             .map(|t| t.last_write + self.idle)
+            .chain(listing)
             .min()
     }
 
-    /// Closes up to `budget` blocks of due series; how many it wrote.
+    /// Closes up to `budget` blocks' worth (`blocks::MAX_POINTS` each) of due series; how many
+    /// it wrote. A tail still receiving closes a block at a time; an idle one closes up to a
+    /// merged block's worth at once, straight into a block in pages (`store::history::merge`),
+    /// so a tag that went quiet does not make small blocks only to merge them.
     pub fn seal_some(&mut self, store: &Store, budget: usize) -> StoreResult<usize> {
         let mut written = 0;
         for key in self.due() {
             while written < budget {
-                let sealed = store.seal_history(&key.0, &key.1)?;
+                let idle = self
+                    .tails
+                    .get(&key)
+                    .is_some_and(|t| t.last_write.elapsed() >= self.idle);
+                let max_points = if idle {
+                    MERGED_MAX_POINTS
+                } else {
+                    blocks::MAX_POINTS
+                };
+                let sealed = store.seal_history(&key.0, &key.1, max_points)?;
                 let Some(tail) = self.tails.get_mut(&key) else {
                     break;
                 };
-                if sealed.points > 0 {
-                    written += 1;
-                }
+                written += (sealed.points as usize).div_ceil(blocks::MAX_POINTS);
                 tail.count = tail.count.saturating_sub(sealed.points);
                 match sealed.next_first_ms {
                     Some(first) if sealed.points > 0 => tail.first_ms = first,
@@ -182,6 +269,7 @@ impl Sealer {
                 break;
             }
         }
+        written += self.merge_some(store, budget.saturating_sub(written))?;
         self.uncompacted += written;
         // Once the backlog is done, the store gives back what the closed rows held.
         let all_closed = self.tails.values().all(|t| t.count == 0);

@@ -15,6 +15,7 @@ mod report_historian;
 mod sqlite;
 mod types;
 
+pub use history::merge::day_of;
 pub use location::{Location, SQLITE_FILE};
 
 pub use record_cache::DEFAULT_CAPACITY as DEFAULT_RECORD_CACHE_BYTES;
@@ -302,8 +303,15 @@ engine_calls! {
     fn history_delete_before(&self, domain: Option<&str>, topic: Option<&str>, before_ms: i64) -> StoreResult<u64>;
     /// Every series' hot tail (rows not yet in blocks).
     fn history_tails(&self) -> StoreResult<Vec<HotTail>>;
-    /// Closes the oldest hot rows of a series into one block.
-    fn seal_history(&self, domain: &str, topic: &str) -> StoreResult<Sealed>;
+    /// Closes the oldest hot rows of a series (at most `max_points`, within one UTC day) into
+    /// one block.
+    fn seal_history(&self, domain: &str, topic: &str, max_points: usize) -> StoreResult<Sealed>;
+    /// Every series' day holding more blocks than merging would leave: the days closed before
+    /// blocks were merged (a data dir of an earlier version), or cut short by a crash.
+    fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>>;
+    /// Merges one day's blocks of a series (`store::history::merge`); how many points it
+    /// rewrote (0: nothing to merge).
+    fn merge_history_day(&self, domain: &str, topic: &str, day_ms: i64) -> StoreResult<u64>;
     /// Gives back the space of rows closed into blocks where the engine does not reuse it by
     /// itself (PostgreSQL: empty past partitions of `hist_points` are dropped).
     fn history_compact(&self) -> StoreResult<()>;

@@ -110,34 +110,30 @@ pub fn encode_with(points: &[BlockPoint], settings: &Settings) -> Result<Vec<u8>
 
 /// The points of a block [`encode`] wrote, exactly; Err (never a panic) for anything else.
 pub fn decode(bytes: &[u8]) -> Result<Vec<BlockPoint>, BlockError> {
-    read_columns(bytes, None, true)?.join()
+    open(bytes)?.points(None)
 }
 
 /// Only the timestamps and numeric readings of a block's points (what aggregates need), without
 /// building values or reading its text: for a float tag, the two pco columns as they decode.
 pub fn decode_readings(bytes: &[u8]) -> Result<Readings, BlockError> {
-    read_columns(bytes, None, false)?.readings()
+    open(bytes)?.readings(None)
 }
 
 /// The summaries of a block's pages when it is in pages (format 3); `None` for a block of one
 /// page, which its own summary describes.
 pub fn page_summaries(bytes: &[u8]) -> Result<Option<Vec<PageSummary>>, BlockError> {
-    let (version, block) = Reader::open(bytes)?;
-    if version != PAGED_VERSION {
-        return Ok(None);
-    }
-    Ok(Some(paged::open(block)?.pages))
+    Ok(open(bytes)?.pages().map(<[PageSummary]>::to_vec))
 }
 
 /// The points of the pages `keep` selects (one flag a page, as [`page_summaries`] lists
 /// them; a block of one page is read whole whatever `keep` says).
 pub fn decode_pages(bytes: &[u8], keep: &[bool]) -> Result<Vec<BlockPoint>, BlockError> {
-    read_columns(bytes, Some(keep), true)?.join()
+    open(bytes)?.points(Some(keep))
 }
 
 /// [`decode_readings`] of the pages `keep` selects, as [`decode_pages`] reads them.
 pub fn decode_page_readings(bytes: &[u8], keep: &[bool]) -> Result<Readings, BlockError> {
-    read_columns(bytes, Some(keep), false)?.readings()
+    open(bytes)?.readings(Some(keep))
 }
 
 /// The points of a block whose time may lie in `[start_ms, end_ms)`: of a block in pages, only
@@ -147,29 +143,72 @@ pub fn decode_between(
     start_ms: i64,
     end_ms: i64,
 ) -> Result<Vec<BlockPoint>, BlockError> {
-    let Some(pages) = page_summaries(bytes)? else {
-        return decode(bytes);
-    };
-    let keep: Vec<bool> = pages
-        .iter()
-        .map(|p| p.end_ms >= start_ms && p.start_ms < end_ms)
-        .collect();
-    decode_pages(bytes, &keep)
+    let block = open(bytes)?;
+    let keep: Option<Vec<bool>> = block.pages().map(|pages| {
+        pages
+            .iter()
+            .map(|p| p.end_ms >= start_ms && p.start_ms < end_ms)
+            .collect()
+    });
+    block.points(keep.as_deref())
 }
 
-/// A block's columns (of the pages `keep` selects, for a block in pages); its text is left
-/// unread (and empty) unless `with_text`.
+/// A block whose checksum and version were checked, and, in pages, whose directory was read:
+/// what a reader needs to choose pages before decoding them, from one pass over the bytes.
+pub struct OpenBlock<'a> {
+    version: u8,
+    body: Body<'a>,
+}
+
+enum Body<'a> {
+    Whole(Reader<'a>),
+    Paged(paged::PagedBlock<'a>),
+}
+
+/// Opens a block [`encode`] wrote.
+pub fn open(bytes: &[u8]) -> Result<OpenBlock<'_>, BlockError> {
+    let (version, block) = Reader::open(bytes)?;
+    let body = if version == PAGED_VERSION {
+        Body::Paged(paged::open(block)?)
+    } else {
+        Body::Whole(block)
+    };
+    Ok(OpenBlock { version, body })
+}
+
+impl OpenBlock<'_> {
+    /// The page directory of a block in pages; `None` for a block of one page.
+    pub fn pages(&self) -> Option<&[PageSummary]> {
+        match &self.body {
+            Body::Paged(block) => Some(&block.pages),
+            Body::Whole(_) => None,
+        }
+    }
+
+    /// The points of the pages `keep` selects (all when `None`, or for a block of one page).
+    pub fn points(self, keep: Option<&[bool]>) -> Result<Vec<BlockPoint>, BlockError> {
+        self.columns(keep, true)?.join()
+    }
+
+    /// The numeric readings of the pages `keep` selects, as [`decode_readings`] gives them.
+    pub fn readings(self, keep: Option<&[bool]>) -> Result<Readings, BlockError> {
+        self.columns(keep, false)?.readings()
+    }
+
+    fn columns(self, keep: Option<&[bool]>, with_text: bool) -> Result<Columns, BlockError> {
+        match self.body {
+            Body::Paged(block) => block.read_columns(keep, with_text),
+            Body::Whole(block) => read_columns(self.version, block, with_text),
+        }
+    }
+}
+
+/// A format 1 or 2 block's columns; its text is left unread (and empty) unless `with_text`.
 fn read_columns(
-    bytes: &[u8],
-    keep: Option<&[bool]>,
+    version: u8,
+    mut block: Reader<'_>,
     with_text: bool,
 ) -> Result<Columns, BlockError> {
-    let (version, mut block) = Reader::open(bytes)?;
-    if version == PAGED_VERSION {
-        let paged = paged::open(block)?;
-        let all = vec![true; paged.pages.len()];
-        return paged.read_columns(keep.unwrap_or(&all), with_text);
-    }
     let count = block.varint()?;
     if count == 0 || count > MAX_DECODE_POINTS as u64 {
         return Err(BlockError::corrupt(format!(

@@ -75,6 +75,22 @@ pub struct ColumnLengths {
 }
 
 impl ColumnLengths {
+    /// Adds a run of `len` points of kind `code`; Err at a code that is no kind.
+    pub fn add_run(&mut self, code: u8, len: usize) -> Result<(), BlockError> {
+        match Kind::from_code(code) {
+            Some(Kind::Float | Kind::IntAsFloat) => self.floats += len,
+            Some(Kind::Int | Kind::BigUint) => self.ints += len,
+            Some(Kind::String | Kind::Json) => self.texts += len,
+            Some(Kind::False | Kind::True | Kind::Null) => {}
+            None => {
+                return Err(BlockError::corrupt(format!(
+                    "it has an unknown kind {code}"
+                )))
+            }
+        }
+        Ok(())
+    }
+
     /// The lengths `kinds` call for, or Err at a code that is no kind.
     pub fn of(kinds: &[u8]) -> Result<ColumnLengths, BlockError> {
         let mut lengths = ColumnLengths::default();

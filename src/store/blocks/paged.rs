@@ -21,7 +21,7 @@ use super::decimal::{from_decimal, to_decimal};
 use super::frame::{Reader, Writer};
 use super::layout::{ColumnLengths, Columns};
 use super::numbers::{decode_numbers, encode_numbers, smallest};
-use super::runs::{decode_runs, encode_runs};
+use super::runs::{decode_run_list, encode_runs};
 use super::summary::summarize;
 use super::text::{decode_text, encode_text};
 use super::{BlockError, BlockPoint, MAX_DECODE_POINTS, MAX_TEXT_BYTES};
@@ -199,7 +199,8 @@ fn compress_error(e: pco::errors::PcoError) -> BlockError {
 /// A block in pages, read up to its columns.
 pub(super) struct PagedBlock<'a> {
     flags: u8,
-    kinds: Vec<u8>,
+    /// The kinds as (code, length) runs: spelled out only for the pages a read keeps.
+    runs: Vec<(u8, usize)>,
     sizes: Vec<usize>,
     pub pages: Vec<PageSummary>,
     files: FileDecompressor,
@@ -221,7 +222,7 @@ pub(super) fn open(mut block: Reader<'_>) -> Result<PagedBlock<'_>, BlockError> 
             "it has unknown flags {flags:#x}"
         )));
     }
-    let kinds = decode_runs(block.section()?, n)?;
+    let runs = decode_run_list(block.section()?, n)?;
     let pages = block.varint()?;
     if pages == 0 || pages > count {
         return Err(BlockError::corrupt(format!("it says it has {pages} pages")));
@@ -271,7 +272,7 @@ pub(super) fn open(mut block: Reader<'_>) -> Result<PagedBlock<'_>, BlockError> 
     }
     Ok(PagedBlock {
         flags,
-        kinds,
+        runs,
         sizes,
         pages: summaries,
         files,
@@ -280,30 +281,24 @@ pub(super) fn open(mut block: Reader<'_>) -> Result<PagedBlock<'_>, BlockError> 
 }
 
 impl PagedBlock<'_> {
-    /// The columns of the pages `keep` selects (one flag a page), in point order; text is
-    /// left unread (and empty) unless `with_text`.
-    pub fn read_columns(mut self, keep: &[bool], with_text: bool) -> Result<Columns, BlockError> {
+    /// The columns of the pages `keep` selects (one flag a page; all when `None`), in point
+    /// order; text is left unread (and empty) unless `with_text`.
+    pub fn read_columns(
+        mut self,
+        keep: Option<&[bool]>,
+        with_text: bool,
+    ) -> Result<Columns, BlockError> {
+        let all = vec![true; self.sizes.len()];
+        let keep = keep.unwrap_or(&all);
         if keep.len() != self.sizes.len() {
             return Err(BlockError::corrupt(
                 "a read asked for pages it does not have",
             ));
         }
-        let ranges = ranges(&self.sizes);
-        let lengths = ranges
-            .iter()
-            .map(|r| ColumnLengths::of(&self.kinds[r.clone()]))
-            .collect::<Result<Vec<_>, _>>()?;
+        let (lengths, kinds) = self.spell_out(keep)?;
         let per_page = |of: fn(&ColumnLengths) -> usize| lengths.iter().map(of).collect::<Vec<_>>();
-        let kept = |values: &[u8]| -> Vec<u8> {
-            ranges
-                .iter()
-                .zip(keep)
-                .filter(|(_, &k)| k)
-                .flat_map(|(r, _)| values[r.clone()].iter().copied())
-                .collect()
-        };
         let mut columns = Columns {
-            kinds: kept(&self.kinds),
+            kinds,
             ..Columns::default()
         };
         columns.ts = self.column(&self.sizes.clone(), keep)?;
@@ -354,6 +349,40 @@ impl PagedBlock<'_> {
         }
         self.columns.finish()?;
         Ok(columns)
+    }
+
+    /// How many values of each column every page holds, and the kinds of the kept pages'
+    /// points, from the runs in one pass (a page of one float run costs one step, not 4,096).
+    fn spell_out(&self, keep: &[bool]) -> Result<(Vec<ColumnLengths>, Vec<u8>), BlockError> {
+        let mut lengths = vec![ColumnLengths::default(); self.sizes.len()];
+        let wanted: usize = self
+            .sizes
+            .iter()
+            .zip(keep)
+            .filter(|(_, &k)| k)
+            .map(|(n, _)| n)
+            .sum();
+        let mut kinds = Vec::with_capacity(wanted);
+        let mut runs = self.runs.iter().copied();
+        let (mut code, mut left) = (0u8, 0usize);
+        for (page, (&size, &kept)) in self.sizes.iter().zip(keep).enumerate() {
+            let mut need = size;
+            while need > 0 {
+                if left == 0 {
+                    (code, left) = runs
+                        .next()
+                        .ok_or_else(|| BlockError::corrupt("its kinds do not cover its pages"))?;
+                }
+                let take = need.min(left);
+                lengths[page].add_run(code, take)?;
+                if kept {
+                    kinds.resize(kinds.len() + take, code);
+                }
+                need -= take;
+                left -= take;
+            }
+        }
+        Ok((lengths, kinds))
     }
 
     /// The next column's values on the kept pages, given how many each page holds.

@@ -19,23 +19,35 @@ pub fn encode_runs(kinds: &[u8]) -> Vec<u8> {
 /// Exactly `count` kinds from `bytes`, or Err at an unknown kind, an empty run or a count that
 /// does not add up.
 pub fn decode_runs(bytes: &[u8], count: usize) -> Result<Vec<u8>, BlockError> {
-    let mut runs = Reader::new(bytes);
     let mut kinds = Vec::with_capacity(count);
-    while !runs.is_empty() {
-        let code = runs.byte()?;
+    for (code, len) in decode_run_list(bytes, count)? {
+        kinds.resize(kinds.len() + len, code);
+    }
+    Ok(kinds)
+}
+
+/// The (kind code, length) runs of exactly `count` kinds, checked as [`decode_runs`] checks
+/// them, without spelling the kinds out (a block in pages spells out only the pages it reads).
+pub fn decode_run_list(bytes: &[u8], count: usize) -> Result<Vec<(u8, usize)>, BlockError> {
+    let mut reader = Reader::new(bytes);
+    let mut runs = Vec::new();
+    let mut total = 0usize;
+    while !reader.is_empty() {
+        let code = reader.byte()?;
         if Kind::from_code(code).is_none() {
             return Err(BlockError::corrupt(format!(
                 "it has an unknown kind {code}"
             )));
         }
-        let len = runs.varint()?;
-        if len == 0 || len > (count - kinds.len()) as u64 {
+        let len = reader.varint()?;
+        if len == 0 || len > (count - total) as u64 {
             return Err(BlockError::corrupt("its kinds do not add up to its count"));
         }
-        kinds.resize(kinds.len() + len as usize, code);
+        total += len as usize;
+        runs.push((code, len as usize));
     }
-    if kinds.len() != count {
+    if total != count {
         return Err(BlockError::corrupt("its kinds do not add up to its count"));
     }
-    Ok(kinds)
+    Ok(runs)
 }

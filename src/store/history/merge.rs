@@ -17,9 +17,19 @@ use crate::store::StoreResult;
 /// A UTC day in milliseconds.
 pub const DAY_MS: i64 = 86_400_000;
 
-/// Points a merged block holds at most: 32 pages. A day at 1 Hz (86,400) is one block; a faster
-/// tag's day is several, so no merge decodes or encodes more than this at once.
-pub const MERGED_MAX_POINTS: usize = 32 * blocks::PAGE_POINTS;
+pub use blocks::MERGED_MAX_POINTS;
+
+/// The (domain, topic, day) of every series' day whose blocks merging would make fewer, for
+/// both engines (`?1` is [`MERGED_MAX_POINTS`]; PostgreSQL binds it as `$1`). Days are floored
+/// in SQL as [`day_of`] floors them (`%` truncates toward zero on both engines).
+pub const DAYS_TO_MERGE: &str = "\
+    SELECT s.domain, s.topic, d.day FROM \
+      (SELECT series, start_ts - ((start_ts % 86400000) + 86400000) % 86400000 AS day, \
+              count(*) AS n, CAST(sum(count) AS BIGINT) AS points \
+       FROM hist_blocks GROUP BY 1, 2) d \
+    JOIN hist_series s ON s.id = d.series \
+    WHERE d.n > 1 AND d.n > (d.points + ?1 - 1) / ?1 \
+    ORDER BY s.domain, s.topic, d.day";
 
 /// The start of the UTC day `ts_ms` lies in.
 pub fn day_of(ts_ms: i64) -> i64 {
@@ -32,23 +42,24 @@ pub fn next_day(ts_ms: i64) -> i64 {
 }
 
 /// After a block of `day` was sealed: merges the day's blocks when the day is closed, that is
-/// when the series' oldest hot row (`hot_first`) is on a later day or there is none. Whether
-/// it merged.
+/// when the series' oldest hot row (`hot_first`) is on a later day or there is none. How many
+/// points it rewrote.
 pub fn merge_if_closed<W: BlockWrites + ?Sized>(
     layout: &W,
     series: i64,
     day: i64,
     hot_first: Option<i64>,
-) -> StoreResult<bool> {
+) -> StoreResult<u64> {
     if hot_first.is_some_and(|first| day_of(first) <= day) {
-        return Ok(false);
+        return Ok(0);
     }
     merge_day(layout, series, day)
 }
 
 /// Rewrites the blocks that lie within `day` as the fewest blocks of at most
-/// [`MERGED_MAX_POINTS`], when that is fewer blocks than there are. Whether it merged.
-pub fn merge_day<W: BlockWrites + ?Sized>(layout: &W, series: i64, day: i64) -> StoreResult<bool> {
+/// [`MERGED_MAX_POINTS`], when that is fewer blocks than there are. How many points it
+/// rewrote (0: nothing to merge).
+pub fn merge_day<W: BlockWrites + ?Sized>(layout: &W, series: i64, day: i64) -> StoreResult<u64> {
     let end = day.saturating_add(DAY_MS);
     let metas: Vec<BlockMeta> = layout
         .block_metas(series, day, end)?
@@ -58,7 +69,7 @@ pub fn merge_day<W: BlockWrites + ?Sized>(layout: &W, series: i64, day: i64) -> 
     let total: usize = metas.iter().map(|m| m.count.max(0) as usize).sum();
     let merged = total.div_ceil(MERGED_MAX_POINTS).max(1);
     if merged >= metas.len() {
-        return Ok(false);
+        return Ok(0);
     }
     let keys: Vec<BlockKey> = metas.iter().map(BlockMeta::key).collect();
     let mut points: Vec<BlockPoint> = layout
@@ -74,7 +85,7 @@ pub fn merge_day<W: BlockWrites + ?Sized>(layout: &W, series: i64, day: i64) -> 
     for part in points.chunks(points.len().div_ceil(merged).max(1)) {
         layout.insert_block(series, part)?;
     }
-    Ok(true)
+    Ok(points.len() as u64)
 }
 
 #[cfg(test)]

@@ -283,15 +283,17 @@ pub trait BlockWrites: HistoryLayout {
     /// Removes the hot rows up to and including (ts, seq).
     fn delete_hot_through(&self, series: i64, ts_ms: i64, seq: i64) -> StoreResult<()>;
 
-    /// Closes the oldest hot rows into one block (at most `blocks::MAX_POINTS`, within one UTC
-    /// day) and removes them; how many points moved. When that closes the block's day for the
-    /// series, the day's blocks are merged into one in pages (`merge.rs`). No cut to a byte
+    /// Closes the oldest hot rows into one block (at most `max_points`, within one UTC day) and
+    /// removes them; how many points moved. The sealer asks for `blocks::MAX_POINTS` while a
+    /// tag is receiving and for a merged block's worth once it is idle, so a quiet tail closes
+    /// straight into a block in pages. When this closes the block's day for the series, the
+    /// day's blocks are merged into one (`merge.rs`). No cut to a byte
     /// size: with decimal floats (block format 2), cutting blocks to 1,850 bytes (two rows to a
     /// 4 KiB SQLite page, PostgreSQL rows under the TOAST threshold) cost more in the smaller
     /// blocks of a four-decimal analog than it saved in pages (docs/decisions.md, "Historian
     /// bytes").
-    fn seal_oldest(&self, series: i64) -> StoreResult<u64> {
-        let limit = Some(blocks::MAX_POINTS as u64);
+    fn seal_oldest(&self, series: i64, max_points: usize) -> StoreResult<u64> {
+        let limit = Some(max_points.clamp(1, merge::MERGED_MAX_POINTS) as u64);
         let mut oldest = self.hot_range(series, i64::MIN, i64::MAX, limit)?;
         let Some(first) = oldest.first() else {
             return Ok(0);

@@ -6,10 +6,12 @@
 
 use super::PgStore;
 use crate::store::blocks::BlockPoint;
+use crate::store::blocks::MERGED_MAX_POINTS;
+use crate::store::history::merge::{self, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
-use crate::store::types::{HotTail, Sealed};
+use crate::store::types::{DayToMerge, HotTail, Sealed};
 use crate::store::{StoreError, StoreResult};
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
@@ -267,6 +269,30 @@ impl PgStore {
         Ok(answer)
     }
 
+    /// Every series' day holding more blocks than merging would leave.
+    pub fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>> {
+        let sql = DAYS_TO_MERGE.replace("?1", "$1::bigint");
+        let rows = self.query(&sql, &[&(MERGED_MAX_POINTS as i64)])?;
+        Ok(rows
+            .iter()
+            .map(|r| DayToMerge {
+                domain: r.get(0),
+                topic: r.get(1),
+                day_ms: r.get(2),
+            })
+            .collect())
+    }
+
+    /// Merges one day's blocks of a series, in one transaction under the series lock.
+    pub fn merge_history_day(&self, domain: &str, topic: &str, day_ms: i64) -> StoreResult<u64> {
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(0);
+        };
+        self.with_layout(series, true, |layout| {
+            merge::merge_day(layout, series, day_ms)
+        })
+    }
+
     /// Every series' hot tail: how many rows it holds and their time bounds.
     pub fn history_tails(&self) -> StoreResult<Vec<HotTail>> {
         let rows = self.query(
@@ -289,12 +315,17 @@ impl PgStore {
 
     /// Closes the oldest hot rows of a series into one block, removing them in the same
     /// transaction.
-    pub fn seal_history(&self, domain: &str, topic: &str) -> StoreResult<Sealed> {
+    pub fn seal_history(
+        &self,
+        domain: &str,
+        topic: &str,
+        max_points: usize,
+    ) -> StoreResult<Sealed> {
         let Some(series) = self.series_id(domain, topic)? else {
             return Ok(Sealed::default());
         };
         self.with_layout(series, true, |layout| {
-            let points = layout.seal_oldest(series)?;
+            let points = layout.seal_oldest(series, max_points)?;
             let rows = layout.query(
                 "SELECT min(ts) FROM hist_points WHERE series = $1",
                 &[&series],

@@ -5,10 +5,12 @@
 
 use super::{SqliteStore, StoreError, StoreResult};
 use crate::store::blocks::BlockPoint;
+use crate::store::blocks::MERGED_MAX_POINTS;
+use crate::store::history::merge::{self, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
-use crate::store::types::{HotTail, Sealed};
+use crate::store::types::{DayToMerge, HotTail, Sealed};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 /// The historian layout as one connection (inside one transaction) sees it.
@@ -200,6 +202,32 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// Every series' day holding more blocks than merging would leave.
+    pub fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(DAYS_TO_MERGE)?;
+        let days = stmt.query_map([MERGED_MAX_POINTS as i64], |r| {
+            Ok(DayToMerge {
+                domain: r.get(0)?,
+                topic: r.get(1)?,
+                day_ms: r.get(2)?,
+            })
+        })?;
+        Ok(days.collect::<Result<_, _>>()?)
+    }
+
+    /// Merges one day's blocks of a series, in one transaction.
+    pub fn merge_history_day(&self, domain: &str, topic: &str, day_ms: i64) -> StoreResult<u64> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let Some(series) = series_id(&tx, domain, topic)? else {
+            return Ok(0);
+        };
+        let merged = merge::merge_day(&Layout(&tx), series, day_ms)?;
+        tx.commit()?;
+        Ok(merged)
+    }
+
     /// Every series' hot tail: how many rows it holds and their time bounds.
     pub fn history_tails(&self) -> StoreResult<Vec<HotTail>> {
         let conn = self.conn()?;
@@ -220,15 +248,20 @@ impl SqliteStore {
         Ok(tails.collect::<Result<_, _>>()?)
     }
 
-    /// Closes the oldest hot rows of a series into one block (at most `blocks::MAX_POINTS`,
-    /// spanning less than `blocks::MAX_SPAN_MS`), removing them in the same transaction.
-    pub fn seal_history(&self, domain: &str, topic: &str) -> StoreResult<Sealed> {
+    /// Closes the oldest hot rows of a series into one block (at most `max_points`, within one
+    /// UTC day), removing them in the same transaction.
+    pub fn seal_history(
+        &self,
+        domain: &str,
+        topic: &str,
+        max_points: usize,
+    ) -> StoreResult<Sealed> {
         let mut conn = self.conn()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let Some(series) = series_id(&tx, domain, topic)? else {
             return Ok(Sealed::default());
         };
-        let points = Layout(&tx).seal_oldest(series)?;
+        let points = Layout(&tx).seal_oldest(series, max_points)?;
         let next_first: Option<i64> = tx
             .prepare_cached("SELECT min(ts) FROM hist_points WHERE series = ?1")?
             .query_row([series], |r| r.get(0))?;

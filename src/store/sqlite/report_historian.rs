@@ -151,7 +151,13 @@ mod tests {
                 (0..8).map(|i| (start + 5000, json!(format!("same {i}")))),
             );
             if round < 2 {
-                assert_eq!(store.seal_history("d", "a").unwrap().points, 20);
+                assert_eq!(
+                    store
+                        .seal_history("d", "a", crate::store::blocks::MAX_POINTS)
+                        .unwrap()
+                        .points,
+                    20
+                );
             }
         }
         write(&store, "a", [(T0 + 500, json!({"late": true}))]);

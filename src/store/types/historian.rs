@@ -127,6 +127,15 @@ pub struct HotTail {
     pub last_ms: i64,
 }
 
+/// A series' day that holds more blocks than merging would leave (`store::history::merge`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayToMerge {
+    pub domain: String,
+    pub topic: String,
+    /// The day's first instant (UTC midnight).
+    pub day_ms: i64,
+}
+
 /// What closing a block took from a hot tail.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sealed {
