@@ -115,42 +115,10 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<BlockPoint>, BlockError> {
 
 /// Only the timestamps and numeric readings of a block's points (what aggregates need), without
 /// building values or reading its text: for a float tag, the two pco columns as they decode.
+/// (The store reads through [`open`]; the tests and examples/historian_codec.rs use this.)
+#[allow(dead_code)]
 pub fn decode_readings(bytes: &[u8]) -> Result<Readings, BlockError> {
     open(bytes)?.readings(None)
-}
-
-/// The summaries of a block's pages when it is in pages (format 3); `None` for a block of one
-/// page, which its own summary describes.
-pub fn page_summaries(bytes: &[u8]) -> Result<Option<Vec<PageSummary>>, BlockError> {
-    Ok(open(bytes)?.pages().map(<[PageSummary]>::to_vec))
-}
-
-/// The points of the pages `keep` selects (one flag a page, as [`page_summaries`] lists
-/// them; a block of one page is read whole whatever `keep` says).
-pub fn decode_pages(bytes: &[u8], keep: &[bool]) -> Result<Vec<BlockPoint>, BlockError> {
-    open(bytes)?.points(Some(keep))
-}
-
-/// [`decode_readings`] of the pages `keep` selects, as [`decode_pages`] reads them.
-pub fn decode_page_readings(bytes: &[u8], keep: &[bool]) -> Result<Readings, BlockError> {
-    open(bytes)?.readings(Some(keep))
-}
-
-/// The points of a block whose time may lie in `[start_ms, end_ms)`: of a block in pages, only
-/// the pages that overlap it (the caller still keeps the points inside).
-pub fn decode_between(
-    bytes: &[u8],
-    start_ms: i64,
-    end_ms: i64,
-) -> Result<Vec<BlockPoint>, BlockError> {
-    let block = open(bytes)?;
-    let keep: Option<Vec<bool>> = block.pages().map(|pages| {
-        pages
-            .iter()
-            .map(|p| p.end_ms >= start_ms && p.start_ms < end_ms)
-            .collect()
-    });
-    block.points(keep.as_deref())
 }
 
 /// A block whose checksum and version were checked, and, in pages, whose directory was read:

@@ -30,10 +30,7 @@ mod tests;
 // `examples/historian_codec.rs` includes this module and uses `encode_with` and `Settings`;
 // each of the server and the example leaves some of these unused.
 #[allow(unused_imports)]
-pub use codec::{
-    decode, decode_between, decode_page_readings, decode_pages, decode_readings, encode,
-    encode_with, page_summaries, Settings,
-};
+pub use codec::{decode, decode_readings, encode, encode_with, open, OpenBlock, Settings};
 #[allow(unused_imports)]
 pub use paged::{PageSummary, PAGE_POINTS};
 #[allow(unused_imports)]

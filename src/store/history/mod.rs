@@ -38,7 +38,7 @@ pub struct BlockMeta {
 }
 
 /// Where a block is: its id, and its start (which finds its partition where there are some).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlockKey {
     pub id: i64,
     pub start_ms: i64,
@@ -136,24 +136,6 @@ pub trait HistoryLayout {
             .collect()
     }
 
-    /// The points of the blocks `keys` that may lie in `[start_ms, end_ms)`: of a block in
-    /// pages, only the pages that overlap it.
-    fn decode_blocks_between(
-        &self,
-        series: i64,
-        keys: &[BlockKey],
-        start_ms: i64,
-        end_ms: i64,
-    ) -> StoreResult<Vec<Vec<BlockPoint>>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.block_data(series, keys)?
-            .iter()
-            .map(|data| blocks::decode_between(data, start_ms, end_ms).map_err(internal))
-            .collect()
-    }
-
     /// Points with `start_ms <= ts < end_ms` in (ts, seq) order, at most `limit`.
     fn read_range(
         &self,
@@ -167,7 +149,13 @@ pub trait HistoryLayout {
         }
         let metas = self.blocks_overlapping(series, start_ms, end_ms)?;
         let keys = blocks_for_range(&metas, start_ms, end_ms, limit);
-        let blocks = self.decode_blocks_between(series, &keys, start_ms, end_ms)?;
+        let by_key: HashMap<BlockKey, &BlockMeta> = metas.iter().map(|m| (m.key(), m)).collect();
+        let chosen: Vec<&BlockMeta> = keys
+            .iter()
+            .filter_map(|key| by_key.get(key).copied())
+            .collect();
+        let data = self.block_data(series, &keys)?;
+        let blocks = pages::points_for_range(&chosen, &data, start_ms, end_ms, limit)?;
         let hot = self.hot_range(series, start_ms, end_ms, limit)?;
         // Sized once: growing a vector of a hundred thousand points copied it several times.
         let mut points = Vec::with_capacity(blocks.iter().map(Vec::len).sum::<usize>() + hot.len());

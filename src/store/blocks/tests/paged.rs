@@ -4,12 +4,25 @@
 
 use super::strategies::{any_value, float_value, int_value, regular_walk, series};
 use super::{point, same_points};
+use crate::store::blocks::layout::Readings;
 use crate::store::blocks::{
-    decode, decode_between, decode_page_readings, decode_pages, decode_readings, encode,
-    page_summaries, summarize, BlockPoint, PAGE_POINTS,
+    decode, decode_readings, encode, open, summarize, BlockError, BlockPoint, PageSummary,
+    PAGE_POINTS,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
+
+fn page_summaries(bytes: &[u8]) -> Result<Option<Vec<PageSummary>>, BlockError> {
+    Ok(open(bytes)?.pages().map(<[PageSummary]>::to_vec))
+}
+
+fn decode_pages(bytes: &[u8], keep: &[bool]) -> Result<Vec<BlockPoint>, BlockError> {
+    open(bytes)?.points(Some(keep))
+}
+
+fn decode_page_readings(bytes: &[u8], keep: &[bool]) -> Result<Readings, BlockError> {
+    open(bytes)?.readings(Some(keep))
+}
 
 /// The pages' point ranges as the directory lists them.
 fn page_ranges(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
@@ -105,7 +118,10 @@ proptest! {
         let _ = decode(&damaged);
         let _ = decode_readings(&damaged);
         let _ = page_summaries(&damaged);
-        let _ = decode_between(&damaged, 0, 5_000_000);
+        if let Ok(block) = open(&damaged) {
+            let keep = block.pages().map(|p| vec![true; p.len()]);
+            let _ = block.points(keep.as_deref());
+        }
         let len = cut.index(bytes.len());
         let mut short = bytes[..len].to_vec();
         if short.len() >= 5 {
@@ -122,28 +138,6 @@ fn a_block_of_one_page_has_no_directory() {
         .map(|i| point(i, json!(i)))
         .collect();
     assert_eq!(page_summaries(&encode(&points).unwrap()).unwrap(), None);
-}
-
-/// A window read decodes only the pages it overlaps.
-#[test]
-fn decode_between_reads_the_overlapping_pages() {
-    let points: Vec<BlockPoint> = (0..PAGE_POINTS as i64 * 4)
-        .map(|i| point(i * 1000, Value::from(i)))
-        .collect();
-    let bytes = encode(&points).unwrap();
-    let ranges = page_ranges(&bytes);
-    assert_eq!(ranges.len(), 4);
-    let second = &points[ranges[1].clone()];
-    let (from, to) = (second[10].ts_ms, second[20].ts_ms);
-    assert!(same_points(
-        second,
-        &decode_between(&bytes, from, to).unwrap()
-    ));
-    assert_eq!(
-        decode_between(&bytes, 0, i64::MAX).unwrap().len(),
-        points.len()
-    );
-    assert!(decode_between(&bytes, i64::MIN, -1).unwrap().is_empty());
 }
 
 /// A long text column and a quality column read back by page.
