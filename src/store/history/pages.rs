@@ -99,7 +99,13 @@ pub fn add_blocks(
         for meta in &metas {
             let outside = meta.end_ms < start_ms || meta.start_ms >= end_ms;
             let inside = meta.start_ms >= start_ms && meta.end_ms < end_ms;
-            keep.push(!outside && !(inside && acc.add_summary(meta)?));
+            // Outside the window: not needed; inside one bucket: counted from its summary
+            // unless the aggregation needs its points.
+            keep.push(match (outside, inside) {
+                (true, _) => false,
+                (false, true) => !acc.add_summary(meta)?,
+                (false, false) => true,
+            });
         }
         pages.push(Some((metas, keep)));
     }

@@ -10,7 +10,7 @@ use crate::store::blocks::{
     PAGE_POINTS,
 };
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::json;
 
 fn page_summaries(bytes: &[u8]) -> Result<Option<Vec<PageSummary>>, BlockError> {
     Ok(open(bytes)?.pages().map(<[PageSummary]>::to_vec))
