@@ -160,7 +160,10 @@ impl OpenBlock<'_> {
 
     /// The numeric readings of the pages `keep` selects, as [`decode_readings`] gives them.
     pub fn readings(self, keep: Option<&[bool]>) -> Result<Readings, BlockError> {
-        self.columns(keep, false)?.readings()
+        match self.body {
+            Body::Paged(block) if block.all_floats() => block.float_readings(keep),
+            _ => self.columns(keep, false)?.readings(),
+        }
     }
 
     fn columns(self, keep: Option<&[bool]>, with_text: bool) -> Result<Columns, BlockError> {

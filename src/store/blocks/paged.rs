@@ -19,7 +19,7 @@
 use super::codec::{Settings, DECIMAL, HAS_QUALITY, HAS_SEQ, KNOWN_FLAGS};
 use super::decimal::{from_decimal, to_decimal};
 use super::frame::{Reader, Writer};
-use super::layout::{ColumnLengths, Columns};
+use super::layout::{ColumnLengths, Columns, Kind, Readings};
 use super::numbers::{decode_numbers, encode_numbers, smallest};
 use super::runs::{decode_run_list, encode_runs};
 use super::summary::summarize;
@@ -349,6 +349,57 @@ impl PagedBlock<'_> {
         }
         self.columns.finish()?;
         Ok(columns)
+    }
+
+    /// Whether every point is a float (a float tag): its readings are its timestamps and its
+    /// float column as they decode.
+    pub fn all_floats(&self) -> bool {
+        self.runs.iter().all(|&(code, _)| code == Kind::Float as u8)
+    }
+
+    /// The readings of the kept pages of a block [`PagedBlock::all_floats`] holds: the
+    /// timestamps and floats decoded, the other columns skipped, no kind spelled out (a year
+    /// chart's edge pages are millions of points).
+    pub fn float_readings(mut self, keep: Option<&[bool]>) -> Result<Readings, BlockError> {
+        let all = vec![true; self.sizes.len()];
+        let keep = keep.unwrap_or(&all);
+        if keep.len() != self.sizes.len() {
+            return Err(BlockError::corrupt(
+                "a read asked for pages it does not have",
+            ));
+        }
+        let sizes = self.sizes.clone();
+        let ts = self.column(&sizes, keep)?;
+        for present in [self.flags & HAS_SEQ != 0, self.flags & HAS_QUALITY != 0] {
+            if present {
+                self.skip_column(sizes.len())?;
+            }
+        }
+        let values = if self.flags & DECIMAL != 0 {
+            let scale = self.columns.byte()?;
+            from_decimal(scale, &self.column::<i64>(&sizes, keep)?)?
+        } else {
+            self.column(&sizes, keep)?
+        };
+        self.columns.finish()?;
+        Ok(Readings { ts, values })
+    }
+
+    /// Passes over the next column of `pages` pages without decoding it.
+    fn skip_column(&mut self, pages: usize) -> Result<(), BlockError> {
+        let sections = match self.columns.byte()? {
+            WHOLE => 1,
+            IN_PAGES => 1 + pages,
+            mode => {
+                return Err(BlockError::corrupt(format!(
+                    "a column has an unknown mode {mode}"
+                )))
+            }
+        };
+        for _ in 0..sections {
+            self.columns.section()?;
+        }
+        Ok(())
     }
 
     /// How many values of each column every page holds, and the kinds of the kept pages'

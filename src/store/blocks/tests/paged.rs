@@ -164,3 +164,47 @@ fn text_and_quality_read_back_by_page() {
     ));
     assert!(same_points(&points, &decode(&bytes).unwrap()));
 }
+
+/// A float tag's readings come from its timestamps and floats alone, with seq and quality
+/// columns passed over; they equal what the points say, page subset by page subset.
+#[test]
+fn float_readings_skip_the_other_columns() {
+    for (seq, quality) in [(false, false), (true, true), (false, true)] {
+        let points: Vec<BlockPoint> = (0..PAGE_POINTS as i64 * 3 + 5)
+            .map(|i| BlockPoint {
+                ts_ms: i * 1000,
+                seq: if seq { i % 2 } else { 0 },
+                value: json!(
+                    20.0 + (i % 101) as f64 / 100.0 + if i % 7 == 0 { 0.001 } else { 0.0 }
+                ),
+                quality: if quality && i % 5 == 0 {
+                    0x8000_0000
+                } else {
+                    0
+                },
+            })
+            .collect();
+        let bytes = encode(&points).unwrap();
+        let ranges = page_ranges(&bytes);
+        for keep in [
+            vec![true, false, true, false],
+            vec![false, false, false, true],
+        ] {
+            let got = decode_page_readings(&bytes, &keep).unwrap();
+            let want: Vec<(i64, u64)> = ranges
+                .iter()
+                .zip(&keep)
+                .filter(|(_, &k)| k)
+                .flat_map(|(r, _)| points[r.clone()].iter())
+                .map(|p| (p.ts_ms, p.value.as_f64().unwrap().to_bits()))
+                .collect();
+            let got: Vec<(i64, u64)> = got
+                .ts
+                .iter()
+                .zip(&got.values)
+                .map(|(&t, x)| (t, x.to_bits()))
+                .collect();
+            assert_eq!(got, want, "seq {seq}, quality {quality}");
+        }
+    }
+}
