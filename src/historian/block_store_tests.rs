@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::store::blocks::MAX_POINTS;
-use crate::store::Quality;
+use crate::store::{HistoryPoint, Quality};
 use serde_json::{json, Value};
 
 const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
@@ -43,6 +43,24 @@ fn series() -> Vec<HistoryWrite> {
             w(T0 + i - i % 3 + i * 1000 / 3, value)
         })
         .collect()
+}
+
+/// Each answer read over blocks is the one read over rows: the same times, values within
+/// float rounding (sums over summaries add in another order).
+fn assert_same_answers(as_rows: &[Vec<HistoryPoint>], as_blocks: &[Vec<HistoryPoint>]) {
+    assert_eq!(as_rows.len(), as_blocks.len());
+    for (i, (rows, blocks)) in as_rows.iter().zip(as_blocks).enumerate() {
+        assert_eq!(rows.len(), blocks.len(), "answer {i}: points");
+        for (a, b) in rows.iter().zip(blocks) {
+            assert_eq!(a.ts_ms, b.ts_ms, "answer {i}");
+            assert!(
+                close(&a.value, &b.value),
+                "answer {i}: {} vs {}",
+                a.value,
+                b.value
+            );
+        }
+    }
 }
 
 fn close(a: &Value, b: &Value) -> bool {
@@ -90,19 +108,7 @@ fn every_aggregation_and_read_agrees_between_rows_and_blocks() {
         "every row closed into blocks: {blocks:?}"
     );
     let as_blocks = read(&store);
-    assert_eq!(as_rows.len(), as_blocks.len());
-    for (i, (rows, blocks)) in as_rows.iter().zip(&as_blocks).enumerate() {
-        assert_eq!(rows.len(), blocks.len(), "answer {i}: points");
-        for (a, b) in rows.iter().zip(blocks) {
-            assert_eq!(a.ts_ms, b.ts_ms, "answer {i}");
-            assert!(
-                close(&a.value, &b.value),
-                "answer {i}: {} vs {}",
-                a.value,
-                b.value
-            );
-        }
-    }
+    assert_same_answers(&as_rows, &as_blocks);
 }
 
 #[test]
@@ -298,18 +304,7 @@ fn closed_days_merge_into_one_block_and_read_the_same() {
         "each closed day is one block"
     );
     let as_blocks = read(&store);
-    for (i, (rows, blocks)) in as_rows.iter().zip(&as_blocks).enumerate() {
-        assert_eq!(rows.len(), blocks.len(), "answer {i}: points");
-        for (a, b) in rows.iter().zip(blocks) {
-            assert_eq!(a.ts_ms, b.ts_ms, "answer {i}");
-            assert!(
-                close(&a.value, &b.value),
-                "answer {i}: {} vs {}",
-                a.value,
-                b.value
-            );
-        }
-    }
+    assert_same_answers(&as_rows, &as_blocks);
     // A late point into a merged day, at a time it holds: after its points there, merged in.
     let at = T0 + DAY + 8_000;
     store.append_history(&[w(at, json!(-1.5))]).unwrap();

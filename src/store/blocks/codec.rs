@@ -174,19 +174,24 @@ impl OpenBlock<'_> {
     }
 }
 
-/// A format 1 or 2 block's columns; its text is left unread (and empty) unless `with_text`.
-fn read_columns(
-    version: u8,
-    mut block: Reader<'_>,
-    with_text: bool,
-) -> Result<Columns, BlockError> {
+/// A block's point count, within what a block may hold.
+pub(super) fn point_count(block: &mut Reader<'_>) -> Result<usize, BlockError> {
     let count = block.varint()?;
     if count == 0 || count > MAX_DECODE_POINTS as u64 {
         return Err(BlockError::corrupt(format!(
             "it says it holds {count} points"
         )));
     }
-    let n = count as usize;
+    Ok(count as usize)
+}
+
+/// A format 1 or 2 block's columns; its text is left unread (and empty) unless `with_text`.
+fn read_columns(
+    version: u8,
+    mut block: Reader<'_>,
+    with_text: bool,
+) -> Result<Columns, BlockError> {
+    let n = point_count(&mut block)?;
     let flags = block.byte()?;
     let known = if version == 1 {
         KNOWN_FLAGS & !DECIMAL

@@ -16,7 +16,7 @@
 //! page (mode 1). Text lengths and text are whole, as in format 2. A page summary is its first
 //! and last time, its numeric count and, when that is not 0, its min, max and sum.
 
-use super::codec::{Settings, DECIMAL, HAS_QUALITY, HAS_SEQ, KNOWN_FLAGS};
+use super::codec::{point_count, Settings, DECIMAL, HAS_QUALITY, HAS_SEQ, KNOWN_FLAGS};
 use super::decimal::{from_decimal, to_decimal};
 use super::frame::{Reader, Writer};
 use super::layout::{ColumnLengths, Columns, Kind, Readings};
@@ -24,7 +24,7 @@ use super::numbers::{decode_numbers, encode_numbers, smallest};
 use super::runs::{decode_run_list, encode_runs};
 use super::summary::summarize;
 use super::text::{decode_text, encode_text};
-use super::{BlockError, BlockPoint, MAX_DECODE_POINTS, MAX_TEXT_BYTES};
+use super::{BlockError, BlockPoint, MAX_TEXT_BYTES};
 use pco::data_types::Number;
 use pco::wrapped::{FileCompressor, FileDecompressor};
 use pco::{ChunkConfig, PagingSpec};
@@ -209,13 +209,8 @@ pub(super) struct PagedBlock<'a> {
 
 /// Opens the body of a format-3 block: everything before its columns, checked.
 pub(super) fn open(mut block: Reader<'_>) -> Result<PagedBlock<'_>, BlockError> {
-    let count = block.varint()?;
-    if count == 0 || count > MAX_DECODE_POINTS as u64 {
-        return Err(BlockError::corrupt(format!(
-            "it says it holds {count} points"
-        )));
-    }
-    let n = count as usize;
+    let n = point_count(&mut block)?;
+    let count = n as u64;
     let flags = block.byte()?;
     if flags & !KNOWN_FLAGS != 0 {
         return Err(BlockError::corrupt(format!(
