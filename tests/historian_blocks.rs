@@ -2,8 +2,9 @@
 //! (every kind of JSON value, -0.0, integers near ±2^63, equal timestamps in arrival order,
 //! out-of-order and late points, series straddling block boundaries) through the window,
 //! last-N and CSV export routes; a data dir written before blocks existed is converted at start
-//! and reads back every point; and a point's quality comes back from every read route. Servers
-//! run with `--historian-seal-idle 1s` so blocks close within the test.
+//! and reads back every point; a day left in several blocks is merged after a restart; and a
+//! point's quality comes back from every read route. Servers run with
+//! `--historian-seal-idle 1s` so blocks close within the test (but one that must keep rows hot).
 
 mod common;
 
@@ -310,4 +311,39 @@ fn quality_reads_back_from_every_route_before_and_after_blocks() {
     check("as rows");
     wait_for_blocks(&server, 1);
     check("in a block");
+}
+
+/// A day left in several blocks (as a version before merging left closed days, or a crash
+/// between closing and merging) is found at the next start and merged, reading back the same.
+#[test]
+fn a_day_left_in_several_blocks_is_merged_after_a_restart() {
+    let mut server = Server::start();
+    server.create_domain("plant");
+    let topic = "plant/unmerged";
+    server.create_tag(DOMAIN, topic, true);
+    let mut mqtt = server.mqtt_admin(Proto::V5, Via::Tcp, "unmerged-feed");
+    let points: Vec<(i64, Value)> = (0..10_000i64)
+        .map(|i| (T0 + i * 1000, json!(20.0 + (i % 300) as f64 / 100.0)))
+        .collect();
+    publish(&mut mqtt, topic, &points);
+    // A receiving tag closes 4,096 points at a time and keeps its newest rows hot: two blocks,
+    // and the day is not closed while rows of it are hot.
+    let blocks = || store_count(&server, "SELECT count(*) FROM hist_blocks");
+    server.poll(Duration::from_secs(30), "two blocks closed", || {
+        (blocks() == 2).then_some(())
+    });
+    // The day's hot rows gone, as if it had ended there: two blocks of a closed day.
+    server.store_sql("DELETE FROM hist_points", "DELETE FROM hist_points");
+    assert_eq!(store_count(&server, "SELECT count(*) FROM hist_points"), 0);
+    assert!(server.terminate().success());
+    server.restart();
+    server.poll(Duration::from_secs(30), "the day merged", || {
+        (store_count(&server, "SELECT count(*) FROM hist_blocks") == 1).then_some(())
+    });
+    let kept = &points[..8_192];
+    assert_points(
+        "after merging",
+        &window(&server, topic, T0, T0 + 86_400_000),
+        kept,
+    );
 }
