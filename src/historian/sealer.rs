@@ -248,7 +248,8 @@ impl Sealer {
                 let Some(tail) = self.tails.get_mut(&key) else {
                     break;
                 };
-                written += (sealed.points as usize).div_ceil(blocks::MAX_POINTS);
+                // A merge of the day this closed counts as the blocks' worth it rewrote.
+                written += ((sealed.points + sealed.merged) as usize).div_ceil(blocks::MAX_POINTS);
                 tail.count = tail.count.saturating_sub(sealed.points);
                 match sealed.next_first_ms {
                     Some(first) if sealed.points > 0 => tail.first_ms = first,

@@ -249,6 +249,14 @@ pub trait HistoryLayout {
     }
 }
 
+/// What closing a series' oldest hot rows did: the points moved into a block, and the points a
+/// merge of the day rewrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Closed {
+    pub points: u64,
+    pub merged: u64,
+}
+
 /// How an engine changes a series' blocks (inside the caller's transaction); closing blocks
 /// and retention are built on these.
 pub trait BlockWrites: HistoryLayout {
@@ -280,11 +288,11 @@ pub trait BlockWrites: HistoryLayout {
     /// 4 KiB SQLite page, PostgreSQL rows under the TOAST threshold) cost more in the smaller
     /// blocks of a four-decimal analog than it saved in pages (docs/decisions.md, "Historian
     /// bytes").
-    fn seal_oldest(&self, series: i64, max_points: usize) -> StoreResult<u64> {
+    fn seal_oldest(&self, series: i64, max_points: usize) -> StoreResult<Closed> {
         let limit = Some(max_points.clamp(1, merge::MERGED_MAX_POINTS) as u64);
         let mut oldest = self.hot_range(series, i64::MIN, i64::MAX, limit)?;
         let Some(first) = oldest.first() else {
-            return Ok(0);
+            return Ok(Closed::default());
         };
         let day = merge::day_of(first.ts_ms);
         let cut = first
@@ -293,14 +301,17 @@ pub trait BlockWrites: HistoryLayout {
             .min(merge::next_day(first.ts_ms));
         oldest.retain(|p| p.ts_ms < cut);
         let Some(last) = oldest.last() else {
-            return Ok(0);
+            return Ok(Closed::default());
         };
         let data = encode(&oldest)?;
         self.insert_encoded(series, &oldest, &data)?;
         self.delete_hot_through(series, last.ts_ms, last.seq)?;
         let hot_first = self.hot_range(series, i64::MIN, i64::MAX, Some(1))?;
-        merge::merge_if_closed(self, series, day, hot_first.first().map(|p| p.ts_ms))?;
-        Ok(oldest.len() as u64)
+        let merged = merge::merge_if_closed(self, series, day, hot_first.first().map(|p| p.ts_ms))?;
+        Ok(Closed {
+            points: oldest.len() as u64,
+            merged,
+        })
     }
 
     /// Retention over blocks: drops the blocks that end before `before_ms` and rewrites the

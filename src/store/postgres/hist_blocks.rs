@@ -325,13 +325,14 @@ impl PgStore {
             return Ok(Sealed::default());
         };
         self.with_layout(series, true, |layout| {
-            let points = layout.seal_oldest(series, max_points)?;
+            let closed = layout.seal_oldest(series, max_points)?;
             let rows = layout.query(
                 "SELECT min(ts) FROM hist_points WHERE series = $1",
                 &[&series],
             )?;
             Ok(Sealed {
-                points,
+                points: closed.points,
+                merged: closed.merged,
                 next_first_ms: rows.first().and_then(|r| r.get(0)),
             })
         })

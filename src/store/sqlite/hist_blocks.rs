@@ -261,13 +261,14 @@ impl SqliteStore {
         let Some(series) = series_id(&tx, domain, topic)? else {
             return Ok(Sealed::default());
         };
-        let points = Layout(&tx).seal_oldest(series, max_points)?;
+        let closed = Layout(&tx).seal_oldest(series, max_points)?;
         let next_first: Option<i64> = tx
             .prepare_cached("SELECT min(ts) FROM hist_points WHERE series = ?1")?
             .query_row([series], |r| r.get(0))?;
         tx.commit()?;
         Ok(Sealed {
-            points,
+            points: closed.points,
+            merged: closed.merged,
             next_first_ms: next_first,
         })
     }

@@ -141,6 +141,9 @@ pub struct DayToMerge {
 pub struct Sealed {
     /// Points moved into the block (0: the tail was empty).
     pub points: u64,
+    /// Points rewritten by merging the day the block closed (0: none), so the writer can count
+    /// a merge's work against its budget between folds.
+    pub merged: u64,
     /// The oldest time left in the tail, if any.
     pub next_first_ms: Option<i64>,
 }
