@@ -8,7 +8,7 @@
 //! rows commit together) and the next start goes on where it stopped.
 
 use crate::store::blocks::{self, MERGED_MAX_POINTS};
-use crate::store::{day_of, DayToMerge, HistoryWrite, Store, StoreResult};
+use crate::store::{day_is_open, DayToMerge, HistoryWrite, Store, StoreResult};
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -49,30 +49,6 @@ pub struct Sealer {
     /// between folds like blocks are closed.
     listing: Option<Receiver<Vec<DayToMerge>>>,
     to_merge: Vec<DayToMerge>,
-}
-
-impl Sealer {
-    /// Merges listed days, up to `budget` blocks' worth; how many it wrote. A day that still
-    /// has hot rows waits: the sealer merges it when it closes.
-    fn merge_some(&mut self, store: &Store, budget: usize) -> StoreResult<usize> {
-        self.receive_days_to_merge();
-        let mut written = 0;
-        while written < budget {
-            let Some(day) = self.to_merge.pop() else {
-                break;
-            };
-            let key = (day.domain, day.topic);
-            let open = self
-                .tails
-                .get(&key)
-                .is_some_and(|t| t.count > 0 && day_of(t.first_ms) <= day.day_ms);
-            if !open {
-                let points = store.merge_history_day(&key.0, &key.1, day.day_ms)?;
-                written += (points as usize).div_ceil(blocks::MAX_POINTS);
-            }
-        }
-        Ok(written)
-    }
 }
 
 /// How often at most the store is asked to give back the space of closed rows.
@@ -116,6 +92,29 @@ impl Sealer {
             }
             Err(e) => tracing::warn!(error = %e, "cannot list the historian's hot rows yet"),
         }
+    }
+
+    /// Merges listed days, up to `budget` blocks' worth; how many it wrote. A day that still
+    /// has hot rows waits: the sealer merges it when it closes.
+    fn merge_some(&mut self, store: &Store, budget: usize) -> StoreResult<usize> {
+        self.receive_days_to_merge();
+        let mut written = 0;
+        while written < budget {
+            let Some(day) = self.to_merge.pop() else {
+                break;
+            };
+            let key = (day.domain, day.topic);
+            let hot_first = self
+                .tails
+                .get(&key)
+                .filter(|t| t.count > 0)
+                .map(|t| t.first_ms);
+            if !day_is_open(day.day_ms, hot_first) {
+                let points = store.merge_history_day(&key.0, &key.1, day.day_ms)?;
+                written += (points as usize).div_ceil(blocks::MAX_POINTS);
+            }
+        }
+        Ok(written)
     }
 
     /// Starts listing the days to merge in the background.

@@ -15,7 +15,7 @@ mod report_historian;
 mod sqlite;
 mod types;
 
-pub use history::merge::day_of;
+pub use history::merge::day_is_open;
 pub use location::{Location, SQLITE_FILE};
 
 pub use record_cache::DEFAULT_CAPACITY as DEFAULT_RECORD_CACHE_BYTES;

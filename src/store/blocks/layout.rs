@@ -95,17 +95,7 @@ impl ColumnLengths {
     pub fn of(kinds: &[u8]) -> Result<ColumnLengths, BlockError> {
         let mut lengths = ColumnLengths::default();
         for &code in kinds {
-            match Kind::from_code(code) {
-                Some(Kind::Float | Kind::IntAsFloat) => lengths.floats += 1,
-                Some(Kind::Int | Kind::BigUint) => lengths.ints += 1,
-                Some(Kind::String | Kind::Json) => lengths.texts += 1,
-                Some(Kind::False | Kind::True | Kind::Null) => {}
-                None => {
-                    return Err(BlockError::corrupt(format!(
-                        "it has an unknown kind {code}"
-                    )))
-                }
-            }
+            lengths.add_run(code, 1)?;
         }
         Ok(lengths)
     }

@@ -41,16 +41,21 @@ pub fn next_day(ts_ms: i64) -> i64 {
     day_of(ts_ms).saturating_add(DAY_MS)
 }
 
-/// After a block of `day` was sealed: merges the day's blocks when the day is closed, that is
-/// when the series' oldest hot row (`hot_first`) is on a later day or there is none. How many
-/// points it rewrote.
+/// Whether `day` is still open for a series whose oldest hot row is at `hot_first`: that row
+/// lies in the day (or before it), so more of the day is still to be closed.
+pub fn day_is_open(day: i64, hot_first: Option<i64>) -> bool {
+    hot_first.is_some_and(|first| day_of(first) <= day)
+}
+
+/// After a block of `day` was sealed: merges the day's blocks unless the day is still open.
+/// How many points it rewrote.
 pub fn merge_if_closed<W: BlockWrites + ?Sized>(
     layout: &W,
     series: i64,
     day: i64,
     hot_first: Option<i64>,
 ) -> StoreResult<u64> {
-    if hot_first.is_some_and(|first| day_of(first) <= day) {
+    if day_is_open(day, hot_first) {
         return Ok(0);
     }
     merge_day(layout, series, day)

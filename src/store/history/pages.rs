@@ -39,13 +39,7 @@ pub fn points_for_range(
                 for (p, page) in pages.iter().enumerate() {
                     if page.end_ms >= start_ms && page.start_ms < end_ms {
                         owners.push((b, Some(p)));
-                        units.push(page_meta(
-                            &BlockKey {
-                                id: units.len() as i64,
-                                start_ms: 0,
-                            },
-                            page,
-                        ));
+                        units.push(page_meta(units.len() as i64, page));
                     }
                 }
             }
@@ -89,7 +83,7 @@ pub fn add_blocks(
         let block = blocks::open(bytes).map_err(internal)?;
         let metas: Option<Vec<BlockMeta>> = block
             .pages()
-            .map(|summaries| summaries.iter().map(|p| page_meta(key, p)).collect());
+            .map(|summaries| summaries.iter().map(|p| page_meta(key.id, p)).collect());
         opened.push(block);
         let Some(metas) = metas else {
             pages.push(None);
@@ -136,10 +130,11 @@ pub fn add_blocks(
     Ok(())
 }
 
-/// A page's summary as a block's, so the accumulator treats both alike.
-fn page_meta(key: &BlockKey, page: &PageSummary) -> BlockMeta {
+/// A page's summary as a block's (under `id`), so the accumulator and `blocks_for_range` treat
+/// both alike.
+fn page_meta(id: i64, page: &PageSummary) -> BlockMeta {
     BlockMeta {
-        id: key.id,
+        id,
         start_ms: page.start_ms,
         end_ms: page.end_ms,
         count: page.count,

@@ -5,8 +5,7 @@
 //! start in periods of [`BLOCK_PERIOD_MS`].
 
 use super::PgStore;
-use crate::store::blocks::BlockPoint;
-use crate::store::blocks::MERGED_MAX_POINTS;
+use crate::store::blocks::{BlockPoint, MERGED_MAX_POINTS};
 use crate::store::history::merge::{self, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
@@ -345,7 +344,7 @@ impl PgStore {
     /// [`COMPACT_LOCK_WAIT`] for the statements in flight; if they do not finish by then the
     /// partitions wait for the next time. A late point for a dropped day creates it again.
     pub fn history_compact(&self) -> StoreResult<()> {
-        let today = chrono::Utc::now().timestamp_millis().div_euclid(86_400_000) * 86_400_000;
+        let today = merge::day_of(chrono::Utc::now().timestamp_millis());
         let past: Vec<(String, i64)> = self
             .query(
                 "SELECT c.relname, \

@@ -4,8 +4,7 @@
 //! drops whole blocks and trims the one the cut falls in.
 
 use super::{SqliteStore, StoreError, StoreResult};
-use crate::store::blocks::BlockPoint;
-use crate::store::blocks::MERGED_MAX_POINTS;
+use crate::store::blocks::{BlockPoint, MERGED_MAX_POINTS};
 use crate::store::history::merge::{self, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
