@@ -380,7 +380,7 @@ fn a_crash_keeps_every_kept_point_and_loses_only_what_was_held() {
     let points: Vec<(i64, f64)> = (0..15).map(|s| (s * 1_000, s.min(9) as f64)).collect();
     publish(&mut mqtt, topic, &points);
     // Killed right after the last acknowledgement, nothing read before: the kept points come
-    // back from the journal; the held candidate is lost (docs/decisions.md).
+    // back from the journal; the held candidate is lost (docs/decisions/historian-compression.md).
     server.kill9();
     drop(mqtt);
     server.restart();

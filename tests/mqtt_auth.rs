@@ -1,8 +1,8 @@
-//! MQTT authentication (SPEC 7, docs/decisions.md): CONNECT without credentials is refused
-//! unless `mqtt_allow_anonymous`; bad passwords, unknown users, unknown and revoked API keys and
-//! forged JWTs are refused; an API key as password (any username), username + user password and
-//! a JWT as password are accepted in both protocol versions and on every listener; revoking an
-//! API key closes the connections made with it and only those.
+//! MQTT authentication (SPEC 7, docs/decisions/broker-and-tags.md): CONNECT without credentials is
+//! refused unless `mqtt_allow_anonymous`; bad passwords, unknown users, unknown and revoked API
+//! keys and forged JWTs are refused; an API key as password (any username), username + user
+//! password and a JWT as password are accepted in both protocol versions and on every listener;
+//! revoking an API key closes the connections made with it and only those.
 
 mod common;
 

@@ -1,7 +1,7 @@
-//! MQTT topic authorization for non-admin credentials (SPEC 7, docs/decisions.md): a user whose
-//! group in domain `a` grants `tags` read-write publishes to `a`'s tags (an admin subscriber
-//! receives them); its publishes to domain `b`'s tag and to undeclared topics are dropped
-//! (MQTT 5 gets "not authorized"); subscribed to `#` it receives `a`'s tag values and never
+//! MQTT topic authorization for non-admin credentials (SPEC 7, docs/decisions/broker-and-tags.md):
+//! a user whose group in domain `a` grants `tags` read-write publishes to `a`'s tags (an admin
+//! subscriber receives them); its publishes to domain `b`'s tag and to undeclared topics are
+//! dropped (MQTT 5 gets "not authorized"); subscribed to `#` it receives `a`'s tag values and never
 //! `b`'s or undeclared topics. A `tags` read-only user receives but cannot publish.
 
 mod common;

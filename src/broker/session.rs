@@ -100,7 +100,8 @@ pub struct SessionState {
     pub principal: Arc<Principal>,
     pub link: Option<Link>,
     /// By filter. A B-tree (24 bytes) rather than a hash map (48): most sessions hold a few
-    /// filters, and every quiet client's session is resident (see docs/decisions.md).
+    /// filters, and every quiet client's session is resident (see
+    /// docs/decisions/broker-and-tags.md).
     pub subscriptions: BTreeMap<String, SubOptions>,
     /// 0 for a session that ends with its connection.
     pub expiry_secs: u32,

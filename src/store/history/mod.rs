@@ -286,8 +286,8 @@ pub trait BlockWrites: HistoryLayout {
     /// day's blocks are merged into one (`merge.rs`). No cut to a byte
     /// size: with decimal floats (block format 2), cutting blocks to 1,850 bytes (two rows to a
     /// 4 KiB SQLite page, PostgreSQL rows under the TOAST threshold) cost more in the smaller
-    /// blocks of a four-decimal analog than it saved in pages (docs/decisions.md, "Historian
-    /// bytes").
+    /// blocks of a four-decimal analog than it saved in pages (docs/decisions/historian-blocks.md,
+    /// "Historian bytes").
     fn seal_oldest(&self, series: i64, max_points: usize) -> StoreResult<Closed> {
         let limit = Some(max_points.clamp(1, merge::MERGED_MAX_POINTS) as u64);
         let mut oldest = self.hot_range(series, i64::MIN, i64::MAX, limit)?;

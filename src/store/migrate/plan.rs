@@ -1,7 +1,7 @@
 //! Which tables `svc migrate` copies, in which order, and how: svc's own SQLite tables with
 //! their PostgreSQL counterparts (same names and columns, types as the PostgreSQL migrations
 //! declare them), and a domain's record table in its schema. What is left out, and why, is in
-//! docs/decisions.md ("svc migrate").
+//! docs/decisions/postgres.md ("svc migrate").
 
 use super::batch::{col, col_or, Column, Kind, Partitioning, TableCopy, DO_NOTHING};
 use crate::ids::TableRef;
