@@ -1,7 +1,9 @@
 //! The historian's rules without transport: how a query window is read from a request, how an
 //! MQTT payload becomes a (timestamp, value) point, the aggregations, and the CSV exports (UTC,
-//! or in a time zone for the SDK's aggregated export). The SQL lives in `store::historian`; HTTP
-//! and MQTT wiring live in the server and broker modules.
+//! or in a time zone for the SDK's aggregated export). The SQL lives in the store: each engine's
+//! `historian.rs`, `hist_blocks.rs` (and on SQLite `hist_journal.rs`) under `store::sqlite` and
+//! `store::postgres`, with the reads both engines share in `store::history` and the block codec
+//! in `store::blocks`; HTTP and MQTT wiring live in the server and broker modules.
 
 // wired into the server by the broker step
 #![allow(dead_code)]

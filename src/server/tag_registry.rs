@@ -1,6 +1,7 @@
 //! In-memory views of the tags that the broker consults on every message: which domain owns
-//! each topic (and whether it historizes it), the latest value of every topic, and the
-//! historian retention sweep.
+//! each topic (and whether it historizes it, and with which compression), which domain's
+//! namespace covers a topic no tag declares, and the historian retention sweep. The latest value
+//! of every topic is kept apart, in `last_values.rs`.
 //!
 //! A topic has at most one owner, and every authorization decision (MQTT publish and delivery,
 //! tag reads and writes, functions, flows, the historian) asks that owner. Declaring a path that
