@@ -9,6 +9,8 @@ pub mod sql_output;
 pub mod typescript;
 
 use crate::schedule::Schedule;
+pub use crate::store::{CodeVersion, RunRecord};
+use crate::time::now_rfc3339;
 use crate::topic::validate_topic_filter;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -193,24 +195,6 @@ impl Trigger {
     }
 }
 
-/// One run of a function or a flow, as `GET /svc/processes/runs/:name` lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    pub id: i64,
-    pub name: String,
-    pub started_dt: String,
-    /// What started it: `manual`, `http`, `tag_change`, `interval`, `cron` (flows: the node).
-    pub trigger: String,
-    pub duration_ms: u64,
-    pub success: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    #[serde(default)]
-    pub logs: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<Value>,
-}
-
 /// What `POST /svc/processes/execute` answers for a run that succeeded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecuteResponse {
@@ -218,18 +202,6 @@ pub struct ExecuteResponse {
     pub output: Value,
     pub logs: Vec<String>,
     pub duration_ms: u64,
-}
-
-/// A stored version of a function's code (`GET /svc/code/:name/versions`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CodeVersion {
-    pub version: u64,
-    pub language: String,
-    pub module: bool,
-    pub code: String,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub modules: BTreeMap<String, String>,
-    pub created_dt: String,
 }
 
 /// Function names: what `POST /svc/code/:name` and the execute route address them by.
@@ -248,6 +220,18 @@ pub fn parse_triggers(value: Value) -> Result<Vec<Trigger>, String> {
 }
 
 impl FunctionDef {
+    /// This definition's code as the stored version `self.version`, stamped now.
+    pub fn version_now(&self) -> CodeVersion {
+        CodeVersion {
+            version: self.version,
+            language: self.language.clone(),
+            module: self.module,
+            code: self.code.clone(),
+            modules: self.modules.clone(),
+            created_dt: now_rfc3339(),
+        }
+    }
+
     /// Reads a function record's fields (defaults filled in) and checks every rule except the
     /// code's syntax, which the engine checks.
     pub fn from_fields(fields: &Map<String, Value>) -> Result<FunctionDef, String> {

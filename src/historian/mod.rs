@@ -47,70 +47,8 @@ pub use window::{
 };
 
 use crate::store::{Store, StoreResult};
-use std::fmt;
-use std::str::FromStr;
 
-/// How values of one bucket are reduced to one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Aggregation {
-    Mean,
-    Sum,
-    Min,
-    Max,
-    Median,
-    Count,
-    First,
-    Last,
-}
-
-impl Aggregation {
-    pub const ALL: [Aggregation; 8] = [
-        Aggregation::Mean,
-        Aggregation::Sum,
-        Aggregation::Min,
-        Aggregation::Max,
-        Aggregation::Median,
-        Aggregation::Count,
-        Aggregation::First,
-        Aggregation::Last,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Aggregation::Mean => "mean",
-            Aggregation::Sum => "sum",
-            Aggregation::Min => "min",
-            Aggregation::Max => "max",
-            Aggregation::Median => "median",
-            Aggregation::Count => "count",
-            Aggregation::First => "first",
-            Aggregation::Last => "last",
-        }
-    }
-}
-
-impl fmt::Display for Aggregation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Aggregation {
-    type Err = String;
-
-    /// Accepts the names in any letter case.
-    fn from_str(text: &str) -> Result<Aggregation, String> {
-        Aggregation::ALL
-            .into_iter()
-            .find(|a| a.as_str().eq_ignore_ascii_case(text.trim()))
-            .ok_or_else(|| {
-                format!(
-                    "`aggregation` `{text}` is not one of mean, sum, min, max, median, count, \
-                     first, last"
-                )
-            })
-    }
-}
+pub use crate::store::Aggregation;
 
 /// Runs a resolved query window: raw values oldest first, or one point per non-empty bucket
 /// (then `limit` caps the number of buckets returned).

@@ -11,7 +11,7 @@ use crate::flows::graph;
 use crate::functions::{engine, FunctionDef, CREATED_BY, PROCESSES};
 use crate::ids::{RecordId, TableRef};
 use crate::schema::Collection;
-use crate::store::{version_now, Store, StoreError, StoreResult, NAMESPACES, TAGS};
+use crate::store::{Store, StoreError, StoreResult, NAMESPACES, TAGS};
 use crate::upstream::config::{self as upstream, UPSTREAMS};
 use serde_json::{json, Map, Value};
 
@@ -341,7 +341,7 @@ impl SystemTable {
                 .and_then(Value::as_object)
                 .and_then(|f| FunctionDef::from_fields(f).ok()),
         ) {
-            let version = version_now(def.version, &def);
+            let version = def.version_now();
             let domain = domain.to_string();
             state
                 .store

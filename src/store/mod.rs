@@ -22,14 +22,11 @@ pub use record_cache::DEFAULT_CAPACITY as DEFAULT_RECORD_CACHE_BYTES;
 pub use sqlite::check_svc_database;
 pub use types::*;
 
-use crate::functions::{CodeVersion, RunRecord};
-use crate::historian::Aggregation;
 use crate::ids::TableRef;
 use crate::model::{ApiKeyInfo, Domain, Grant, Group, NamedGrant, UserProfile};
 use crate::query::{Filter, ListQuery};
 use crate::report_sql::CheckedQuery;
 use crate::schema::Collection;
-use crate::upstream::queue::Item;
 // The historian's reads are provided methods of this trait on both engines.
 use history::SeriesReads;
 use postgres::PgStore;
@@ -317,8 +314,8 @@ engine_calls! {
     fn history_compact(&self) -> StoreResult<()>;
 
     // ---- upstream bridges ----
-    fn upstream_queue_write(&self, appends: &[(&str, &Item)], deletes: &[(&str, &[i64])]) -> StoreResult<()>;
-    fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<Item>>;
+    fn upstream_queue_write(&self, appends: &[(&str, &UpstreamMessage)], deletes: &[(&str, &[i64])]) -> StoreResult<()>;
+    fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<UpstreamMessage>>;
     fn upstream_queue_last_seq(&self) -> StoreResult<i64>;
     fn upstream_queue_clear(&self, upstream: &str) -> StoreResult<()>;
 

@@ -1,6 +1,6 @@
 //! The rows of a report's `historian` relation, the same on both engines. Blocks can only be
 //! decoded in Rust, so before a report runs, the points its scope admits
-//! ([`crate::report_scope`]) are read through the historian's own read path (blocks and hot
+//! ([`crate::report_sql::scope`]) are read through the historian's own read path (blocks and hot
 //! rows merged in (ts, seq) order, in the caller's one snapshot) and handed to the engine,
 //! which copies them into a temporary table of the report's own transaction. The relation is
 //! then a CTE over that table instead of `hist_points`.
@@ -11,7 +11,7 @@
 use super::blocks::BlockPoint;
 use super::history::HistoryLayout;
 use super::{ReportLimits, StoreError, StoreResult};
-use crate::report_scope::HistorianScope;
+use crate::report_sql::scope::HistorianScope;
 use std::time::Instant;
 
 /// Points asked of the read path at once: bounds what a report holds in memory.

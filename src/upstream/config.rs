@@ -6,8 +6,7 @@ use crate::duration::parse_duration;
 use crate::topic::{validate_topic_filter, validate_topic_name};
 use serde_json::{json, Map, Value};
 
-/// Name of the per-domain system table holding upstreams.
-pub const UPSTREAMS: &str = "upstreams";
+pub use crate::store::UPSTREAMS;
 /// The permission feature of upstreams (domain scope `*`).
 pub const FEATURE: &str = "upstreams";
 

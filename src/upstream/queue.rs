@@ -8,7 +8,7 @@
 //! acknowledged, dropped) is listed in [`OutQueue::take_removed`] for the store to forget.
 
 use crate::duration::parse_duration;
-use bytes::Bytes;
+pub use crate::store::UpstreamMessage;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -48,22 +48,7 @@ impl Limits {
     }
 }
 
-/// One message on its way to the upstream (its topic already the remote one).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Item {
-    pub seq: i64,
-    pub topic: String,
-    pub payload: Bytes,
-    pub qos: u8,
-    pub retain: bool,
-    /// Bridges the message crossed before this one.
-    pub hops: u8,
-    pub enqueued_ms: i64,
-    /// Which binding of the upstream carried it out.
-    pub binding: usize,
-}
-
-impl Item {
+impl UpstreamMessage {
     fn size(&self) -> u64 {
         (self.topic.len() + self.payload.len()) as u64
     }
@@ -97,9 +82,9 @@ pub struct Depth {
 pub struct OutQueue {
     limits: Limits,
     /// Waiting to be sent, by sequence number.
-    pending: BTreeMap<i64, Item>,
+    pending: BTreeMap<i64, UpstreamMessage>,
     /// Sent on the current connection, not yet acknowledged.
-    unacked: BTreeMap<i64, Item>,
+    unacked: BTreeMap<i64, UpstreamMessage>,
     /// With `conflate`: the waiting message of each topic.
     latest: HashMap<String, i64>,
     bytes: u64,
@@ -109,7 +94,7 @@ pub struct OutQueue {
 
 impl OutQueue {
     /// A queue holding what the store kept (in sequence order).
-    pub fn new(limits: Limits, stored: Vec<Item>) -> OutQueue {
+    pub fn new(limits: Limits, stored: Vec<UpstreamMessage>) -> OutQueue {
         let mut queue = OutQueue {
             limits,
             pending: BTreeMap::new(),
@@ -138,12 +123,12 @@ impl OutQueue {
 
     /// Takes in a message the store now holds. Returns whether it was kept (`reject` refuses
     /// a message that does not fit).
-    pub fn push(&mut self, item: Item, now_ms: i64) -> bool {
+    pub fn push(&mut self, item: UpstreamMessage, now_ms: i64) -> bool {
         self.expire(now_ms);
         self.admit(item)
     }
 
-    fn admit(&mut self, item: Item) -> bool {
+    fn admit(&mut self, item: UpstreamMessage) -> bool {
         if self.limits.conflate {
             if let Some(older) = self.latest.insert(item.topic.clone(), item.seq) {
                 if let Some(old) = self.pending.remove(&older) {
@@ -173,14 +158,14 @@ impl OutQueue {
         true
     }
 
-    fn unlatest(&mut self, item: &Item) {
+    fn unlatest(&mut self, item: &UpstreamMessage) {
         if self.latest.get(&item.topic) == Some(&item.seq) {
             self.latest.remove(&item.topic);
         }
     }
 
     /// A message leaves the queue: its bytes are freed and the store is to forget it.
-    fn forget(&mut self, item: &Item) {
+    fn forget(&mut self, item: &UpstreamMessage) {
         self.bytes = self.bytes.saturating_sub(item.size());
         self.removed.push(item.seq);
     }
@@ -201,7 +186,7 @@ impl OutQueue {
 
     /// Up to `max` waiting messages to send now, oldest first; they wait for their
     /// acknowledgement in the queue.
-    pub fn take(&mut self, max: usize, now_ms: i64) -> Vec<Item> {
+    pub fn take(&mut self, max: usize, now_ms: i64) -> Vec<UpstreamMessage> {
         self.expire(now_ms);
         let mut out = Vec::with_capacity(max.min(self.pending.len()));
         while out.len() < max {
@@ -216,7 +201,7 @@ impl OutQueue {
     }
 
     /// The upstream acknowledged (or, with `refused`, refused) a sent message.
-    pub fn acked(&mut self, seq: i64, refused: bool) -> Option<Item> {
+    pub fn acked(&mut self, seq: i64, refused: bool) -> Option<UpstreamMessage> {
         let item = self.unacked.remove(&seq)?;
         self.forget(&item);
         if refused {
@@ -256,6 +241,7 @@ impl OutQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn limits(max_messages: usize) -> Limits {
         Limits {
@@ -267,8 +253,8 @@ mod tests {
         }
     }
 
-    fn item(seq: i64, topic: &str, at: i64) -> Item {
-        Item {
+    fn item(seq: i64, topic: &str, at: i64) -> UpstreamMessage {
+        UpstreamMessage {
             seq,
             topic: topic.into(),
             payload: Bytes::from(seq.to_string()),
@@ -280,7 +266,7 @@ mod tests {
         }
     }
 
-    fn seqs(items: &[Item]) -> Vec<i64> {
+    fn seqs(items: &[UpstreamMessage]) -> Vec<i64> {
         items.iter().map(|i| i.seq).collect()
     }
 

@@ -3,7 +3,7 @@
 //! the acknowledged messages of every upstream share a commit, so the cost of a commit (its
 //! WAL pages) is spread over many messages.
 
-use super::queue::Item;
+use super::queue::UpstreamMessage;
 use crate::group_commit::GroupCommit;
 use crate::store::Store;
 
@@ -12,7 +12,7 @@ const MAX_GROUP: usize = 256;
 
 enum Write {
     /// Messages for upstream queues (queue id, message).
-    Append(Vec<(String, Item)>),
+    Append(Vec<(String, UpstreamMessage)>),
     /// Messages that left a queue (queue id, sequence numbers).
     Delete(String, Vec<i64>),
 }
@@ -32,7 +32,7 @@ impl QueueWriter {
     }
 
     /// Appends messages to their queues; `Ok` once they are committed.
-    pub async fn append(&self, items: Vec<(String, Item)>) -> Result<(), String> {
+    pub async fn append(&self, items: Vec<(String, UpstreamMessage)>) -> Result<(), String> {
         self.writer.write(Write::Append(items)).await
     }
 
@@ -44,7 +44,7 @@ impl QueueWriter {
 }
 
 fn write_group(store: &Store, group: &[Write]) -> Result<(), String> {
-    let mut appends: Vec<(&str, &Item)> = Vec::new();
+    let mut appends: Vec<(&str, &UpstreamMessage)> = Vec::new();
     let mut deletes: Vec<(&str, &[i64])> = Vec::new();
     for write in group {
         match write {

@@ -10,7 +10,7 @@
 
 use super::binding::Binding;
 use super::echo::EchoGuard;
-use super::queue::{Depth, Dropped, Item, Limits, OutQueue};
+use super::queue::{Depth, Dropped, Limits, OutQueue, UpstreamMessage};
 use super::queue_writer::QueueWriter;
 use crate::store::Store;
 use async_trait::async_trait;
@@ -126,7 +126,7 @@ impl Outbox {
     }
 
     /// Takes in messages the store now holds.
-    fn push(&self, items: impl Iterator<Item = Item>) {
+    fn push(&self, items: impl Iterator<Item = UpstreamMessage>) {
         let now = now_ms();
         let mut queue = lock(&self.queue);
         for item in items {
@@ -232,7 +232,7 @@ impl Relay {
 
     /// The queue entry for a local message this upstream carries out, if it does; counts
     /// a message at the hop limit as a loop.
-    pub fn entry_for(&self, message: &Outbound<'_>) -> Option<Item> {
+    pub fn entry_for(&self, message: &Outbound<'_>) -> Option<UpstreamMessage> {
         if message.origin == Some(&*self.origin) || message.topic.starts_with('$') {
             return None;
         }
@@ -246,7 +246,7 @@ impl Relay {
             return None;
         }
         let b = &self.bindings[binding];
-        Some(Item {
+        Some(UpstreamMessage {
             seq: self.outbox.next_seq(),
             topic: remote,
             payload: message.payload.clone(),
@@ -259,7 +259,7 @@ impl Relay {
     }
 
     /// Takes in entries made by [`Relay::entry_for`] once the store holds them.
-    pub fn enqueue(&self, items: impl Iterator<Item = Item>) {
+    pub fn enqueue(&self, items: impl Iterator<Item = UpstreamMessage>) {
         self.outbox.push(items);
     }
 
@@ -296,7 +296,7 @@ impl Relay {
         }
     }
 
-    fn count_out(&self, item: &Item) {
+    fn count_out(&self, item: &UpstreamMessage) {
         let c = &self.counters;
         c.out_messages.fetch_add(1, Ordering::Relaxed);
         c.out_bytes

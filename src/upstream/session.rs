@@ -5,7 +5,7 @@
 //! each) and packets decoded from whatever one read brought.
 
 use super::connect::{Failure, Target};
-use super::queue::Item;
+use super::queue::UpstreamMessage;
 use super::wire::{self, Reader, Writer};
 use crate::broker::{BRIDGE_PROPERTY, HOPS_PROPERTY};
 use bytes::{Bytes, BytesMut};
@@ -270,7 +270,11 @@ impl Session {
 
     /// Queues a message for the upstream (`packet_id` for QoS 1/2); MQTT 5 carries the hop
     /// count it will have there.
-    pub fn publish(&mut self, item: &Item, packet_id: Option<u16>) -> Result<(), Failure> {
+    pub fn publish(
+        &mut self,
+        item: &UpstreamMessage,
+        packet_id: Option<u16>,
+    ) -> Result<(), Failure> {
         let properties = matches!(self.codec, Codec::V5(_)).then(|| v5::PublishProperties {
             user_properties: vec![(
                 HOPS_PROPERTY.into(),

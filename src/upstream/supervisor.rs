@@ -11,7 +11,7 @@
 
 use super::binding::Binding;
 use super::connect::{Failure, Target};
-use super::queue::{Item, Limits};
+use super::queue::{Limits, UpstreamMessage};
 use super::queue_writer::QueueWriter;
 use super::relay::{Local, Outbound, Outbox, Relay, Traffic};
 use super::session::Open;
@@ -163,7 +163,7 @@ impl Supervisor {
         if routes.is_empty() {
             return Ok(());
         }
-        let mut entries: Vec<(usize, Item)> = Vec::new();
+        let mut entries: Vec<(usize, UpstreamMessage)> = Vec::new();
         for message in messages {
             for (route, relay) in routes.iter().enumerate() {
                 entries.extend(relay.entry_for(message).map(|item| (route, item)));
@@ -172,7 +172,7 @@ impl Supervisor {
         if entries.is_empty() {
             return Ok(());
         }
-        let rows: Vec<(String, Item)> = entries
+        let rows: Vec<(String, UpstreamMessage)> = entries
             .iter()
             .map(|(route, item)| (routes[*route].outbox.id.clone(), item.clone()))
             .collect();

@@ -4,9 +4,9 @@
 //! its summary in one step and a straddling block or a hot row adds its points one by one.
 
 use super::BlockMeta;
-use crate::historian::Aggregation;
 use crate::store::blocks::BlockPoint;
 use crate::store::types::{number_json, numeric, HistoryPoint};
+use crate::store::Aggregation;
 use crate::store::StoreResult;
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -17,7 +17,7 @@ mod pages;
 use super::blocks::{self, BlockPoint};
 use super::types::{buckets_between, HistoryPoint, Quality};
 use super::{StoreError, StoreResult};
-use crate::historian::Aggregation;
+use crate::store::Aggregation;
 
 pub use buckets::Accumulator;
 use std::collections::HashMap;

@@ -56,7 +56,7 @@ fn a_late_block_overlapping_the_chosen_ones_is_decoded_too() {
 
 mod readings {
     use super::super::Accumulator;
-    use crate::historian::Aggregation;
+    use crate::store::Aggregation;
     use proptest::prelude::*;
 
     fn answer(acc: Accumulator) -> Vec<(i64, String)> {

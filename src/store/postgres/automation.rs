@@ -2,9 +2,9 @@
 //! the log of runs, as the SQLite engine keeps them (`sqlite/automation.rs`).
 
 use super::PgStore;
-use crate::functions::{CodeVersion, RunRecord};
 use crate::store::types::*;
 use crate::store::StoreResult;
+use crate::store::{CodeVersion, RunRecord};
 use serde_json::Value;
 use std::collections::BTreeMap;
 

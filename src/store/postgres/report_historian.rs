@@ -7,7 +7,7 @@
 
 use super::hist_blocks::Layout;
 use super::PgStore;
-use crate::report_scope::HistorianScope;
+use crate::report_sql::scope::HistorianScope;
 use crate::store::report_historian::{read_scope, TEMP_TABLE};
 use crate::store::{ReportLimits, StoreResult};
 use deadpool_postgres::Transaction;

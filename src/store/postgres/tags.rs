@@ -102,7 +102,7 @@ impl PgStore {
     pub fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
         let rows = self.system_rows(
             domain,
-            crate::upstream::config::UPSTREAMS,
+            crate::store::UPSTREAMS,
             |t| {
                 format!(
                     "SELECT u.key, u.data, s.password FROM {t} AS u \

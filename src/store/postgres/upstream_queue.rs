@@ -4,13 +4,13 @@
 use super::PgStore;
 use crate::store::types::seq_runs;
 use crate::store::StoreResult;
-use crate::upstream::queue::Item;
+use crate::store::UpstreamMessage;
 
 impl PgStore {
     /// Appends messages to upstream queues and deletes messages from them, in one transaction.
     pub fn upstream_queue_write(
         &self,
-        appends: &[(&str, &Item)],
+        appends: &[(&str, &UpstreamMessage)],
         deletes: &[(&str, &[i64])],
     ) -> StoreResult<()> {
         self.block(async {
@@ -63,7 +63,7 @@ impl PgStore {
     }
 
     /// An upstream's queue on this instance, oldest first.
-    pub fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<Item>> {
+    pub fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<UpstreamMessage>> {
         Ok(self
             .query(
                 "SELECT seq, topic, payload, qos, retain, hops, enqueued_ms, binding \
@@ -71,7 +71,7 @@ impl PgStore {
                 &[&self.instance, &upstream],
             )?
             .iter()
-            .map(|r| Item {
+            .map(|r| UpstreamMessage {
                 seq: r.get(0),
                 topic: r.get(1),
                 payload: r.get::<_, Vec<u8>>(2).into(),

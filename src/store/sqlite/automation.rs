@@ -3,8 +3,8 @@
 //! flow. Both tables carry the domain as a column and are only read by (domain, name).
 
 use super::{SqliteStore, StoreResult};
-use crate::functions::{CodeVersion, RunRecord};
 use crate::store::types::*;
+use crate::store::{CodeVersion, RunRecord};
 use rusqlite::params;
 use serde_json::Value;
 use std::collections::BTreeMap;

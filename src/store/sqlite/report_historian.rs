@@ -10,7 +10,7 @@
 
 use super::hist_blocks::Layout;
 use super::StoreResult;
-use crate::report_scope::HistorianScope;
+use crate::report_sql::scope::HistorianScope;
 use crate::store::blocks::BlockPoint;
 use crate::store::report_historian::{read_scope, TEMP_TABLE};
 use crate::store::ReportLimits;

@@ -7,7 +7,7 @@
 
 use super::{SqliteStore, StoreResult};
 use crate::store::types::seq_runs;
-use crate::upstream::queue::Item;
+use crate::store::UpstreamMessage;
 use rusqlite::params;
 
 impl SqliteStore {
@@ -16,7 +16,7 @@ impl SqliteStore {
     /// transaction.
     pub fn upstream_queue_write(
         &self,
-        appends: &[(&str, &Item)],
+        appends: &[(&str, &UpstreamMessage)],
         deletes: &[(&str, &[i64])],
     ) -> StoreResult<()> {
         let mut conn = self.conn()?;
@@ -54,14 +54,14 @@ impl SqliteStore {
     }
 
     /// An upstream's queue, oldest first.
-    pub fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<Item>> {
+    pub fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<UpstreamMessage>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(
             "SELECT seq, topic, payload, qos, retain, hops, enqueued_ms, binding \
              FROM upstream_outbox WHERE upstream = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map(params![upstream], |r| {
-            Ok(Item {
+            Ok(UpstreamMessage {
                 seq: r.get(0)?,
                 topic: r.get(1)?,
                 payload: r.get::<_, Vec<u8>>(2)?.into(),
@@ -98,8 +98,8 @@ impl SqliteStore {
 mod tests {
     use super::*;
 
-    fn item(seq: i64) -> Item {
-        Item {
+    fn item(seq: i64) -> UpstreamMessage {
+        UpstreamMessage {
             seq,
             topic: format!("corp/t{seq}"),
             payload: bytes::Bytes::from(vec![0, 1, 2]),
@@ -115,8 +115,9 @@ mod tests {
     fn appended_messages_come_back_in_order_until_deleted() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = SqliteStore::open(&dir.path().join("q.db")).expect("open");
-        let items: Vec<Item> = (1..=6).map(item).collect();
-        let rows: Vec<(&str, &Item)> = items.iter().map(|i| ("a.upstreams:x", i)).collect();
+        let items: Vec<UpstreamMessage> = (1..=6).map(item).collect();
+        let rows: Vec<(&str, &UpstreamMessage)> =
+            items.iter().map(|i| ("a.upstreams:x", i)).collect();
         store.upstream_queue_write(&rows, &[]).expect("append");
         store
             .upstream_queue_write(

@@ -33,7 +33,7 @@ impl SqliteStore {
     /// Every upstream record of `domain` (its fields, without id and times) by key, with its
     /// password.
     pub fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
-        let Ok(table) = TableRef::new(domain, crate::upstream::config::UPSTREAMS) else {
+        let Ok(table) = TableRef::new(domain, crate::store::UPSTREAMS) else {
             return Ok(Vec::new());
         };
         let conn = self.conn()?;

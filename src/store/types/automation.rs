@@ -1,7 +1,8 @@
 //! What functions and flows leave in the store: the policy of the run log and the owners of runs.
 
-use crate::functions::CodeVersion;
-use crate::time::now_rfc3339;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 // ---- Functions and flows ----
 
@@ -26,14 +27,32 @@ impl RunOwner {
     }
 }
 
-/// A version stamped now.
-pub fn version_now(version: u64, def: &crate::functions::FunctionDef) -> CodeVersion {
-    CodeVersion {
-        version,
-        language: def.language.clone(),
-        module: def.module,
-        code: def.code.clone(),
-        modules: def.modules.clone(),
-        created_dt: now_rfc3339(),
-    }
+/// One run of a function or a flow, as `GET /svc/processes/runs/:name` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: i64,
+    pub name: String,
+    pub started_dt: String,
+    /// What started it: `manual`, `http`, `tag_change`, `interval`, `cron` (flows: the node).
+    pub trigger: String,
+    pub duration_ms: u64,
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub logs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+}
+
+/// A stored version of a function's code (`GET /svc/code/:name/versions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodeVersion {
+    pub version: u64,
+    pub language: String,
+    pub module: bool,
+    pub code: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub modules: BTreeMap<String, String>,
+    pub created_dt: String,
 }

@@ -8,6 +8,7 @@ mod historian;
 mod identity;
 mod peers;
 mod records;
+mod upstream;
 
 pub use automation::*;
 pub use broker::*;
@@ -15,6 +16,7 @@ pub use historian::*;
 pub use identity::*;
 pub use peers::*;
 pub use records::*;
+pub use upstream::*;
 
 /// Which engine runs and where: the `storage` part of `GET /svc/`.
 #[derive(Debug, Clone)]

@@ -202,6 +202,8 @@ pub fn resolve_report_relations(
 pub const TAGS: &str = "tags";
 /// Name of the per-domain system table holding the domain's namespaces (UNS branches).
 pub const NAMESPACES: &str = "namespaces";
+/// Name of the per-domain system table holding upstreams.
+pub const UPSTREAMS: &str = "upstreams";
 
 /// What the registry keeps of a tag record.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,8 @@
 //! another domain's data is unreachable by construction: no name in the checked query can reach
 //! a physical table.
 
+pub mod scope;
+
 use sqlparser::ast::{
     Cte, Expr, ObjectName, Query, SetExpr, Statement, TableFactor, Value, Visit, Visitor, With,
 };
@@ -145,9 +147,9 @@ pub fn check(sql: &str) -> Result<CheckedQuery, String> {
 }
 
 impl CheckedQuery {
-    /// The historian points the query can read (see [`crate::report_scope`]).
-    pub fn historian_scope(&self) -> crate::report_scope::HistorianScope {
-        crate::report_scope::historian_scope(&self.query)
+    /// The historian points the query can read (see [`crate::report_sql::scope`]).
+    pub fn historian_scope(&self) -> crate::report_sql::scope::HistorianScope {
+        crate::report_sql::scope::historian_scope(&self.query)
     }
 
     /// The query's SQL with `definitions` (`(name, SELECT …)`, one per relation it names)

@@ -16,7 +16,7 @@
 //! `BINARY`, PostgreSQL's `"C"`); the text grows with the time, so the times a comparison
 //! admits are found by bisection over [`timestamp_text`] whatever the literal looks like.
 
-use crate::report_sql::HISTORIAN;
+use super::HISTORIAN;
 use sqlparser::ast::{
     BinaryOperator, Expr, JoinOperator, ObjectName, Query, Select, SetExpr, TableFactor, Value,
     Visit, Visitor,
