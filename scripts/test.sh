@@ -7,7 +7,7 @@
 #   python3            Debian's interpreter, which runs Python processes (svc looks for
 #                      /usr/bin/python3 first: a pyenv or venv shim is not an interpreter)
 #   python3-venv, python3-pip  a venv under target/ holding schemathesis (pinned), which
-#                      tests/schemathesis.rs runs against the served OpenAPI document
+#                      tests/it/schemathesis.rs runs against the served OpenAPI document
 #   postgresql         the PostgreSQL engine's tests start a private server of their own
 #                      (initdb in a temporary directory, as an unprivileged user)
 # Needs only the Rust toolchain; system packages come from apt (as root, or through sudo).
@@ -32,7 +32,7 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get clean # the downloaded packages are installed; their copies only take disk
 fi
 
-# schemathesis from PyPI, pinned, in its own venv (tests/schemathesis.rs looks for it there).
+# schemathesis from PyPI, pinned, in its own venv (tests/it/schemathesis.rs looks for it there).
 SCHEMATHESIS_VERSION=4.32.5
 venv="${CARGO_TARGET_DIR:-target}/schemathesis-venv"
 if [ "$("$venv/bin/schemathesis" --version 2>/dev/null | grep -o '[0-9][0-9.]*$')" != "$SCHEMATHESIS_VERSION" ]; then
@@ -42,7 +42,7 @@ fi
 
 # The whole suite on each store engine: SQLite (the embedded default), then PostgreSQL, where
 # every test server gets a fresh database on a private cluster its test binary starts
-# (tests/common/postgres.rs).
+# (tests/it/common/postgres.rs).
 status=0
 echo "== the suite on the SQLite engine"
 cargo test --locked "$@" || status=$?

@@ -1,0 +1,91 @@
+//! The integration tests: one binary, a module per area, so the harness (`common`) and the
+//! clients it links (tokio, reqwest, rustls, the WebDriver client) are compiled once. Every
+//! test starts the real `svc` binary (`CARGO_BIN_EXE_svc`) on free ports with a data dir
+//! of its own; `SVC_TEST_ENGINE=postgres` puts them all on the PostgreSQL engine.
+
+// The harness and the helpers some areas share.
+mod cli_support;
+mod common;
+mod console_support;
+mod mosquitto_clients_support;
+mod tui_support;
+
+// One module per area.
+mod auth;
+mod automation_chains;
+mod backup;
+mod broker_clients;
+mod cli_auth;
+mod cli_functions;
+mod cli_import;
+mod cli_namespaces;
+mod cli_papercuts;
+mod cli_readme;
+mod cli_records;
+mod cli_reports;
+mod cli_tags;
+mod cli_upstreams;
+mod code_uploads;
+mod collections;
+mod console;
+mod console_admin;
+mod console_flows;
+mod console_records;
+mod console_system;
+mod console_tag;
+mod durability;
+mod errors;
+mod flows;
+mod functions;
+mod functions_python;
+mod functions_typescript;
+mod group_changes;
+mod historian;
+mod historian_blocks;
+mod historian_compression;
+mod historian_export;
+mod http_limits;
+mod info;
+mod list_query;
+mod login_throttle;
+mod logs_audit;
+mod metrics;
+mod migrate;
+mod mqtt5_limits;
+mod mqtt5_properties;
+mod mqtt_auth;
+mod mqtt_authz;
+mod mqtt_durability;
+mod mqtt_many_clients;
+mod mqtt_mosquitto_clients;
+mod mqtt_parking;
+mod mqtt_qos;
+mod mqtt_reason_codes;
+mod mqtt_retained;
+mod mqtt_session_expiry;
+mod mqtt_sessions;
+mod mqtt_tls;
+mod mqtt_transport;
+mod mqtt_wills_keepalive;
+mod namespaces;
+mod openapi;
+mod permissions;
+mod postgres_engine;
+mod postgres_harness;
+mod postgres_instances;
+mod postgres_tls;
+mod processes_sdk;
+mod record_cache;
+mod records;
+mod report_query;
+mod schemathesis;
+mod sdk_auth;
+mod sdk_filters;
+mod tag_stream;
+mod tags;
+mod tenancy;
+mod tenant_isolation;
+mod tui_tmux;
+mod upstream_bridge;
+mod upstream_links;
+mod upstreams;
