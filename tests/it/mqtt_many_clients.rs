@@ -61,30 +61,6 @@ fn raise_nofile(want: u64) -> u64 {
     lim.rlim_cur
 }
 
-/// The pid of this process's `svc` child (the server), found through /proc.
-fn server_pid() -> u32 {
-    let me = std::process::id().to_string();
-    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_svc")).expect("svc binary path");
-    for entry in std::fs::read_dir("/proc").expect("read /proc").flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
-        let is_child = status
-            .lines()
-            .any(|l| l.strip_prefix("PPid:").map(str::trim) == Some(me.as_str()));
-        let runs_svc = std::fs::read_link(entry.path().join("exe")).ok() == Some(exe.clone());
-        if is_child && runs_svc {
-            return pid;
-        }
-    }
-    panic!("no svc child process of {me} in /proc");
-}
-
 /// The soft "Max open files" of a process.
 fn nofile_of(pid: u32) -> u64 {
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("/proc limits");
@@ -202,7 +178,7 @@ fn two_thousand_clients_each_receive_exactly_their_own_message() {
         "RLIMIT_NOFILE hard limit {have} < {want_fds}"
     );
     let server = Server::start();
-    let pid = server_pid();
+    let pid = server.pid();
     let server_limit = nofile_of(pid);
     assert!(
         server_limit >= want_fds,

@@ -126,6 +126,12 @@ impl Server {
         }
     }
 
+    /// The process id of the running `svc serve` (other tests' servers run beside it in this
+    /// test process, so it is not "the svc child").
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM (`kill -TERM <pid>`) and waits up to 30 s for the process to exit.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
