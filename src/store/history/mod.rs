@@ -17,6 +17,7 @@ mod pages;
 use super::blocks::{self, BlockPoint};
 use super::types::{buckets_between, HistoryPoint, Quality};
 use super::{StoreError, StoreResult};
+use crate::store::interface::HistorianReads;
 use crate::store::Aggregation;
 
 pub use buckets::Accumulator;
@@ -369,7 +370,10 @@ pub trait SeriesReads {
         topic: &str,
         read: impl FnOnce(&dyn HistoryLayout, i64) -> StoreResult<T>,
     ) -> StoreResult<T>;
+}
 
+/// Every engine that opens series snapshots has the historian's reads, the same on each.
+impl<E: SeriesReads> HistorianReads for E {
     /// Values with `start_ms <= ts < end_ms`, oldest first, at most `limit`.
     fn history_range(
         &self,

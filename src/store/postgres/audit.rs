@@ -2,11 +2,12 @@
 //! statement whose absent filters are NULL parameters.
 
 use super::PgStore;
+use crate::store::interface::AuditTrail;
 use crate::store::types::{AuditEntry, AuditFilter};
 use crate::store::StoreResult;
 
-impl PgStore {
-    pub fn record_audit(&self, entry: &AuditEntry) -> StoreResult<()> {
+impl AuditTrail for PgStore {
+    fn record_audit(&self, entry: &AuditEntry) -> StoreResult<()> {
         self.execute(
             "INSERT INTO audit_log (time, domain, user_id, username, via, action, \
              resource_type, resource_id, summary, correlation_id) \
@@ -28,7 +29,7 @@ impl PgStore {
     }
 
     /// Entries matching `filter`, newest first.
-    pub fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>> {
+    fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>> {
         let rows = self.query(
             "SELECT id, time, domain, user_id, username, via, action, resource_type, \
              resource_id, summary, correlation_id FROM audit_log \
@@ -67,7 +68,7 @@ impl PgStore {
     }
 
     /// Deletes entries older than `before` (RFC 3339); returns how many went.
-    pub fn delete_audit_before(&self, before: &str) -> StoreResult<usize> {
+    fn delete_audit_before(&self, before: &str) -> StoreResult<usize> {
         Ok(self.execute("DELETE FROM audit_log WHERE time < $1", &[&before])? as usize)
     }
 }

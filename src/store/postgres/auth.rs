@@ -4,7 +4,8 @@
 
 use super::{conflict_as, PgStore};
 use crate::ids::new_key;
-use crate::model::{ApiKeyInfo, Domain, Grant, Group, NamedGrant, UserProfile};
+use crate::model::{ApiKeyInfo, Domain, Grant, Group};
+use crate::store::interface::Identity;
 use crate::store::types::*;
 use crate::store::StoreResult;
 use crate::time::now_rfc3339;
@@ -34,9 +35,9 @@ fn group_from_row(row: &Row) -> Group {
 }
 
 /// The columns [`api_key_from_row`] reads, in its order.
-const API_KEY_COLUMNS: &str = "key, name, prefix, created_dt, last_used_dt, domain";
+pub(super) const API_KEY_COLUMNS: &str = "key, name, prefix, created_dt, last_used_dt, domain";
 
-fn api_key_from_row(row: &Row) -> ApiKeyInfo {
+pub(super) fn api_key_from_row(row: &Row) -> ApiKeyInfo {
     let key: String = row.get(0);
     api_key_model(
         &key,
@@ -49,19 +50,19 @@ fn api_key_from_row(row: &Row) -> ApiKeyInfo {
 }
 
 /// The bare key of an API key given by id or bare key.
-fn bare_api_key(id: &str) -> String {
+pub(super) fn bare_api_key(id: &str) -> String {
     id.strip_prefix(&api_key_id("")).unwrap_or(id).to_string()
 }
 
-impl PgStore {
-    pub fn user_count(&self) -> StoreResult<u64> {
+impl Identity for PgStore {
+    fn user_count(&self) -> StoreResult<u64> {
         let n: i64 = self
             .query_one("SELECT COUNT(*) FROM auth_users", &[])?
             .get(0);
         Ok(n.max(0) as u64)
     }
 
-    pub fn create_user(
+    fn create_user(
         &self,
         username: &str,
         password_hash: &str,
@@ -83,7 +84,7 @@ impl PgStore {
         Ok(user)
     }
 
-    pub fn user_by_key(&self, key: &str) -> StoreResult<Option<AuthUser>> {
+    fn user_by_key(&self, key: &str) -> StoreResult<Option<AuthUser>> {
         Ok(self
             .query_opt(
                 &format!("SELECT {USER_COLUMNS} FROM auth_users WHERE key = $1"),
@@ -92,7 +93,7 @@ impl PgStore {
             .map(|row| user_from_row(&row)))
     }
 
-    pub fn user_with_password(&self, username: &str) -> StoreResult<Option<(AuthUser, String)>> {
+    fn user_with_password(&self, username: &str) -> StoreResult<Option<(AuthUser, String)>> {
         Ok(self
             .query_opt(
                 &format!(
@@ -103,7 +104,7 @@ impl PgStore {
             .map(|row| (user_from_row(&row), row.get(4))))
     }
 
-    pub fn list_users(&self) -> StoreResult<Vec<AuthUser>> {
+    fn list_users(&self) -> StoreResult<Vec<AuthUser>> {
         Ok(self
             .query(
                 &format!("SELECT {USER_COLUMNS} FROM auth_users ORDER BY username"),
@@ -115,7 +116,7 @@ impl PgStore {
     }
 
     /// Deletes a user with its memberships and API keys, in one transaction.
-    pub fn delete_user(&self, key: &str) -> StoreResult<bool> {
+    fn delete_user(&self, key: &str) -> StoreResult<bool> {
         self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
@@ -134,7 +135,7 @@ impl PgStore {
         })
     }
 
-    pub fn create_domain(&self, name: &str) -> StoreResult<Domain> {
+    fn create_domain(&self, name: &str) -> StoreResult<Domain> {
         let created_dt = now_rfc3339();
         self.execute(
             "INSERT INTO auth_domains (name, created_dt) VALUES ($1, $2)",
@@ -144,7 +145,7 @@ impl PgStore {
         Ok(domain_model(name.to_string(), created_dt))
     }
 
-    pub fn list_domains(&self) -> StoreResult<Vec<Domain>> {
+    fn list_domains(&self) -> StoreResult<Vec<Domain>> {
         Ok(self
             .query(
                 "SELECT name, created_dt FROM auth_domains ORDER BY name",
@@ -155,7 +156,7 @@ impl PgStore {
             .collect())
     }
 
-    pub fn create_group(&self, domain: &str, name: &str, grants: &[Grant]) -> StoreResult<Group> {
+    fn create_group(&self, domain: &str, name: &str, grants: &[Grant]) -> StoreResult<Group> {
         let key = new_key();
         self.execute(
             "INSERT INTO auth_groups (domain, key, name, grants, created_dt) \
@@ -176,7 +177,7 @@ impl PgStore {
         Ok(group_model(domain, &key, name.to_string(), grants.to_vec()))
     }
 
-    pub fn list_groups(&self, domain: &str) -> StoreResult<Vec<Group>> {
+    fn list_groups(&self, domain: &str) -> StoreResult<Vec<Group>> {
         Ok(self
             .query(
                 "SELECT domain, key, name, grants FROM auth_groups WHERE domain = $1 \
@@ -189,12 +190,7 @@ impl PgStore {
     }
 
     /// Adds a user to a group of the domain; false when the group or the user does not exist.
-    pub fn add_group_member(
-        &self,
-        domain: &str,
-        group_key: &str,
-        user_key: &str,
-    ) -> StoreResult<bool> {
+    fn add_group_member(&self, domain: &str, group_key: &str, user_key: &str) -> StoreResult<bool> {
         // One statement: the existence checks and the insert see the same snapshot.
         let row = self.query_one(
             "WITH ok AS (SELECT EXISTS(SELECT 1 FROM auth_groups WHERE domain = $1 AND key = $2) \
@@ -207,7 +203,7 @@ impl PgStore {
         Ok(row.get(0))
     }
 
-    pub fn grants_of(&self, user_key: &str, domain: &str) -> StoreResult<GrantSet> {
+    fn grants_of(&self, user_key: &str, domain: &str) -> StoreResult<GrantSet> {
         let mut grants = Vec::new();
         for row in self.query(
             "SELECT g.grants FROM auth_groups g JOIN auth_group_members m \
@@ -220,7 +216,7 @@ impl PgStore {
         Ok(GrantSet(grants))
     }
 
-    pub fn add_permissions(
+    fn add_permissions(
         &self,
         domain: &str,
         actions: &[(String, String)],
@@ -250,7 +246,7 @@ impl PgStore {
         })
     }
 
-    pub fn custom_actions(&self, domain: &str, feature: &str) -> StoreResult<Vec<String>> {
+    fn custom_actions(&self, domain: &str, feature: &str) -> StoreResult<Vec<String>> {
         Ok(self
             .query(
                 "SELECT action FROM auth_actions WHERE domain = $1 AND feature = $2 \
@@ -262,7 +258,7 @@ impl PgStore {
             .collect())
     }
 
-    pub fn create_api_key(
+    fn create_api_key(
         &self,
         user_key: &str,
         name: &str,
@@ -296,7 +292,7 @@ impl PgStore {
         ))
     }
 
-    pub fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>> {
+    fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>> {
         Ok(self
             .query(
                 &format!(
@@ -310,14 +306,14 @@ impl PgStore {
             .collect())
     }
 
-    pub fn delete_api_key(&self, user_key: &str, id: &str) -> StoreResult<bool> {
+    fn delete_api_key(&self, user_key: &str, id: &str) -> StoreResult<bool> {
         Ok(self.execute(
             "DELETE FROM auth_api_keys WHERE key = $1 AND user_key = $2",
             &[&bare_api_key(id), &user_key],
         )? > 0)
     }
 
-    pub fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyOwner>> {
+    fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyOwner>> {
         Ok(self
             .query_opt(
                 "SELECT key, user_key, domain FROM auth_api_keys WHERE secret_hash = $1",
@@ -330,181 +326,11 @@ impl PgStore {
             }))
     }
 
-    pub fn touch_api_key(&self, key: &str, when: &str) -> StoreResult<()> {
+    fn touch_api_key(&self, key: &str, when: &str) -> StoreResult<()> {
         self.execute(
             "UPDATE auth_api_keys SET last_used_dt = $1 WHERE key = $2",
             &[&when, &key],
         )?;
         Ok(())
-    }
-
-    pub fn set_group_grants(
-        &self,
-        domain: &str,
-        group_key: &str,
-        grants: &[Grant],
-    ) -> StoreResult<bool> {
-        Ok(self.execute(
-            "UPDATE auth_groups SET grants = $3 WHERE domain = $1 AND key = $2",
-            &[&domain, &group_key, &serde_json::to_string(grants)?],
-        )? > 0)
-    }
-
-    pub fn remove_group_member(
-        &self,
-        domain: &str,
-        group_key: &str,
-        user_key: &str,
-    ) -> StoreResult<bool> {
-        Ok(self.execute(
-            "DELETE FROM auth_group_members WHERE domain = $1 AND group_key = $2 \
-             AND user_key = $3",
-            &[&domain, &group_key, &user_key],
-        )? > 0)
-    }
-
-    pub fn delete_group(&self, domain: &str, group_key: &str) -> StoreResult<bool> {
-        self.block(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            tx.execute(
-                "DELETE FROM auth_group_members WHERE domain = $1 AND group_key = $2",
-                &[&domain, &group_key],
-            )
-            .await?;
-            let removed = tx
-                .execute(
-                    "DELETE FROM auth_groups WHERE domain = $1 AND key = $2",
-                    &[&domain, &group_key],
-                )
-                .await?;
-            tx.commit().await?;
-            Ok(removed > 0)
-        })
-    }
-
-    pub fn set_user_profile(&self, user_key: &str, profile: &UserProfile) -> StoreResult<()> {
-        self.execute(
-            "UPDATE auth_users SET profile = $2 WHERE key = $1",
-            &[&user_key, &serde_json::to_string(profile)?],
-        )?;
-        Ok(())
-    }
-
-    pub fn user_profile(&self, user_key: &str) -> StoreResult<UserProfile> {
-        let text: Option<String> = self
-            .query_opt(
-                "SELECT profile FROM auth_users WHERE key = $1",
-                &[&user_key],
-            )?
-            .and_then(|row| row.get(0));
-        Ok(text
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default())
-    }
-
-    pub fn user_group_ids(&self, user_key: &str, domain: Option<&str>) -> StoreResult<Vec<String>> {
-        Ok(self
-            .query(
-                "SELECT domain, group_key FROM auth_group_members \
-                 WHERE user_key = $1 AND ($2::text IS NULL OR domain = $2) \
-                 ORDER BY domain, group_key",
-                &[&user_key, &domain],
-            )?
-            .iter()
-            .map(|row| group_id(row.get(0), row.get(1)))
-            .collect())
-    }
-
-    pub fn group_member_ids(&self, domain: &str, group_key: &str) -> StoreResult<Vec<String>> {
-        Ok(self
-            .query(
-                "SELECT user_key FROM auth_group_members WHERE domain = $1 AND group_key = $2 \
-                 ORDER BY user_key",
-                &[&domain, &group_key],
-            )?
-            .iter()
-            .map(|row| user_id(row.get(0)))
-            .collect())
-    }
-
-    pub fn admin_permissions(&self, domain: &str) -> StoreResult<Vec<NamedGrant>> {
-        let custom: Vec<(String, String)> = self
-            .query(
-                "SELECT feature, action FROM auth_actions WHERE domain = $1 \
-                 ORDER BY feature, action",
-                &[&domain],
-            )?
-            .iter()
-            .map(|row| (row.get(0), row.get(1)))
-            .collect();
-        Ok(admin_grants(&custom))
-    }
-
-    pub fn api_keys_of_users(&self, domain: Option<&str>) -> StoreResult<Vec<ApiKeyInfo>> {
-        Ok(self
-            .query(
-                &format!(
-                    "SELECT {API_KEY_COLUMNS}, user_key \
-                     FROM auth_api_keys k WHERE $1::text IS NULL OR EXISTS \
-                     (SELECT 1 FROM auth_group_members m WHERE m.user_key = k.user_key \
-                      AND m.domain = $1) ORDER BY user_key, created_dt, key"
-                ),
-                &[&domain],
-            )?
-            .iter()
-            .map(|row| ApiKeyInfo {
-                user_id: Some(user_id(row.get(6))),
-                ..api_key_from_row(row)
-            })
-            .collect())
-    }
-
-    pub fn api_key_user(&self, id: &str) -> StoreResult<Option<String>> {
-        Ok(self
-            .query_opt(
-                "SELECT user_key FROM auth_api_keys WHERE key = $1",
-                &[&bare_api_key(id)],
-            )?
-            .map(|row| row.get(0)))
-    }
-
-    pub fn group_exists(&self, domain: &str, group_key: &str) -> StoreResult<bool> {
-        Ok(self
-            .query_one(
-                "SELECT EXISTS(SELECT 1 FROM auth_groups WHERE domain = $1 AND key = $2)",
-                &[&domain, &group_key],
-            )?
-            .get(0))
-    }
-
-    /// Adds the grants a group lacks, under a row lock so concurrent additions all land.
-    pub fn add_group_grants(
-        &self,
-        domain: &str,
-        group_key: &str,
-        grants: &[Grant],
-    ) -> StoreResult<bool> {
-        self.block(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            let Some(row) = tx
-                .query_opt(
-                    "SELECT grants FROM auth_groups WHERE domain = $1 AND key = $2 FOR UPDATE",
-                    &[&domain, &group_key],
-                )
-                .await?
-            else {
-                return Ok(false);
-            };
-            let all = merged_grants(serde_json::from_str(row.get(0))?, grants);
-            tx.execute(
-                "UPDATE auth_groups SET grants = $3 WHERE domain = $1 AND key = $2",
-                &[&domain, &group_key, &serde_json::to_string(&all)?],
-            )
-            .await?;
-            tx.commit().await?;
-            Ok(true)
-        })
     }
 }

@@ -2,15 +2,16 @@
 //! the log of runs, as the SQLite engine keeps them (`sqlite/automation.rs`).
 
 use super::PgStore;
+use crate::store::interface::Automation;
 use crate::store::types::*;
 use crate::store::StoreResult;
 use crate::store::{CodeVersion, RunRecord};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-impl PgStore {
+impl Automation for PgStore {
     /// Keeps a version of a function's code; a version already kept is left as it was.
-    pub fn keep_code_version(
+    fn keep_code_version(
         &self,
         domain: &str,
         name: &str,
@@ -35,7 +36,7 @@ impl PgStore {
     }
 
     /// Every kept version of a function, oldest first.
-    pub fn code_versions(&self, domain: &str, name: &str) -> StoreResult<Vec<CodeVersion>> {
+    fn code_versions(&self, domain: &str, name: &str) -> StoreResult<Vec<CodeVersion>> {
         self.query(
             "SELECT version, language, module, code, modules, created_dt FROM fn_versions \
              WHERE domain = $1 AND name = $2 ORDER BY version",
@@ -57,7 +58,7 @@ impl PgStore {
     }
 
     /// Forgets a deleted function's versions and runs.
-    pub fn forget_function(&self, domain: &str, name: &str) -> StoreResult<()> {
+    fn forget_function(&self, domain: &str, name: &str) -> StoreResult<()> {
         self.execute(
             "DELETE FROM fn_versions WHERE domain = $1 AND name = $2",
             &[&domain, &name],
@@ -71,7 +72,7 @@ impl PgStore {
 
     /// Logs runs in one transaction; now and then an owner's runs beyond the newest
     /// [`RUNS_KEPT`] are dropped (one insert in [`PRUNE_EVERY`], drawn at random, as on SQLite).
-    pub fn record_runs(&self, runs: &[(String, RunOwner, RunRecord)]) -> StoreResult<()> {
+    fn record_runs(&self, runs: &[(String, RunOwner, RunRecord)]) -> StoreResult<()> {
         let mut rows = Vec::with_capacity(runs.len());
         for (domain, owner, run) in runs {
             rows.push((
@@ -121,7 +122,7 @@ impl PgStore {
     }
 
     /// The newest runs of a function or flow, newest first.
-    pub fn runs(
+    fn runs(
         &self,
         domain: &str,
         owner: RunOwner,

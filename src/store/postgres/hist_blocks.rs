@@ -10,6 +10,7 @@ use crate::store::history::merge::{self, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
+use crate::store::interface::HistorianBlocks;
 use crate::store::types::{DayToMerge, HotTail, Sealed};
 use crate::store::{StoreError, StoreResult};
 use deadpool_postgres::Transaction;
@@ -268,32 +269,18 @@ impl PgStore {
         Ok(answer)
     }
 
-    /// Every series' day holding more blocks than merging would leave.
-    pub fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>> {
-        let sql = DAYS_TO_MERGE.replace("?1", "$1::bigint");
-        let rows = self.query(&sql, &[&(MERGED_MAX_POINTS as i64)])?;
-        Ok(rows
-            .iter()
-            .map(|r| DayToMerge {
-                domain: r.get(0),
-                topic: r.get(1),
-                day_ms: r.get(2),
-            })
-            .collect())
+    /// Creates the `hist_blocks` partition holding blocks that start at `start_ms`.
+    pub(super) fn ensure_block_partition(&self, start_ms: i64) -> StoreResult<()> {
+        self.ensure_partitions_of(
+            super::historian::Partitioned::Blocks,
+            [start_ms].into_iter(),
+        )
     }
+}
 
-    /// Merges one day's blocks of a series, in one transaction under the series lock.
-    pub fn merge_history_day(&self, domain: &str, topic: &str, day_ms: i64) -> StoreResult<u64> {
-        let Some(series) = self.series_id(domain, topic)? else {
-            return Ok(0);
-        };
-        self.with_layout(series, true, |layout| {
-            merge::merge_day(layout, series, day_ms)
-        })
-    }
-
+impl HistorianBlocks for PgStore {
     /// Every series' hot tail: how many rows it holds and their time bounds.
-    pub fn history_tails(&self) -> StoreResult<Vec<HotTail>> {
+    fn history_tails(&self) -> StoreResult<Vec<HotTail>> {
         let rows = self.query(
             "SELECT s.domain, s.topic, t.n, t.lo, t.hi FROM \
              (SELECT series, count(*) AS n, min(ts) AS lo, max(ts) AS hi \
@@ -314,12 +301,7 @@ impl PgStore {
 
     /// Closes the oldest hot rows of a series into one block, removing them in the same
     /// transaction.
-    pub fn seal_history(
-        &self,
-        domain: &str,
-        topic: &str,
-        max_points: usize,
-    ) -> StoreResult<Sealed> {
+    fn seal_history(&self, domain: &str, topic: &str, max_points: usize) -> StoreResult<Sealed> {
         let Some(series) = self.series_id(domain, topic)? else {
             return Ok(Sealed::default());
         };
@@ -337,13 +319,37 @@ impl PgStore {
         })
     }
 
+    /// Every series' day holding more blocks than merging would leave.
+    fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>> {
+        let sql = DAYS_TO_MERGE.replace("?1", "$1::bigint");
+        let rows = self.query(&sql, &[&(MERGED_MAX_POINTS as i64)])?;
+        Ok(rows
+            .iter()
+            .map(|r| DayToMerge {
+                domain: r.get(0),
+                topic: r.get(1),
+                day_ms: r.get(2),
+            })
+            .collect())
+    }
+
+    /// Merges one day's blocks of a series, in one transaction under the series lock.
+    fn merge_history_day(&self, domain: &str, topic: &str, day_ms: i64) -> StoreResult<u64> {
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(0);
+        };
+        self.with_layout(series, true, |layout| {
+            merge::merge_day(layout, series, day_ms)
+        })
+    }
+
     /// Drops the past days' `hist_points` partitions that closing blocks emptied: PostgreSQL
     /// keeps a table's pages after its rows are deleted, so each day would otherwise keep the
     /// size of everything it once held. Dropping a partition locks `hist_points` itself, so
     /// the lock is taken on it first (as every read and write takes it), waiting at most
     /// [`COMPACT_LOCK_WAIT`] for the statements in flight; if they do not finish by then the
     /// partitions wait for the next time. A late point for a dropped day creates it again.
-    pub fn history_compact(&self) -> StoreResult<()> {
+    fn history_compact(&self) -> StoreResult<bool> {
         let today = merge::day_of(chrono::Utc::now().timestamp_millis());
         let past: Vec<(String, i64)> = self
             .query(
@@ -360,7 +366,7 @@ impl PgStore {
             })
             .collect();
         if past.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         let dropped = self.block(async {
             let mut client = self.client().await?;
@@ -375,7 +381,7 @@ impl PgStore {
                 .await
                 .is_err()
             {
-                return Ok(Vec::new()); // busy: next time
+                return Ok(None); // busy: ask again soon
             }
             let mut dropped = Vec::new();
             for (name, start) in &past {
@@ -392,19 +398,14 @@ impl PgStore {
                 }
             }
             tx.commit().await?;
-            Ok(dropped)
+            Ok(Some(dropped))
         })?;
+        let Some(dropped) = dropped else {
+            return Ok(false);
+        };
         for start in dropped {
             self.forget_partition(super::historian::Partitioned::Points, start);
         }
-        Ok(())
-    }
-
-    /// Creates the `hist_blocks` partition holding blocks that start at `start_ms`.
-    pub(super) fn ensure_block_partition(&self, start_ms: i64) -> StoreResult<()> {
-        self.ensure_partitions_of(
-            super::historian::Partitioned::Blocks,
-            [start_ms].into_iter(),
-        )
+        Ok(true)
     }
 }

@@ -7,23 +7,23 @@
 use super::hist_blocks::{Layout, BLOCK_PERIOD_MS};
 use super::PgStore;
 use crate::store::history::{BlockWrites, HistoryLayout};
-use crate::store::types::*;
+use crate::store::interface::{HistorianRetention, HistorianTestCalls};
 use crate::store::{StoreError, StoreResult};
 use std::collections::HashMap;
 use tokio_postgres::error::SqlState;
 
 /// The rows of one batch of points, column by column (as `unnest` takes them).
-struct PointColumns {
-    series: Vec<i64>,
-    ts: Vec<i64>,
-    ord: Vec<i32>,
-    num: Vec<Option<f64>>,
-    text: Vec<String>,
-    quality: Vec<i64>,
+pub(super) struct PointColumns {
+    pub(super) series: Vec<i64>,
+    pub(super) ts: Vec<i64>,
+    pub(super) ord: Vec<i32>,
+    pub(super) num: Vec<Option<f64>>,
+    pub(super) text: Vec<String>,
+    pub(super) quality: Vec<i64>,
 }
 
 /// Why an insert of points failed.
-enum InsertError {
+pub(super) enum InsertError {
     /// A value's time has no partition (PostgreSQL's check violation on routing).
     NoPartition,
     Store(StoreError),
@@ -157,7 +157,10 @@ impl PgStore {
 
     /// Ids of the series of `keys`, creating those that do not exist (series are never
     /// deleted, so ids once seen are kept in memory).
-    fn series_ids(&self, keys: &[(&str, &str)]) -> StoreResult<HashMap<(String, String), i64>> {
+    pub(super) fn series_ids(
+        &self,
+        keys: &[(&str, &str)],
+    ) -> StoreResult<HashMap<(String, String), i64>> {
         let mut ids = HashMap::new();
         let mut unknown: Vec<(String, String)> = Vec::new();
         if let Ok(cache) = self.series.lock() {
@@ -220,85 +223,15 @@ impl PgStore {
             .map(|row| row.get(0)))
     }
 
-    /// The sequence number of the last journal entry of this instance already in the points.
-    pub fn journal_folded(&self) -> StoreResult<u64> {
-        Ok(self
-            .query_opt(
-                "SELECT folded FROM hist_journal WHERE instance = $1",
-                &[&self.instance],
-            )?
-            .map_or(0, |row| u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)))
-    }
-
-    /// Writes values into their series in one transaction and, when they include journal
-    /// entries, raises this instance's mark to `journaled_upto` in that same transaction.
-    pub fn fold_history(
-        &self,
-        values: &[HistoryWrite],
-        journaled_upto: Option<u64>,
-    ) -> StoreResult<()> {
-        self.ensure_partitions(values.iter().map(|w| w.ts_ms))?;
-        let keys: Vec<(&str, &str)> = values
-            .iter()
-            .map(|w| (w.domain.as_str(), w.topic.as_str()))
-            .collect();
-        let ids = self.series_ids(&keys)?;
-        // Values of one series at one timestamp keep their arrival order: the n-th of them in
-        // this batch goes n after what the table already holds there.
-        let mut ordinal: HashMap<(i64, i64), i32> = HashMap::new();
-        let (mut series, mut ts, mut ord, mut num, mut text, mut quality) = (
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-        );
-        for w in values {
-            let key = (w.domain.clone(), w.topic.clone());
-            let Some(id) = ids.get(&key).copied() else {
-                return Err(StoreError::Internal(format!(
-                    "no series for {} {}",
-                    w.domain, w.topic
-                )));
-            };
-            let n = ordinal.entry((id, w.ts_ms)).or_insert(0);
-            series.push(id);
-            ts.push(w.ts_ms);
-            ord.push(*n);
-            *n += 1;
-            num.push(numeric(&w.value));
-            text.push(w.value.to_string());
-            quality.push(i64::from(w.quality.0));
-        }
-        let upto = journaled_upto.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        let columns = PointColumns {
-            series,
-            ts,
-            ord,
-            num,
-            text,
-            quality,
-        };
-        match self.insert_points(&columns, upto) {
-            // Another instance's retention dropped a partition this one still believed in:
-            // forget them all, create what the values need, and try once more.
-            Err(InsertError::NoPartition) => {
-                if let Ok(mut known) = self.known_partitions.lock() {
-                    known.clear();
-                }
-                self.ensure_partitions(values.iter().map(|w| w.ts_ms))?;
-                self.insert_points(&columns, upto).map_err(StoreError::from)
-            }
-            other => other.map_err(StoreError::from),
-        }
-    }
-
     /// One attempt at the insert and the mark, in one transaction. The series' rows are locked
     /// shared, so no instance closes a block of them meanwhile (closing locks them exclusively):
     /// a late point (no newer than the series' blocks) is then ordered after the points the
     /// blocks hold at its time.
-    fn insert_points(&self, c: &PointColumns, upto: Option<i64>) -> Result<(), InsertError> {
+    pub(super) fn insert_points(
+        &self,
+        c: &PointColumns,
+        upto: Option<i64>,
+    ) -> Result<(), InsertError> {
         let mut client = self.block(self.client()).map_err(InsertError::Store)?;
         let tx = self
             .block(async { Ok(client.transaction().await?) })
@@ -376,31 +309,44 @@ impl PgStore {
         }
     }
 
-    #[cfg(test)]
-    pub fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize> {
-        self.fold_history(batch, None)?;
-        Ok(batch.len())
+    /// Drops the partitions of `table` that end at or before `before_ms`; the points they
+    /// held (`points` is the aggregate that counts them).
+    fn drop_partitions_before(
+        &self,
+        table: Partitioned,
+        before_ms: i64,
+        points: &str,
+    ) -> StoreResult<u64> {
+        let mut deleted = 0u64;
+        let parts = self.query(
+            "SELECT c.relname, \
+                 (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''?(-?\\d+)'))[1]::bigint \
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+             WHERE i.inhparent = $1::text::regclass",
+            &[&table.table()],
+        )?;
+        for row in parts {
+            let (name, end): (String, Option<i64>) = (row.get(0), row.get(1));
+            let Some(end) = end.filter(|end| *end <= before_ms) else {
+                continue;
+            };
+            let counted = self.query_one(
+                &format!("SELECT coalesce({points}, 0)::bigint FROM \"{name}\""),
+                &[],
+            )?;
+            deleted += counted.get::<_, i64>(0).max(0) as u64;
+            self.execute(&format!("DROP TABLE IF EXISTS \"{name}\""), &[])?;
+            self.forget_partition(table, end - table.period_ms());
+        }
+        Ok(deleted)
     }
+}
 
-    #[cfg(test)]
-    pub fn history_topics(&self, domain: &str) -> StoreResult<Vec<String>> {
-        Ok(self
-            .query(
-                "SELECT topic FROM hist_series s WHERE domain = $1 \
-                 AND (EXISTS (SELECT 1 FROM hist_points p WHERE p.series = s.id) \
-                      OR EXISTS (SELECT 1 FROM hist_blocks b WHERE b.series = s.id)) \
-                 ORDER BY topic",
-                &[&domain],
-            )?
-            .iter()
-            .map(|row| row.get(0))
-            .collect())
-    }
-
+impl HistorianRetention for PgStore {
     /// Retention: deletes values older than `before_ms`, of one domain and/or topic or of all.
     /// For all, whole partitions older than the cut are dropped (no row-by-row delete) and
     /// only the partition the cut falls in is deleted from.
-    pub fn history_delete_before(
+    fn history_delete_before(
         &self,
         domain: Option<&str>,
         topic: Option<&str>,
@@ -436,37 +382,29 @@ impl PgStore {
         )?;
         Ok(deleted)
     }
+}
 
-    /// Drops the partitions of `table` that end at or before `before_ms`; the points they
-    /// held (`points` is the aggregate that counts them).
-    fn drop_partitions_before(
-        &self,
-        table: Partitioned,
-        before_ms: i64,
-        points: &str,
-    ) -> StoreResult<u64> {
-        let mut deleted = 0u64;
-        let parts = self.query(
-            "SELECT c.relname, \
-                 (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''?(-?\\d+)'))[1]::bigint \
-             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
-             WHERE i.inhparent = $1::text::regclass",
-            &[&table.table()],
-        )?;
-        for row in parts {
-            let (name, end): (String, Option<i64>) = (row.get(0), row.get(1));
-            let Some(end) = end.filter(|end| *end <= before_ms) else {
-                continue;
-            };
-            let counted = self.query_one(
-                &format!("SELECT coalesce({points}, 0)::bigint FROM \"{name}\""),
-                &[],
-            )?;
-            deleted += counted.get::<_, i64>(0).max(0) as u64;
-            self.execute(&format!("DROP TABLE IF EXISTS \"{name}\""), &[])?;
-            self.forget_partition(table, end - table.period_ms());
-        }
-        Ok(deleted)
+impl HistorianTestCalls for PgStore {
+    #[cfg(test)]
+    fn append_history(&self, batch: &[crate::store::types::HistoryWrite]) -> StoreResult<usize> {
+        use crate::store::interface::HistorianJournal;
+        self.fold_history(batch, None)?;
+        Ok(batch.len())
+    }
+
+    #[cfg(test)]
+    fn history_topics(&self, domain: &str) -> StoreResult<Vec<String>> {
+        Ok(self
+            .query(
+                "SELECT topic FROM hist_series s WHERE domain = $1 \
+                 AND (EXISTS (SELECT 1 FROM hist_points p WHERE p.series = s.id) \
+                      OR EXISTS (SELECT 1 FROM hist_blocks b WHERE b.series = s.id)) \
+                 ORDER BY topic",
+                &[&domain],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect())
     }
 }
 

@@ -40,7 +40,7 @@ type NoticeHandler = Arc<dyn Fn(PeerNotice) + Send + Sync>;
 
 /// Who is told what the listener hears; the server's handlers are set once it is ready to act.
 pub(super) struct Listeners {
-    identity: RwLock<Option<IdentityHandler>>,
+    pub(super) identity: RwLock<Option<IdentityHandler>>,
     notices: RwLock<Option<NoticeHandler>>,
     /// Notices heard before the server took them (`None` once it has).
     pending: Mutex<Option<VecDeque<PeerNotice>>>,
@@ -99,7 +99,7 @@ impl Listeners {
     }
 
     /// Sets the server's handler and hands it what was heard before, in order.
-    fn take_notices(&self, handler: NoticeHandler) {
+    pub(super) fn take_notices(&self, handler: NoticeHandler) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         set(&self.notices, handler.clone());
         // Under the lock, so a notice heard meanwhile waits and comes after these.
@@ -127,56 +127,11 @@ fn read<T: Clone>(lock: &RwLock<Option<T>>) -> Option<T> {
     lock.read().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-fn set<T>(lock: &RwLock<Option<T>>, value: T) {
+pub(super) fn set<T>(lock: &RwLock<Option<T>>, value: T) {
     *lock.write().unwrap_or_else(|p| p.into_inner()) = Some(value);
 }
 
 impl PgStore {
-    /// The JWT secret every instance on this database signs with: created (random, 32 bytes)
-    /// by the first instance that asks.
-    pub fn shared_jwt_secret(&self) -> StoreResult<Option<Vec<u8>>> {
-        let fresh = rand::random::<[u8; 32]>().to_vec();
-        self.execute(
-            "INSERT INTO svc_secrets (name, value) VALUES ('jwt', $1) ON CONFLICT DO NOTHING",
-            &[&fresh],
-        )?;
-        Ok(Some(
-            self.query_one("SELECT value FROM svc_secrets WHERE name = 'jwt'", &[])?
-                .get(0),
-        ))
-    }
-
-    /// Calls `changed` whenever any instance changes identity data, and whenever the listening
-    /// connection was lost and is back (what changed meanwhile was not heard).
-    pub fn on_identity_change(&self, changed: Arc<dyn Fn() + Send + Sync>) {
-        set(&self.listeners.identity, changed);
-    }
-
-    /// Calls `heard` with every notice another instance sends, in the order they were sent.
-    /// Notices heard since the store opened and before this call come first.
-    pub fn on_peer_notice(&self, heard: Arc<dyn Fn(PeerNotice) + Send + Sync>) {
-        self.listeners.take_notices(heard);
-    }
-
-    /// Whether any other instance is alive on this database: seen by the leadership
-    /// campaign in the last seconds, or heard from just now (an instance that starts asks the
-    /// others for their last values, so they know of it before it is ready).
-    pub fn has_peers(&self) -> bool {
-        self.peers_present.load(Ordering::Relaxed) || self.listeners.peer_heard_lately()
-    }
-
-    /// Sends a notice to every other instance on this database.
-    pub fn tell_peers(&self, kind: &str, body: &[u8]) -> StoreResult<()> {
-        self.query_one(
-            "WITH notice AS (
-                 INSERT INTO svc_peer_notices (instance, kind, body) VALUES ($1, $2, $3)
-                 RETURNING id)
-             SELECT pg_notify('svc_peers', notice.id || ' ' || $1) FROM notice",
-            &[&self.instance, &kind, &body],
-        )
-        .map(|_| ())
-    }
-
     /// Starts the listening connection, for as long as the store is open, and returns once it
     /// listens (or after [`FIRST_LISTEN_WITHIN`], with a warning: the connection that comes up
     /// later reloads what was missed). What the server loads after this call is either loaded

@@ -6,7 +6,7 @@
 //! and now and then drops notices every listener has had time to fetch.
 
 use super::PgStore;
-use crate::store::{Leadership, StoreResult};
+use crate::store::StoreResult;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,11 +21,6 @@ const TICK: Duration = Duration::from_secs(1);
 const SWEEP_EVERY: u32 = 30;
 
 impl PgStore {
-    /// Whether this instance leads, as it changes.
-    pub fn leadership(&self) -> Leadership {
-        Leadership::following(self.leads.subscribe())
-    }
-
     /// Starts asking for leadership and showing this instance alive, while the store is open.
     pub(super) fn start_campaign(&self) {
         let Some(runtime) = &self.runtime else {

@@ -6,9 +6,13 @@
 
 mod audit;
 mod auth;
+mod auth_groups;
+mod auth_profiles;
 mod automation;
+mod cluster;
 mod filter_sql;
 mod hist_blocks;
+mod hist_journal;
 mod historian;
 mod import;
 mod instances;
@@ -22,10 +26,13 @@ mod report;
 mod report_historian;
 mod tags;
 mod upstream_queue;
+mod upstream_secrets;
 
 use super::location::PostgresTarget;
 use super::record_cache::RecordCache;
 use super::{StoreError, StoreResult};
+use crate::store::interface::Maintenance;
+use crate::store::types::StorageDescription;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -274,55 +281,10 @@ impl PgStore {
         })
     }
 
-    /// Whether a call may run on the caller's own thread: never, every call waits on the
-    /// network.
-    pub fn has_idle_connection(&self) -> bool {
-        false
-    }
-
-    /// Bytes of record text kept in memory for reads by id; 0 keeps none.
-    pub fn set_record_cache_capacity(&self, bytes: usize) {
-        self.record_cache.set_capacity(bytes);
-    }
-
     /// Whether the cache may answer: only while the connection that hears other instances'
     /// writes is up.
     pub(super) fn cache_listening(&self) -> bool {
         self.listeners.records_heard()
-    }
-
-    pub fn ping(&self) -> StoreResult<()> {
-        self.query_one("SELECT 1", &[]).map(|_| ())
-    }
-
-    /// The name in the instance's data directory that its local journals are named after.
-    pub fn path(&self) -> &Path {
-        &self.local_path
-    }
-
-    pub fn size_bytes(&self) -> u64 {
-        self.query_one("SELECT pg_database_size(current_database())", &[])
-            .map(|row| row.get::<_, i64>(0).max(0) as u64)
-            .unwrap_or(0)
-    }
-
-    /// Nothing to leave consistent: every commit already is.
-    pub fn close(&self) -> StoreResult<()> {
-        Ok(())
-    }
-
-    /// A snapshot of a shared PostgreSQL database is the database administrator's (pg_dump,
-    /// base backups): one instance of several cannot take it consistently for all.
-    pub fn snapshot_to(&self, _dest: &Path) -> StoreResult<()> {
-        Err(StoreError::Invalid(
-            "snapshots are taken of the SQLite store only; back PostgreSQL up with pg_dump or \
-             base backups"
-                .into(),
-        ))
-    }
-
-    pub fn target(&self) -> &PostgresTarget {
-        &self.target
     }
 
     pub fn server_version(&self) -> &str {
@@ -379,5 +341,58 @@ pub(super) fn conflict_as(err: StoreError, sentence: impl FnOnce() -> String) ->
     match err {
         StoreError::Conflict(_) => StoreError::Conflict(sentence()),
         other => other,
+    }
+}
+
+impl Maintenance for PgStore {
+    fn describe(&self) -> StorageDescription {
+        StorageDescription {
+            engine: "postgres",
+            path: None,
+            host: Some(format!("{}:{}", self.target.host(), self.target.port())),
+            database: Some(self.target.database().to_string()),
+            server_version: Some(self.server_version().to_string()),
+        }
+    }
+
+    /// Bytes of record text kept in memory for reads by id; 0 keeps none.
+    fn set_record_cache_capacity(&self, bytes: usize) {
+        self.record_cache.set_capacity(bytes);
+    }
+
+    fn ping(&self) -> StoreResult<()> {
+        self.query_one("SELECT 1", &[]).map(|_| ())
+    }
+
+    /// The name in the instance's data directory that its local journals are named after.
+    fn path(&self) -> &Path {
+        &self.local_path
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.query_one("SELECT pg_database_size(current_database())", &[])
+            .map(|row| row.get::<_, i64>(0).max(0) as u64)
+            .unwrap_or(0)
+    }
+
+    /// Nothing to leave consistent: every commit already is.
+    fn close(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// Whether a call may run on the caller's own thread: never, every call waits on the
+    /// network.
+    fn has_idle_connection(&self) -> bool {
+        false
+    }
+
+    /// A snapshot of a shared PostgreSQL database is the database administrator's (pg_dump,
+    /// base backups): one instance of several cannot take it consistently for all.
+    fn snapshot_to(&self, _dest: &Path) -> StoreResult<()> {
+        Err(StoreError::Invalid(
+            "snapshots are taken of the SQLite store only; back PostgreSQL up with pg_dump or \
+             base backups"
+                .into(),
+        ))
     }
 }

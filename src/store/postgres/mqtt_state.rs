@@ -2,6 +2,7 @@
 //! engine's (`sqlite/mqtt_state.rs`), every row keyed by the instance whose broker owns it.
 
 use super::PgStore;
+use crate::store::interface::BrokerState;
 use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
 use deadpool_postgres::Transaction;
@@ -14,89 +15,6 @@ fn small(n: u8) -> i16 {
 
 fn unsmall(n: i16) -> u8 {
     u8::try_from(n).unwrap_or(u8::MAX)
-}
-
-impl PgStore {
-    /// Applies the writes in order in one transaction: all of them or, on the first failure,
-    /// none (the error names the write that failed).
-    pub fn mqtt_write(&self, writes: &[MqttWrite]) -> StoreResult<()> {
-        self.block(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            for (index, write) in writes.iter().enumerate() {
-                apply(&tx, &self.instance, write).await.map_err(|e| {
-                    e.in_context(&format!("MQTT write #{index} ({})", write.label()))
-                })?;
-            }
-            tx.commit().await?;
-            Ok(())
-        })
-    }
-
-    /// Everything this instance's broker needs at start (see the SQLite engine's `mqtt_load`):
-    /// sessions still marked connected count as disconnected now, and what has expired is
-    /// deleted in the same transaction.
-    pub fn mqtt_load(&self, now_ms: i64) -> StoreResult<(Vec<StoredMessage>, Vec<StoredSession>)> {
-        let me = &self.instance;
-        self.block(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            tx.execute(
-                "UPDATE mqtt_sessions SET disconnected_at_ms = $2 \
-                 WHERE instance = $1 AND disconnected_at_ms IS NULL",
-                &[me, &now_ms],
-            )
-            .await?;
-            tx.execute(
-                "DELETE FROM mqtt_sessions WHERE instance = $1 AND disconnected_at_ms IS NOT NULL \
-                 AND disconnected_at_ms + expiry_secs * 1000 <= $2",
-                &[me, &now_ms],
-            )
-            .await?;
-            for table in ["mqtt_subscriptions", "mqtt_queue", "mqtt_inbound_qos2"] {
-                tx.execute(
-                    &format!(
-                        "DELETE FROM {table} t WHERE instance = $1 AND NOT EXISTS \
-                         (SELECT 1 FROM mqtt_sessions s WHERE s.instance = t.instance \
-                          AND s.client_id = t.client_id)"
-                    ),
-                    &[me],
-                )
-                .await?;
-            }
-            tx.execute(
-                "DELETE FROM mqtt_retained WHERE instance = $1 AND expires_at_ms <= $2",
-                &[me, &now_ms],
-            )
-            .await?;
-            tx.execute(
-                "DELETE FROM mqtt_queue WHERE instance = $1 AND state = 0 AND expires_at_ms <= $2",
-                &[me, &now_ms],
-            )
-            .await?;
-            let retained = tx
-                .query(
-                    "SELECT topic, payload, qos, retain, properties, received_ms, expires_at_ms \
-                     FROM mqtt_retained WHERE instance = $1 ORDER BY topic COLLATE \"C\"",
-                    &[me],
-                )
-                .await?
-                .iter()
-                .map(|r| StoredMessage {
-                    topic: r.get(0),
-                    payload: r.get(1),
-                    qos: unsmall(r.get(2)),
-                    retain: r.get(3),
-                    properties: r.get(4),
-                    received_ms: r.get(5),
-                    expires_at_ms: r.get(6),
-                })
-                .collect();
-            let sessions = load_sessions(&tx, me).await?;
-            tx.commit().await?;
-            Ok((retained, sessions))
-        })
-    }
 }
 
 async fn apply(tx: &Transaction<'_>, me: &String, write: &MqttWrite) -> StoreResult<()> {
@@ -348,4 +266,87 @@ async fn load_sessions(tx: &Transaction<'_>, me: &String) -> StoreResult<Vec<Sto
             .push(u16::try_from(r.get::<_, i32>(1)).unwrap_or(0));
     }
     Ok(sessions)
+}
+
+impl BrokerState for PgStore {
+    /// Applies the writes in order in one transaction: all of them or, on the first failure,
+    /// none (the error names the write that failed).
+    fn mqtt_write(&self, writes: &[MqttWrite]) -> StoreResult<()> {
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            for (index, write) in writes.iter().enumerate() {
+                apply(&tx, &self.instance, write).await.map_err(|e| {
+                    e.in_context(&format!("MQTT write #{index} ({})", write.label()))
+                })?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    /// Everything this instance's broker needs at start (see the SQLite engine's `mqtt_load`):
+    /// sessions still marked connected count as disconnected now, and what has expired is
+    /// deleted in the same transaction.
+    fn mqtt_load(&self, now_ms: i64) -> StoreResult<(Vec<StoredMessage>, Vec<StoredSession>)> {
+        let me = &self.instance;
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            tx.execute(
+                "UPDATE mqtt_sessions SET disconnected_at_ms = $2 \
+                 WHERE instance = $1 AND disconnected_at_ms IS NULL",
+                &[me, &now_ms],
+            )
+            .await?;
+            tx.execute(
+                "DELETE FROM mqtt_sessions WHERE instance = $1 AND disconnected_at_ms IS NOT NULL \
+                 AND disconnected_at_ms + expiry_secs * 1000 <= $2",
+                &[me, &now_ms],
+            )
+            .await?;
+            for table in ["mqtt_subscriptions", "mqtt_queue", "mqtt_inbound_qos2"] {
+                tx.execute(
+                    &format!(
+                        "DELETE FROM {table} t WHERE instance = $1 AND NOT EXISTS \
+                         (SELECT 1 FROM mqtt_sessions s WHERE s.instance = t.instance \
+                          AND s.client_id = t.client_id)"
+                    ),
+                    &[me],
+                )
+                .await?;
+            }
+            tx.execute(
+                "DELETE FROM mqtt_retained WHERE instance = $1 AND expires_at_ms <= $2",
+                &[me, &now_ms],
+            )
+            .await?;
+            tx.execute(
+                "DELETE FROM mqtt_queue WHERE instance = $1 AND state = 0 AND expires_at_ms <= $2",
+                &[me, &now_ms],
+            )
+            .await?;
+            let retained = tx
+                .query(
+                    "SELECT topic, payload, qos, retain, properties, received_ms, expires_at_ms \
+                     FROM mqtt_retained WHERE instance = $1 ORDER BY topic COLLATE \"C\"",
+                    &[me],
+                )
+                .await?
+                .iter()
+                .map(|r| StoredMessage {
+                    topic: r.get(0),
+                    payload: r.get(1),
+                    qos: unsmall(r.get(2)),
+                    retain: r.get(3),
+                    properties: r.get(4),
+                    received_ms: r.get(5),
+                    expires_at_ms: r.get(6),
+                })
+                .collect();
+            let sessions = load_sessions(&tx, me).await?;
+            tx.commit().await?;
+            Ok((retained, sessions))
+        })
+    }
 }

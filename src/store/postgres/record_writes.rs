@@ -6,13 +6,22 @@
 use super::records::{delete_on, insert_on, update_on};
 use super::PgStore;
 use crate::ids::TableRef;
+use crate::store::interface::RecordWrites;
 use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
 
-impl PgStore {
+/// A copy of an error with its kind kept (an outage stays a 503 for every write).
+fn same_kind(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
+        other => StoreError::Internal(other.to_string()),
+    }
+}
+
+impl RecordWrites for PgStore {
     /// Applies the writes in order and commits them together: one result per write; an `Ok`
     /// means committed.
-    pub fn write_records(&self, group: Vec<RecordWrite>) -> Vec<StoreResult<RecordWritten>> {
+    fn write_records(&self, group: Vec<RecordWrite>) -> Vec<StoreResult<RecordWritten>> {
         let count = group.len();
         let failed = |e: &StoreError| -> Vec<StoreResult<RecordWritten>> {
             (0..count).map(|_| Err(same_kind(e))).collect()
@@ -73,13 +82,5 @@ impl PgStore {
             self.written(table);
         }
         applied.unwrap_or_else(|e| failed(&e))
-    }
-}
-
-/// A copy of an error with its kind kept (an outage stays a 503 for every write).
-fn same_kind(e: &StoreError) -> StoreError {
-    match e {
-        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
-        other => StoreError::Internal(other.to_string()),
     }
 }

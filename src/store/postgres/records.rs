@@ -9,6 +9,7 @@ use super::{names, PgStore};
 use crate::ids::TableRef;
 use crate::query::{Filter, ListQuery};
 use crate::schema::Collection;
+use crate::store::interface::Records;
 use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
 use crate::time::now_rfc3339;
@@ -132,25 +133,6 @@ impl PgStore {
         Ok(())
     }
 
-    pub fn insert_record(
-        &self,
-        table: &TableRef,
-        key: &str,
-        fields: &Map<String, Value>,
-    ) -> StoreResult<Value> {
-        self.ensure_table(table)?;
-        let inserted = self.block(async {
-            let client = self.client().await?;
-            insert_on(&client, table, key, fields).await
-        });
-        self.written(table);
-        inserted
-    }
-
-    pub fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>> {
-        self.get_row(table, key, ROW_COLUMNS, row_to_record)
-    }
-
     /// The record `key` of `table` as `columns` of it, decoded by `decode`.
     fn get_row<T>(
         &self,
@@ -170,82 +152,9 @@ impl PgStore {
         rows.first().map(|row| decode(table, row)).transpose()
     }
 
-    /// A record as JSON text, read from the database and kept in memory for the next read
-    /// (see [`PgStore::cached_record_text`]).
-    pub fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
-        let cached_as = cache_key(table);
-        let read = self
-            .cache_listening()
-            .then(|| self.record_cache.begin_read(&cached_as, key))
-            .flatten();
-        let text = self.get_row(table, key, ROW_TEXT_COLUMNS, row_to_text)?;
-        if let (Some(read), Some(text)) = (read, &text) {
-            self.record_cache.finish_read(read, &cached_as, key, text);
-        }
-        Ok(text)
-    }
-
-    /// The record's JSON text if memory holds it; never asks the server. The cache is the
-    /// SQLite engine's ([`crate::store::record_cache`]), invalidated per table: by this
-    /// instance after each of its writes commits (so it reads its own writes), and by every
-    /// `NOTIFY svc_records` a record table's trigger raises, whoever wrote. It answers only
-    /// while the listening connection is up, and is emptied whenever that connection is back,
-    /// so what another instance wrote is served stale for the notification's way at most.
-    pub fn cached_record_text(&self, table: &TableRef, key: &str) -> Option<String> {
-        if !self.cache_listening() {
-            return None;
-        }
-        self.record_cache
-            .get(&cache_key(table), key)
-            .map(|text| text.to_string())
-    }
-
     /// Drops what is cached of `table`, after this instance wrote it.
     pub(super) fn written(&self, table: &TableRef) {
         self.record_cache.invalidate(&cache_key(table));
-    }
-
-    pub fn record_by_field(
-        &self,
-        table: &TableRef,
-        field: &str,
-        value: &Value,
-    ) -> StoreResult<Option<Value>> {
-        if !crate::ids::is_identifier(field) {
-            return Err(StoreError::Invalid(format!(
-                "`{field}` is not a field name"
-            )));
-        }
-        let sql = format!(
-            "SELECT {ROW_COLUMNS} FROM {} WHERE {} = $1::jsonb ORDER BY key LIMIT 1",
-            names::table(table),
-            index_expr(field)
-        );
-        let rows = self.block(async {
-            let client = self.client().await?;
-            rows_of(&client, &sql, &[value]).await
-        })?;
-        rows.first()
-            .map(|row| row_to_record(table, row))
-            .transpose()
-    }
-
-    pub fn list_records(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<Value>> {
-        self.list_rows(table, query, ROW_COLUMNS)?
-            .iter()
-            .map(|row| row_to_record(table, row))
-            .collect()
-    }
-
-    pub fn list_records_text(
-        &self,
-        table: &TableRef,
-        query: &ListQuery,
-    ) -> StoreResult<Vec<String>> {
-        self.list_rows(table, query, ROW_TEXT_COLUMNS)?
-            .iter()
-            .map(|row| row_to_text(table, row))
-            .collect()
     }
 
     fn list_rows(
@@ -267,40 +176,6 @@ impl PgStore {
             let client = self.client().await?;
             rows_of(&client, &sql, &as_params(&filter.params)).await
         })
-    }
-
-    pub fn count_records(
-        &self,
-        table: &TableRef,
-        filters: &[Filter],
-        or_filters: &[Filter],
-    ) -> StoreResult<u64> {
-        let filter = build_where(table, filters, or_filters);
-        let sql = format!(
-            "SELECT COUNT(*) FROM {} WHERE {}",
-            names::table(table),
-            filter.sql
-        );
-        let rows = self.block(async {
-            let client = self.client().await?;
-            rows_of(&client, &sql, &as_params(&filter.params)).await
-        })?;
-        Ok(rows
-            .first()
-            .map_or(0, |row| row.get::<_, i64>(0).max(0) as u64))
-    }
-
-    pub fn create_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Value> {
-        self.write_collection(domain, collection, false)?
-            .ok_or_else(|| StoreError::Internal("stored collection vanished".into()))
-    }
-
-    pub fn replace_collection(
-        &self,
-        domain: &str,
-        collection: &Collection,
-    ) -> StoreResult<Option<Value>> {
-        self.write_collection(domain, collection, true)
     }
 
     /// Stores a definition and (re)builds its indexes in one transaction: a taken name, or
@@ -362,33 +237,6 @@ impl PgStore {
             return Ok(None);
         }
         self.get_record(&defs, &collection.name)
-    }
-
-    /// Removes a collection definition and the indexes it built; the records stay.
-    pub fn delete_collection(&self, domain: &str, name: &str) -> StoreResult<bool> {
-        let defs = TableRef::new(domain, COLLECTIONS).map_err(StoreError::Invalid)?;
-        let target = TableRef::new(domain, name).map_err(StoreError::Invalid)?;
-        let removed = self.block(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            drop_collection_indexes(&tx, &target).await?;
-            let sql = format!("DELETE FROM {} WHERE key = $1", names::table(&defs));
-            let removed = match tx.execute(&sql, &[&name]).await {
-                Ok(n) => n > 0,
-                Err(e) if is_missing_table(&e) => false,
-                Err(e) => return Err(e.into()),
-            };
-            tx.commit().await?;
-            Ok(removed)
-        });
-        self.written(&defs);
-        removed
-    }
-
-    /// The collection defined for a table, read each time: another instance may change it.
-    pub fn collection(&self, table: &TableRef) -> StoreResult<Option<Arc<Collection>>> {
-        let defs = TableRef::new(&table.domain, COLLECTIONS).map_err(StoreError::Invalid)?;
-        Ok(collection_of_record(self.get_record(&defs, &table.table)?)?.map(Arc::new))
     }
 }
 
@@ -569,4 +417,155 @@ pub(super) async fn drop_collection_indexes(
         .await?;
     }
     Ok(())
+}
+
+impl Records for PgStore {
+    fn insert_record(
+        &self,
+        table: &TableRef,
+        key: &str,
+        fields: &Map<String, Value>,
+    ) -> StoreResult<Value> {
+        self.ensure_table(table)?;
+        let inserted = self.block(async {
+            let client = self.client().await?;
+            insert_on(&client, table, key, fields).await
+        });
+        self.written(table);
+        inserted
+    }
+
+    fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>> {
+        self.get_row(table, key, ROW_COLUMNS, row_to_record)
+    }
+
+    /// A record as JSON text, read from the database and kept in memory for the next read
+    /// (see [`PgStore::cached_record_text`]).
+    fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
+        let cached_as = cache_key(table);
+        let read = self
+            .cache_listening()
+            .then(|| self.record_cache.begin_read(&cached_as, key))
+            .flatten();
+        let text = self.get_row(table, key, ROW_TEXT_COLUMNS, row_to_text)?;
+        if let (Some(read), Some(text)) = (read, &text) {
+            self.record_cache.finish_read(read, &cached_as, key, text);
+        }
+        Ok(text)
+    }
+
+    /// The record's JSON text if memory holds it; never asks the server. The cache is the
+    /// SQLite engine's ([`crate::store::record_cache`]), invalidated per table: by this
+    /// instance after each of its writes commits (so it reads its own writes), and by every
+    /// `NOTIFY svc_records` a record table's trigger raises, whoever wrote. It answers only
+    /// while the listening connection is up, and is emptied whenever that connection is back,
+    /// so what another instance wrote is served stale for the notification's way at most.
+    fn cached_record_text(&self, table: &TableRef, key: &str) -> Option<String> {
+        if !self.cache_listening() {
+            return None;
+        }
+        self.record_cache
+            .get(&cache_key(table), key)
+            .map(|text| text.to_string())
+    }
+
+    fn record_by_field(
+        &self,
+        table: &TableRef,
+        field: &str,
+        value: &Value,
+    ) -> StoreResult<Option<Value>> {
+        if !crate::ids::is_identifier(field) {
+            return Err(StoreError::Invalid(format!(
+                "`{field}` is not a field name"
+            )));
+        }
+        let sql = format!(
+            "SELECT {ROW_COLUMNS} FROM {} WHERE {} = $1::jsonb ORDER BY key LIMIT 1",
+            names::table(table),
+            index_expr(field)
+        );
+        let rows = self.block(async {
+            let client = self.client().await?;
+            rows_of(&client, &sql, &[value]).await
+        })?;
+        rows.first()
+            .map(|row| row_to_record(table, row))
+            .transpose()
+    }
+
+    fn list_records(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<Value>> {
+        self.list_rows(table, query, ROW_COLUMNS)?
+            .iter()
+            .map(|row| row_to_record(table, row))
+            .collect()
+    }
+
+    fn list_records_text(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<String>> {
+        self.list_rows(table, query, ROW_TEXT_COLUMNS)?
+            .iter()
+            .map(|row| row_to_text(table, row))
+            .collect()
+    }
+
+    fn count_records(
+        &self,
+        table: &TableRef,
+        filters: &[Filter],
+        or_filters: &[Filter],
+    ) -> StoreResult<u64> {
+        let filter = build_where(table, filters, or_filters);
+        let sql = format!(
+            "SELECT COUNT(*) FROM {} WHERE {}",
+            names::table(table),
+            filter.sql
+        );
+        let rows = self.block(async {
+            let client = self.client().await?;
+            rows_of(&client, &sql, &as_params(&filter.params)).await
+        })?;
+        Ok(rows
+            .first()
+            .map_or(0, |row| row.get::<_, i64>(0).max(0) as u64))
+    }
+
+    fn create_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Value> {
+        self.write_collection(domain, collection, false)?
+            .ok_or_else(|| StoreError::Internal("stored collection vanished".into()))
+    }
+
+    fn replace_collection(
+        &self,
+        domain: &str,
+        collection: &Collection,
+    ) -> StoreResult<Option<Value>> {
+        self.write_collection(domain, collection, true)
+    }
+
+    /// Removes a collection definition and the indexes it built; the records stay.
+    fn delete_collection(&self, domain: &str, name: &str) -> StoreResult<bool> {
+        let defs = TableRef::new(domain, COLLECTIONS).map_err(StoreError::Invalid)?;
+        let target = TableRef::new(domain, name).map_err(StoreError::Invalid)?;
+        let removed = self.block(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            drop_collection_indexes(&tx, &target).await?;
+            let sql = format!("DELETE FROM {} WHERE key = $1", names::table(&defs));
+            let removed = match tx.execute(&sql, &[&name]).await {
+                Ok(n) => n > 0,
+                Err(e) if is_missing_table(&e) => false,
+                Err(e) => return Err(e.into()),
+            };
+            tx.commit().await?;
+            Ok(removed)
+        });
+        self.written(&defs);
+        removed
+    }
+
+    /// The collection defined for a table, read each time: another instance may change it.
+    fn collection(&self, table: &TableRef) -> StoreResult<Option<Arc<Collection>>> {
+        let defs = TableRef::new(&table.domain, COLLECTIONS).map_err(StoreError::Invalid)?;
+        Ok(collection_of_record(self.get_record(&defs, &table.table)?)?.map(Arc::new))
+    }
 }

@@ -15,6 +15,7 @@
 use super::{names, report_historian, PgStore};
 use crate::ids::{is_identifier, TableRef};
 use crate::report_sql::CheckedQuery;
+use crate::store::interface::Reports;
 use crate::store::report_historian::{over_time, past_deadline};
 use crate::store::types::*;
 use crate::store::{StoreError, StoreResult};
@@ -47,8 +48,66 @@ impl PgStore {
             .collect())
     }
 
+    /// A relation over one record table, a column per top-level field its records hold.
+    fn table_definition(&self, table: &TableRef) -> StoreResult<String> {
+        let physical = names::table(table);
+        let fields = self.query(
+            &format!(
+                "SELECT f.key, array_agg(DISTINCT jsonb_typeof(f.value)) \
+                 FROM {physical} t, jsonb_each(t.data) f GROUP BY f.key ORDER BY f.key"
+            ),
+            &[],
+        )?;
+        let mut columns = vec![
+            format!("concat('{}', key) AS id", table.record_id("")),
+            "created_dt".to_string(),
+            "updated_dt".to_string(),
+        ];
+        for row in &fields {
+            let field: String = row.get(0);
+            if !is_identifier(&field)
+                || matches!(field.as_str(), "id" | "created_dt" | "updated_dt")
+            {
+                continue;
+            }
+            let kinds: Vec<String> = row.get(1);
+            let member = format!("jsonb_extract_path(data, '{field}')");
+            let typed = if kinds
+                .iter()
+                .all(|k| matches!(k.as_str(), "number" | "boolean" | "null"))
+            {
+                format!("public.svc_number({member})")
+            } else {
+                format!("public.svc_text({member})")
+            };
+            columns.push(format!("{typed} AS {}", names::quoted(&field)));
+        }
+        Ok(format!("SELECT {} FROM {physical}", columns.join(", ")))
+    }
+}
+
+/// One result row as a JSON object keyed by column name.
+fn row_object(row: &tokio_postgres::Row) -> Map<String, Value> {
+    let mut object = match row.get::<_, Value>(0) {
+        Value::Object(object) => object,
+        _ => Map::new(),
+    };
+    for (i, column) in row.columns().iter().enumerate().skip(1) {
+        let float = match *column.type_() {
+            Type::FLOAT8 => row.get::<_, Option<f64>>(i),
+            Type::FLOAT4 => row.get::<_, Option<f32>>(i).map(f64::from),
+            _ => continue,
+        };
+        if let Some(number) = float.and_then(serde_json::Number::from_f64) {
+            object.insert(column.name().to_string(), Value::Number(number));
+        }
+    }
+    object
+}
+
+impl Reports for PgStore {
     /// What each relation of the query is in `domain` (names match case-insensitively).
-    pub fn report_relations(
+    fn report_relations(
         &self,
         domain: &str,
         query: &CheckedQuery,
@@ -57,7 +116,7 @@ impl PgStore {
     }
 
     /// Runs the report over `domain`'s data: rows as JSON objects keyed by column name.
-    pub fn run_report(
+    fn run_report(
         &self,
         domain: &str,
         query: CheckedQuery,
@@ -140,60 +199,4 @@ impl PgStore {
         }
         Ok(rows.iter().map(row_object).collect())
     }
-
-    /// A relation over one record table, a column per top-level field its records hold.
-    fn table_definition(&self, table: &TableRef) -> StoreResult<String> {
-        let physical = names::table(table);
-        let fields = self.query(
-            &format!(
-                "SELECT f.key, array_agg(DISTINCT jsonb_typeof(f.value)) \
-                 FROM {physical} t, jsonb_each(t.data) f GROUP BY f.key ORDER BY f.key"
-            ),
-            &[],
-        )?;
-        let mut columns = vec![
-            format!("concat('{}', key) AS id", table.record_id("")),
-            "created_dt".to_string(),
-            "updated_dt".to_string(),
-        ];
-        for row in &fields {
-            let field: String = row.get(0);
-            if !is_identifier(&field)
-                || matches!(field.as_str(), "id" | "created_dt" | "updated_dt")
-            {
-                continue;
-            }
-            let kinds: Vec<String> = row.get(1);
-            let member = format!("jsonb_extract_path(data, '{field}')");
-            let typed = if kinds
-                .iter()
-                .all(|k| matches!(k.as_str(), "number" | "boolean" | "null"))
-            {
-                format!("public.svc_number({member})")
-            } else {
-                format!("public.svc_text({member})")
-            };
-            columns.push(format!("{typed} AS {}", names::quoted(&field)));
-        }
-        Ok(format!("SELECT {} FROM {physical}", columns.join(", ")))
-    }
-}
-
-/// One result row as a JSON object keyed by column name.
-fn row_object(row: &tokio_postgres::Row) -> Map<String, Value> {
-    let mut object = match row.get::<_, Value>(0) {
-        Value::Object(object) => object,
-        _ => Map::new(),
-    };
-    for (i, column) in row.columns().iter().enumerate().skip(1) {
-        let float = match *column.type_() {
-            Type::FLOAT8 => row.get::<_, Option<f64>>(i),
-            Type::FLOAT4 => row.get::<_, Option<f32>>(i).map(f64::from),
-            _ => continue,
-        };
-        if let Some(number) = float.and_then(serde_json::Number::from_f64) {
-            object.insert(column.name().to_string(), Value::Number(number));
-        }
-    }
-    object
 }

@@ -4,15 +4,15 @@
 use super::records::rows_of;
 use super::{names, PgStore};
 use crate::ids::TableRef;
+use crate::store::interface::Tags;
 use crate::store::types::*;
 use crate::store::StoreResult;
-use serde_json::{Map, Value};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 impl PgStore {
     /// Rows of a read over `domain`'s system table `name`; none when it was never written.
-    fn system_rows(
+    pub(super) fn system_rows(
         &self,
         domain: &str,
         name: &str,
@@ -28,9 +28,11 @@ impl PgStore {
             rows_of(&client, &sql, params).await
         })
     }
+}
 
+impl Tags for PgStore {
     /// Every tag of a domain, ordered by path.
-    pub fn tags_of(&self, domain: &str) -> StoreResult<Vec<TagRow>> {
+    fn tags_of(&self, domain: &str) -> StoreResult<Vec<TagRow>> {
         let rows = self.system_rows(
             domain,
             TAGS,
@@ -62,7 +64,7 @@ impl PgStore {
     }
 
     /// The namespace paths of a domain, ordered.
-    pub fn namespaces_of(&self, domain: &str) -> StoreResult<Vec<String>> {
+    fn namespaces_of(&self, domain: &str) -> StoreResult<Vec<String>> {
         let rows = self.system_rows(
             domain,
             NAMESPACES,
@@ -75,60 +77,5 @@ impl PgStore {
             &[],
         )?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
-    }
-
-    pub fn set_upstream_password(
-        &self,
-        domain: &str,
-        key: &str,
-        password: Option<&str>,
-    ) -> StoreResult<()> {
-        match password {
-            Some(password) => self.execute(
-                "INSERT INTO upstream_secrets (domain, upstream, password) VALUES ($1, $2, $3) \
-                 ON CONFLICT (domain, upstream) DO UPDATE SET password = excluded.password",
-                &[&domain, &key, &password],
-            )?,
-            None => self.execute(
-                "DELETE FROM upstream_secrets WHERE domain = $1 AND upstream = $2",
-                &[&domain, &key],
-            )?,
-        };
-        Ok(())
-    }
-
-    /// Every upstream record of `domain` (its fields, without id and times) by key, with its
-    /// password.
-    pub fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
-        let rows = self.system_rows(
-            domain,
-            crate::store::UPSTREAMS,
-            |t| {
-                format!(
-                    "SELECT u.key, u.data, s.password FROM {t} AS u \
-                     LEFT JOIN upstream_secrets AS s ON s.domain = $1 AND s.upstream = u.key \
-                     ORDER BY u.key COLLATE \"C\""
-                )
-            },
-            &[&domain],
-        )?;
-        rows.iter()
-            .map(|r| {
-                let fields: Map<String, Value> = match r.get::<_, Value>(1) {
-                    Value::Object(fields) => fields,
-                    _ => Map::new(),
-                };
-                Ok((r.get(0), fields, r.get(2)))
-            })
-            .collect()
-    }
-
-    pub fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>> {
-        Ok(self
-            .query_opt(
-                "SELECT password FROM upstream_secrets WHERE domain = $1 AND upstream = $2",
-                &[&domain, &key],
-            )?
-            .map(|r| r.get(0)))
     }
 }

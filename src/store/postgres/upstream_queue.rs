@@ -2,13 +2,14 @@
 //! received for upstream brokers under its own id (sequence numbers are per instance).
 
 use super::PgStore;
+use crate::store::interface::UpstreamQueue;
 use crate::store::types::seq_runs;
 use crate::store::StoreResult;
 use crate::store::UpstreamMessage;
 
-impl PgStore {
+impl UpstreamQueue for PgStore {
     /// Appends messages to upstream queues and deletes messages from them, in one transaction.
-    pub fn upstream_queue_write(
+    fn upstream_queue_write(
         &self,
         appends: &[(&str, &UpstreamMessage)],
         deletes: &[(&str, &[i64])],
@@ -63,7 +64,7 @@ impl PgStore {
     }
 
     /// An upstream's queue on this instance, oldest first.
-    pub fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<UpstreamMessage>> {
+    fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<UpstreamMessage>> {
         Ok(self
             .query(
                 "SELECT seq, topic, payload, qos, retain, hops, enqueued_ms, binding \
@@ -85,7 +86,7 @@ impl PgStore {
     }
 
     /// The highest sequence number in any of this instance's queues (0 when all are empty).
-    pub fn upstream_queue_last_seq(&self) -> StoreResult<i64> {
+    fn upstream_queue_last_seq(&self) -> StoreResult<i64> {
         Ok(self
             .query_one(
                 "SELECT coalesce(max(seq), 0) FROM upstream_outbox WHERE instance = $1",
@@ -95,7 +96,7 @@ impl PgStore {
     }
 
     /// Forgets an upstream's queue (the upstream was deleted) on every instance.
-    pub fn upstream_queue_clear(&self, upstream: &str) -> StoreResult<()> {
+    fn upstream_queue_clear(&self, upstream: &str) -> StoreResult<()> {
         self.execute(
             "DELETE FROM upstream_outbox WHERE upstream = $1",
             &[&upstream],

@@ -2,11 +2,12 @@
 //! queried by `GET /svc/audit` and thinned by the `audit_retention` sweep.
 
 use super::{SqliteStore, StoreResult};
+use crate::store::interface::AuditTrail;
 use crate::store::types::*;
 use rusqlite::{params_from_iter, types::Value as SqlValue};
 
-impl SqliteStore {
-    pub fn record_audit(&self, entry: &AuditEntry) -> StoreResult<()> {
+impl AuditTrail for SqliteStore {
+    fn record_audit(&self, entry: &AuditEntry) -> StoreResult<()> {
         self.conn()?
             .prepare_cached(
                 "INSERT INTO audit_log (time, domain, user_id, username, via, action, \
@@ -29,7 +30,7 @@ impl SqliteStore {
     }
 
     /// Entries matching `filter`, newest first.
-    pub fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>> {
+    fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>> {
         let mut clauses = Vec::new();
         let mut args: Vec<SqlValue> = Vec::new();
         let mut add = |clause: &str, value: &str| {
@@ -94,7 +95,7 @@ impl SqliteStore {
     }
 
     /// Deletes entries older than `before` (RFC 3339); returns how many went.
-    pub fn delete_audit_before(&self, before: &str) -> StoreResult<usize> {
+    fn delete_audit_before(&self, before: &str) -> StoreResult<usize> {
         Ok(self
             .conn()?
             .execute("DELETE FROM audit_log WHERE time < ?1", [before])?)

@@ -4,6 +4,7 @@
 use super::{SqliteStore, StoreError, StoreResult};
 use crate::ids::new_key;
 use crate::model::{ApiKeyInfo, Domain, Grant, Group};
+use crate::store::interface::Identity;
 use crate::store::types::*;
 use crate::time::now_rfc3339;
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
@@ -46,15 +47,15 @@ pub(super) fn api_key_from_row(row: &Row) -> rusqlite::Result<ApiKeyInfo> {
     ))
 }
 
-impl SqliteStore {
-    pub fn user_count(&self) -> StoreResult<u64> {
+impl Identity for SqliteStore {
+    fn user_count(&self) -> StoreResult<u64> {
         let n: i64 = self
             .conn()?
             .query_row("SELECT COUNT(*) FROM auth_users", [], |r| r.get(0))?;
         Ok(n.max(0) as u64)
     }
 
-    pub fn create_user(
+    fn create_user(
         &self,
         username: &str,
         password_hash: &str,
@@ -82,7 +83,7 @@ impl SqliteStore {
         Ok(user)
     }
 
-    pub fn user_by_key(&self, key: &str) -> StoreResult<Option<AuthUser>> {
+    fn user_by_key(&self, key: &str) -> StoreResult<Option<AuthUser>> {
         Ok(self
             .conn()?
             .prepare_cached(&format!(
@@ -93,7 +94,7 @@ impl SqliteStore {
     }
 
     /// The user and its password hash, for a login attempt.
-    pub fn user_with_password(&self, username: &str) -> StoreResult<Option<(AuthUser, String)>> {
+    fn user_with_password(&self, username: &str) -> StoreResult<Option<(AuthUser, String)>> {
         Ok(self
             .conn()?
             .query_row(
@@ -106,7 +107,7 @@ impl SqliteStore {
             .optional()?)
     }
 
-    pub fn list_users(&self) -> StoreResult<Vec<AuthUser>> {
+    fn list_users(&self) -> StoreResult<Vec<AuthUser>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(&format!(
             "SELECT {USER_COLUMNS} FROM auth_users ORDER BY username"
@@ -116,7 +117,7 @@ impl SqliteStore {
     }
 
     /// Deletes a user with its memberships and API keys.
-    pub fn delete_user(&self, key: &str) -> StoreResult<bool> {
+    fn delete_user(&self, key: &str) -> StoreResult<bool> {
         let mut conn = self.conn()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute("DELETE FROM auth_group_members WHERE user_key = ?1", [key])?;
@@ -126,7 +127,7 @@ impl SqliteStore {
         Ok(removed)
     }
 
-    pub fn create_domain(&self, name: &str) -> StoreResult<Domain> {
+    fn create_domain(&self, name: &str) -> StoreResult<Domain> {
         let created_dt = now_rfc3339();
         self.conn()?
             .execute(
@@ -142,14 +143,14 @@ impl SqliteStore {
         Ok(domain_model(name.to_string(), created_dt))
     }
 
-    pub fn list_domains(&self) -> StoreResult<Vec<Domain>> {
+    fn list_domains(&self) -> StoreResult<Vec<Domain>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare("SELECT name, created_dt FROM auth_domains ORDER BY name")?;
         let rows = stmt.query_map([], |row| Ok(domain_model(row.get(0)?, row.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    pub fn create_group(&self, domain: &str, name: &str, grants: &[Grant]) -> StoreResult<Group> {
+    fn create_group(&self, domain: &str, name: &str, grants: &[Grant]) -> StoreResult<Group> {
         let key = new_key();
         self.conn()?
             .execute(
@@ -172,7 +173,7 @@ impl SqliteStore {
         Ok(group_model(domain, &key, name.to_string(), grants.to_vec()))
     }
 
-    pub fn list_groups(&self, domain: &str) -> StoreResult<Vec<Group>> {
+    fn list_groups(&self, domain: &str) -> StoreResult<Vec<Group>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(
             "SELECT domain, key, name, grants FROM auth_groups WHERE domain = ?1 ORDER BY name",
@@ -182,12 +183,7 @@ impl SqliteStore {
     }
 
     /// Adds a user to a group of the domain; false when the group or the user does not exist.
-    pub fn add_group_member(
-        &self,
-        domain: &str,
-        group_key: &str,
-        user_key: &str,
-    ) -> StoreResult<bool> {
+    fn add_group_member(&self, domain: &str, group_key: &str, user_key: &str) -> StoreResult<bool> {
         let conn = self.conn()?;
         let exists: bool = conn.query_row(
             "SELECT EXISTS(SELECT 1 FROM auth_groups WHERE domain = ?1 AND key = ?2) \
@@ -206,7 +202,7 @@ impl SqliteStore {
     }
 
     /// Every grant a user holds in a domain.
-    pub fn grants_of(&self, user_key: &str, domain: &str) -> StoreResult<GrantSet> {
+    fn grants_of(&self, user_key: &str, domain: &str) -> StoreResult<GrantSet> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT g.grants FROM auth_groups g JOIN auth_group_members m \
@@ -221,7 +217,7 @@ impl SqliteStore {
     }
 
     /// Adds custom actions per feature, and known scopes, to a domain.
-    pub fn add_permissions(
+    fn add_permissions(
         &self,
         domain: &str,
         actions: &[(String, String)],
@@ -246,7 +242,7 @@ impl SqliteStore {
     }
 
     /// The custom actions configured for a feature in a domain.
-    pub fn custom_actions(&self, domain: &str, feature: &str) -> StoreResult<Vec<String>> {
+    fn custom_actions(&self, domain: &str, feature: &str) -> StoreResult<Vec<String>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT action FROM auth_actions WHERE domain = ?1 AND feature = ?2 ORDER BY action",
@@ -255,7 +251,7 @@ impl SqliteStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    pub fn create_api_key(
+    fn create_api_key(
         &self,
         user_key: &str,
         name: &str,
@@ -281,7 +277,7 @@ impl SqliteStore {
         ))
     }
 
-    pub fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>> {
+    fn list_api_keys(&self, user_key: &str) -> StoreResult<Vec<ApiKeyInfo>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(&format!(
             "SELECT {API_KEY_COLUMNS} FROM auth_api_keys \
@@ -292,7 +288,7 @@ impl SqliteStore {
     }
 
     /// Revokes one of the user's keys, given its id; false when the user has no such key.
-    pub fn delete_api_key(&self, user_key: &str, id: &str) -> StoreResult<bool> {
+    fn delete_api_key(&self, user_key: &str, id: &str) -> StoreResult<bool> {
         let key = id.strip_prefix(&api_key_id("")).unwrap_or(id);
         Ok(self.conn()?.execute(
             "DELETE FROM auth_api_keys WHERE key = ?1 AND user_key = ?2",
@@ -301,7 +297,7 @@ impl SqliteStore {
     }
 
     /// The key with this secret hash: its id, owner and domain.
-    pub fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyOwner>> {
+    fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyOwner>> {
         Ok(self
             .conn()?
             .prepare_cached(
@@ -317,7 +313,7 @@ impl SqliteStore {
             .optional()?)
     }
 
-    pub fn touch_api_key(&self, key: &str, when: &str) -> StoreResult<()> {
+    fn touch_api_key(&self, key: &str, when: &str) -> StoreResult<()> {
         self.conn()?.execute(
             "UPDATE auth_api_keys SET last_used_dt = ?1 WHERE key = ?2",
             params![when, key],

@@ -4,11 +4,13 @@
 
 use super::{SqliteStore, StoreResult};
 use crate::model::Grant;
-use rusqlite::{params, TransactionBehavior};
+use crate::store::interface::GroupChanges;
+use crate::store::types::*;
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-impl SqliteStore {
+impl GroupChanges for SqliteStore {
     /// Replaces a group's grants with `grants`.
-    pub fn set_group_grants(
+    fn set_group_grants(
         &self,
         domain: &str,
         group_key: &str,
@@ -22,7 +24,7 @@ impl SqliteStore {
     }
 
     /// Takes a user out of a group of the domain.
-    pub fn remove_group_member(
+    fn remove_group_member(
         &self,
         domain: &str,
         group_key: &str,
@@ -36,7 +38,7 @@ impl SqliteStore {
     }
 
     /// Deletes a group of the domain and every membership of it.
-    pub fn delete_group(&self, domain: &str, group_key: &str) -> StoreResult<bool> {
+    fn delete_group(&self, domain: &str, group_key: &str) -> StoreResult<bool> {
         let mut conn = self.conn()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute(
@@ -49,5 +51,33 @@ impl SqliteStore {
         )?;
         tx.commit()?;
         Ok(removed > 0)
+    }
+
+    /// Adds grants (those it lacks) to a group of the domain; false when there is no such group.
+    fn add_group_grants(
+        &self,
+        domain: &str,
+        group_key: &str,
+        grants: &[Grant],
+    ) -> StoreResult<bool> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current: Option<String> = tx
+            .query_row(
+                "SELECT grants FROM auth_groups WHERE domain = ?1 AND key = ?2",
+                params![domain, group_key],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(current) = current else {
+            return Ok(false);
+        };
+        let all = merged_grants(serde_json::from_str(&current)?, grants);
+        tx.execute(
+            "UPDATE auth_groups SET grants = ?3 WHERE domain = ?1 AND key = ?2",
+            params![domain, group_key, serde_json::to_string(&all)?],
+        )?;
+        tx.commit()?;
+        Ok(true)
     }
 }

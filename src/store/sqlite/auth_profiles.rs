@@ -3,12 +3,13 @@
 
 use super::auth::{api_key_from_row, API_KEY_COLUMNS};
 use super::{SqliteStore, StoreResult};
-use crate::model::{ApiKeyInfo, Grant, NamedGrant, UserProfile};
+use crate::model::{ApiKeyInfo, NamedGrant, UserProfile};
+use crate::store::interface::Profiles;
 use crate::store::types::*;
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension};
 
-impl SqliteStore {
-    pub fn set_user_profile(&self, user_key: &str, profile: &UserProfile) -> StoreResult<()> {
+impl Profiles for SqliteStore {
+    fn set_user_profile(&self, user_key: &str, profile: &UserProfile) -> StoreResult<()> {
         self.conn()?.execute(
             "UPDATE auth_users SET profile = ?2 WHERE key = ?1",
             params![user_key, serde_json::to_string(profile)?],
@@ -16,7 +17,7 @@ impl SqliteStore {
         Ok(())
     }
 
-    pub fn user_profile(&self, user_key: &str) -> StoreResult<UserProfile> {
+    fn user_profile(&self, user_key: &str) -> StoreResult<UserProfile> {
         let text: Option<String> = self
             .conn()?
             .query_row(
@@ -31,7 +32,7 @@ impl SqliteStore {
     }
 
     /// RecordIDs of the groups a user belongs to; only those of `domain` when given.
-    pub fn user_group_ids(&self, user_key: &str, domain: Option<&str>) -> StoreResult<Vec<String>> {
+    fn user_group_ids(&self, user_key: &str, domain: Option<&str>) -> StoreResult<Vec<String>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT domain, group_key FROM auth_group_members \
@@ -44,7 +45,7 @@ impl SqliteStore {
     }
 
     /// User RecordIDs of a group's members.
-    pub fn group_member_ids(&self, domain: &str, group_key: &str) -> StoreResult<Vec<String>> {
+    fn group_member_ids(&self, domain: &str, group_key: &str) -> StoreResult<Vec<String>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT user_key FROM auth_group_members WHERE domain = ?1 AND group_key = ?2 \
@@ -58,7 +59,7 @@ impl SqliteStore {
 
     /// What an administrator holds in a domain: `read` and `read-write` on the platform's own
     /// features and every feature with custom actions, plus those actions, at scope `*`.
-    pub fn admin_permissions(&self, domain: &str) -> StoreResult<Vec<NamedGrant>> {
+    fn admin_permissions(&self, domain: &str) -> StoreResult<Vec<NamedGrant>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT feature, action FROM auth_actions WHERE domain = ?1 ORDER BY feature, action",
@@ -71,7 +72,7 @@ impl SqliteStore {
 
     /// Every user's API keys with their owner; only those of users in a group of `domain` when
     /// given.
-    pub fn api_keys_of_users(&self, domain: Option<&str>) -> StoreResult<Vec<ApiKeyInfo>> {
+    fn api_keys_of_users(&self, domain: Option<&str>) -> StoreResult<Vec<ApiKeyInfo>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {API_KEY_COLUMNS}, user_key FROM auth_api_keys k \
@@ -88,7 +89,7 @@ impl SqliteStore {
     }
 
     /// The user key owning an API key (by id or bare key).
-    pub fn api_key_user(&self, id: &str) -> StoreResult<Option<String>> {
+    fn api_key_user(&self, id: &str) -> StoreResult<Option<String>> {
         let key = id.strip_prefix(&api_key_id("")).unwrap_or(id);
         Ok(self
             .conn()?
@@ -100,39 +101,11 @@ impl SqliteStore {
             .optional()?)
     }
 
-    pub fn group_exists(&self, domain: &str, group_key: &str) -> StoreResult<bool> {
+    fn group_exists(&self, domain: &str, group_key: &str) -> StoreResult<bool> {
         Ok(self.conn()?.query_row(
             "SELECT EXISTS(SELECT 1 FROM auth_groups WHERE domain = ?1 AND key = ?2)",
             params![domain, group_key],
             |r| r.get(0),
         )?)
-    }
-
-    /// Adds grants (those it lacks) to a group of the domain; false when there is no such group.
-    pub fn add_group_grants(
-        &self,
-        domain: &str,
-        group_key: &str,
-        grants: &[Grant],
-    ) -> StoreResult<bool> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current: Option<String> = tx
-            .query_row(
-                "SELECT grants FROM auth_groups WHERE domain = ?1 AND key = ?2",
-                params![domain, group_key],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let Some(current) = current else {
-            return Ok(false);
-        };
-        let all = merged_grants(serde_json::from_str(&current)?, grants);
-        tx.execute(
-            "UPDATE auth_groups SET grants = ?3 WHERE domain = ?1 AND key = ?2",
-            params![domain, group_key, serde_json::to_string(&all)?],
-        )?;
-        tx.commit()?;
-        Ok(true)
     }
 }

@@ -3,15 +3,55 @@
 //! flow. Both tables carry the domain as a column and are only read by (domain, name).
 
 use super::{SqliteStore, StoreResult};
+use crate::store::interface::Automation;
 use crate::store::types::*;
 use crate::store::{CodeVersion, RunRecord};
 use rusqlite::params;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-impl SqliteStore {
+/// Inserts one run, and now and then trims its owner's log.
+fn insert_run(
+    conn: &rusqlite::Connection,
+    domain: &str,
+    owner: RunOwner,
+    run: &RunRecord,
+) -> StoreResult<i64> {
+    let output = run.output.as_ref().map(Value::to_string);
+    conn.prepare_cached(
+        "INSERT INTO fn_runs (domain, kind, name, started_dt, trigger, duration_ms, success, \
+         error, logs, output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        domain,
+        owner.as_str(),
+        run.name,
+        run.started_dt,
+        run.trigger,
+        run.duration_ms as i64,
+        run.success,
+        run.error,
+        serde_json::to_string(&run.logs)?,
+        output,
+    ])?;
+    let id = conn.last_insert_rowid();
+    // About one insert in PRUNE_EVERY trims this owner's log. The draw is random, not
+    // taken from the id: ids are shared by all owners, so functions that run in turn
+    // (two on the same timer) could otherwise never land on the pruning ids.
+    if rand::random::<u32>().is_multiple_of(PRUNE_EVERY) {
+        conn.prepare_cached(
+            "DELETE FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 AND id <= \
+             (SELECT id FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 \
+              ORDER BY id DESC LIMIT 1 OFFSET ?4)",
+        )?
+        .execute(params![domain, owner.as_str(), run.name, RUNS_KEPT])?;
+    }
+    Ok(id)
+}
+
+impl Automation for SqliteStore {
     /// Keeps a version of a function's code; a version already kept is left as it was.
-    pub fn keep_code_version(
+    fn keep_code_version(
         &self,
         domain: &str,
         name: &str,
@@ -36,7 +76,7 @@ impl SqliteStore {
     }
 
     /// Every kept version of a function, oldest first.
-    pub fn code_versions(&self, domain: &str, name: &str) -> StoreResult<Vec<CodeVersion>> {
+    fn code_versions(&self, domain: &str, name: &str) -> StoreResult<Vec<CodeVersion>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(
             "SELECT version, language, module, code, modules, created_dt FROM fn_versions \
@@ -69,7 +109,7 @@ impl SqliteStore {
     }
 
     /// Forgets a deleted function's versions and runs.
-    pub fn forget_function(&self, domain: &str, name: &str) -> StoreResult<()> {
+    fn forget_function(&self, domain: &str, name: &str) -> StoreResult<()> {
         let conn = self.conn()?;
         conn.execute(
             "DELETE FROM fn_versions WHERE domain = ?1 AND name = ?2",
@@ -84,7 +124,7 @@ impl SqliteStore {
 
     /// Logs runs (domain, owner, run) in one transaction; now and then an owner's runs beyond
     /// the newest [`RUNS_KEPT`] are dropped.
-    pub fn record_runs(&self, runs: &[(String, RunOwner, RunRecord)]) -> StoreResult<()> {
+    fn record_runs(&self, runs: &[(String, RunOwner, RunRecord)]) -> StoreResult<()> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         for (domain, owner, run) in runs {
@@ -95,7 +135,7 @@ impl SqliteStore {
     }
 
     /// The newest runs of a function or flow, newest first.
-    pub fn runs(
+    fn runs(
         &self,
         domain: &str,
         owner: RunOwner,
@@ -138,45 +178,6 @@ impl SqliteStore {
         }
         Ok(runs)
     }
-}
-
-/// Inserts one run, and now and then trims its owner's log.
-fn insert_run(
-    conn: &rusqlite::Connection,
-    domain: &str,
-    owner: RunOwner,
-    run: &RunRecord,
-) -> StoreResult<i64> {
-    let output = run.output.as_ref().map(Value::to_string);
-    conn.prepare_cached(
-        "INSERT INTO fn_runs (domain, kind, name, started_dt, trigger, duration_ms, success, \
-         error, logs, output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?
-    .execute(params![
-        domain,
-        owner.as_str(),
-        run.name,
-        run.started_dt,
-        run.trigger,
-        run.duration_ms as i64,
-        run.success,
-        run.error,
-        serde_json::to_string(&run.logs)?,
-        output,
-    ])?;
-    let id = conn.last_insert_rowid();
-    // About one insert in PRUNE_EVERY trims this owner's log. The draw is random, not
-    // taken from the id: ids are shared by all owners, so functions that run in turn
-    // (two on the same timer) could otherwise never land on the pruning ids.
-    if rand::random::<u32>().is_multiple_of(PRUNE_EVERY) {
-        conn.prepare_cached(
-            "DELETE FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 AND id <= \
-             (SELECT id FROM fn_runs WHERE domain = ?1 AND kind = ?2 AND name = ?3 \
-              ORDER BY id DESC LIMIT 1 OFFSET ?4)",
-        )?
-        .execute(params![domain, owner.as_str(), run.name, RUNS_KEPT])?;
-    }
-    Ok(id)
 }
 
 #[cfg(test)]

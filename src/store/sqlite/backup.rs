@@ -5,15 +5,12 @@ use super::{SqliteStore, StoreError, StoreResult};
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 
-/// Tables every svc database has (created by [`SqliteStore::open`]); a file without them is not one.
-const REQUIRED_TABLES: [&str; 4] = ["auth_domains", "auth_users", "auth_groups", "auth_api_keys"];
-
 impl SqliteStore {
     /// Writes a consistent copy of the database to `dest` while the server keeps running.
     ///
     /// The whole copy is one backup step, so it reads one snapshot of the write-ahead log:
     /// writers go on meanwhile, and every commit made before the step began is in the copy.
-    pub fn snapshot_to(&self, dest: &Path) -> StoreResult<()> {
+    pub(super) fn online_backup(&self, dest: &Path) -> StoreResult<()> {
         let source = self.conn()?;
         let mut target = Connection::open(dest)
             .map_err(|e| StoreError::Internal(format!("cannot create {}: {e}", dest.display())))?;
@@ -29,6 +26,9 @@ impl SqliteStore {
         Ok(())
     }
 }
+
+/// Tables every svc database has (created by [`SqliteStore::open`]); a file without them is not one.
+const REQUIRED_TABLES: [&str; 4] = ["auth_domains", "auth_users", "auth_groups", "auth_api_keys"];
 
 /// Opens `path` read-only and checks that it is an intact SQLite database holding svc's tables;
 /// the error says what is wrong with it.

@@ -9,6 +9,7 @@ use crate::store::history::merge::{self, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
+use crate::store::interface::HistorianBlocks;
 use crate::store::types::{DayToMerge, HotTail, Sealed};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
@@ -195,40 +196,17 @@ impl SeriesReads for SqliteStore {
     }
 }
 
-impl SqliteStore {
-    /// Nothing to do: pages freed by closed rows go to SQLite's free list and are reused.
-    pub fn history_compact(&self) -> StoreResult<()> {
-        Ok(())
-    }
+/// The series id of a (domain, topic), if it was ever written.
+pub(super) fn series_id(conn: &Connection, domain: &str, topic: &str) -> StoreResult<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM hist_series WHERE domain = ?1 AND topic = ?2")?
+        .query_row(params![domain, topic], |r| r.get(0))
+        .optional()?)
+}
 
-    /// Every series' day holding more blocks than merging would leave.
-    pub fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(DAYS_TO_MERGE)?;
-        let days = stmt.query_map([MERGED_MAX_POINTS as i64], |r| {
-            Ok(DayToMerge {
-                domain: r.get(0)?,
-                topic: r.get(1)?,
-                day_ms: r.get(2)?,
-            })
-        })?;
-        Ok(days.collect::<Result<_, _>>()?)
-    }
-
-    /// Merges one day's blocks of a series, in one transaction.
-    pub fn merge_history_day(&self, domain: &str, topic: &str, day_ms: i64) -> StoreResult<u64> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let Some(series) = series_id(&tx, domain, topic)? else {
-            return Ok(0);
-        };
-        let merged = merge::merge_day(&Layout(&tx), series, day_ms)?;
-        tx.commit()?;
-        Ok(merged)
-    }
-
+impl HistorianBlocks for SqliteStore {
     /// Every series' hot tail: how many rows it holds and their time bounds.
-    pub fn history_tails(&self) -> StoreResult<Vec<HotTail>> {
+    fn history_tails(&self) -> StoreResult<Vec<HotTail>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(
             "SELECT s.domain, s.topic, t.n, t.lo, t.hi FROM \
@@ -249,12 +227,7 @@ impl SqliteStore {
 
     /// Closes the oldest hot rows of a series into one block (at most `max_points`, within one
     /// UTC day), removing them in the same transaction.
-    pub fn seal_history(
-        &self,
-        domain: &str,
-        topic: &str,
-        max_points: usize,
-    ) -> StoreResult<Sealed> {
+    fn seal_history(&self, domain: &str, topic: &str, max_points: usize) -> StoreResult<Sealed> {
         let mut conn = self.conn()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let Some(series) = series_id(&tx, domain, topic)? else {
@@ -271,12 +244,35 @@ impl SqliteStore {
             next_first_ms: next_first,
         })
     }
-}
 
-/// The series id of a (domain, topic), if it was ever written.
-pub(super) fn series_id(conn: &Connection, domain: &str, topic: &str) -> StoreResult<Option<i64>> {
-    Ok(conn
-        .prepare_cached("SELECT id FROM hist_series WHERE domain = ?1 AND topic = ?2")?
-        .query_row(params![domain, topic], |r| r.get(0))
-        .optional()?)
+    /// Every series' day holding more blocks than merging would leave.
+    fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(DAYS_TO_MERGE)?;
+        let days = stmt.query_map([MERGED_MAX_POINTS as i64], |r| {
+            Ok(DayToMerge {
+                domain: r.get(0)?,
+                topic: r.get(1)?,
+                day_ms: r.get(2)?,
+            })
+        })?;
+        Ok(days.collect::<Result<_, _>>()?)
+    }
+
+    /// Merges one day's blocks of a series, in one transaction.
+    fn merge_history_day(&self, domain: &str, topic: &str, day_ms: i64) -> StoreResult<u64> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let Some(series) = series_id(&tx, domain, topic)? else {
+            return Ok(0);
+        };
+        let merged = merge::merge_day(&Layout(&tx), series, day_ms)?;
+        tx.commit()?;
+        Ok(merged)
+    }
+
+    /// Nothing to do: pages freed by closed rows go to SQLite's free list and are reused.
+    fn history_compact(&self) -> StoreResult<bool> {
+        Ok(true)
+    }
 }

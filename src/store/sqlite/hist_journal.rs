@@ -9,12 +9,13 @@
 
 use super::historian::{insert_points, PointRef};
 use super::{HistoryWrite, SqliteStore, StoreResult};
+use crate::store::interface::HistorianJournal;
 use crate::store::types::*;
 use rusqlite::{OptionalExtension, TransactionBehavior};
 
-impl SqliteStore {
+impl HistorianJournal for SqliteStore {
     /// The sequence number of the last journal entry already in the series (0: none yet).
-    pub fn journal_folded(&self) -> StoreResult<u64> {
+    fn journal_folded(&self) -> StoreResult<u64> {
         let folded: Option<i64> = self
             .conn()?
             .query_row("SELECT folded FROM hist_journal WHERE id = 1", [], |r| {
@@ -26,7 +27,7 @@ impl SqliteStore {
 
     /// Writes values into their series in one transaction and, when they include journal
     /// entries, raises the mark to `journaled_upto` in that same transaction.
-    pub fn fold_history(
+    fn fold_history(
         &self,
         values: &[HistoryWrite],
         journaled_upto: Option<u64>,
@@ -61,7 +62,8 @@ impl SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::history::SeriesReads;
+    use crate::store::interface::*;
+
     use serde_json::json;
 
     #[test]

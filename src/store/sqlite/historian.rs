@@ -18,6 +18,7 @@
 use super::hist_blocks::Layout;
 use super::{SqliteStore, StoreResult};
 use crate::store::history::{BlockWrites, HistoryLayout};
+use crate::store::interface::{HistorianRetention, HistorianTestCalls};
 #[cfg(test)]
 use crate::store::HistoryWrite;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
@@ -110,36 +111,11 @@ pub(super) fn insert_points<'v>(
     Ok(())
 }
 
-// wired into the server by the broker step
-#[allow(dead_code)]
-impl SqliteStore {
-    /// Creates the historian tables if they are missing.
-    /// Writes a batch of values in one transaction; returns how many rows were written. The
-    /// server writes through the historian's journal ([`SqliteStore::fold_history`]); tests use this.
-    #[cfg(test)]
-    pub fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize> {
-        if batch.is_empty() {
-            return Ok(0);
-        }
-        self.fold_history(batch, None)?;
-        Ok(batch.len())
-    }
-
-    /// Topics of a domain that have at least one stored value, sorted.
-    pub fn history_topics(&self, domain: &str) -> StoreResult<Vec<String>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT topic FROM hist_series s WHERE domain = ?1 \
-             AND (EXISTS (SELECT 1 FROM hist_points p WHERE p.series = s.id) \
-                  OR EXISTS (SELECT 1 FROM hist_blocks b WHERE b.series = s.id)) ORDER BY topic",
-        )?;
-        let rows = stmt.query_map(params![domain], |r| r.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
+// Tests: `src/historian/store_tests.rs` (through the public API).
+impl HistorianRetention for SqliteStore {
     /// Retention: deletes values older than `before_ms`, of one domain and/or topic or of all;
     /// returns how many were deleted. Series rows are kept so ids stay stable.
-    pub fn history_delete_before(
+    fn history_delete_before(
         &self,
         domain: Option<&str>,
         topic: Option<&str>,
@@ -166,4 +142,30 @@ impl SqliteStore {
     }
 }
 
-// Tests: `src/historian/store_tests.rs` (through the public API).
+impl HistorianTestCalls for SqliteStore {
+    /// Creates the historian tables if they are missing.
+    /// Writes a batch of values in one transaction; returns how many rows were written. The
+    /// server writes through the historian's journal ([`SqliteStore::fold_history`]); tests use this.
+    #[cfg(test)]
+    fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize> {
+        use crate::store::interface::HistorianJournal;
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        self.fold_history(batch, None)?;
+        Ok(batch.len())
+    }
+
+    /// Topics of a domain that have at least one stored value, sorted.
+    #[cfg(test)]
+    fn history_topics(&self, domain: &str) -> StoreResult<Vec<String>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT topic FROM hist_series s WHERE domain = ?1 \
+             AND (EXISTS (SELECT 1 FROM hist_points p WHERE p.series = s.id) \
+                  OR EXISTS (SELECT 1 FROM hist_blocks b WHERE b.series = s.id)) ORDER BY topic",
+        )?;
+        let rows = stmt.query_map(params![domain], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}

@@ -8,6 +8,7 @@ mod auth_groups;
 mod auth_profiles;
 mod automation;
 mod backup;
+mod cluster;
 mod filter_sql;
 mod fulltext;
 mod hist_blocks;
@@ -29,6 +30,7 @@ pub use backup::check_svc_database;
 use super::record_cache::RecordCache;
 use super::types::*;
 use super::{collection_cache, StoreError, StoreResult};
+use crate::store::interface::Maintenance;
 use pool::{Conn, Pool};
 use r2d2_sqlite::SqliteConnectionManager;
 use std::collections::HashMap;
@@ -128,68 +130,6 @@ impl SqliteStore {
     fn conn(&self) -> StoreResult<Conn> {
         Ok(Conn::new(self.pool.get()?))
     }
-
-    /// Bytes of record text kept in memory for reads by id; 0 keeps none.
-    pub fn set_record_cache_capacity(&self, bytes: usize) {
-        self.record_cache.set_capacity(bytes);
-    }
-
-    /// One instance owns an SQLite file: its JWT secret stays in its data directory.
-    pub fn shared_jwt_secret(&self) -> StoreResult<Option<Vec<u8>>> {
-        Ok(None)
-    }
-
-    /// One instance owns an SQLite file: its own writes clear its caches, no one else writes.
-    pub fn on_identity_change(&self, _changed: Arc<dyn Fn() + Send + Sync>) {}
-
-    /// No other instance can open the file, so none is ever heard from or told anything.
-    pub fn on_peer_notice(&self, _heard: Arc<dyn Fn(PeerNotice) + Send + Sync>) {}
-
-    pub fn has_peers(&self) -> bool {
-        false
-    }
-
-    pub fn tell_peers(&self, _kind: &str, _body: &[u8]) -> StoreResult<()> {
-        Ok(())
-    }
-
-    /// The one instance on the file leads.
-    pub fn leadership(&self) -> Leadership {
-        Leadership::alone()
-    }
-
-    /// Whether a pooled connection is idle, so a short read may run on the caller's thread.
-    pub fn has_idle_connection(&self) -> bool {
-        self.pool.state().idle_connections > 0
-    }
-
-    /// A trivial query, for the readiness check: the pool hands out a connection and SQLite
-    /// answers.
-    pub fn ping(&self) -> StoreResult<()> {
-        self.conn()?.query_row("SELECT 1", [], |_| Ok(()))?;
-        Ok(())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Bytes on disk: the database file plus its write-ahead log.
-    pub fn size_bytes(&self) -> u64 {
-        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
-        [&*self.path, wal.as_path()]
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .sum()
-    }
-
-    /// Checkpoints the write-ahead log so the database file is complete on its own.
-    pub fn close(&self) -> StoreResult<()> {
-        self.conn()?
-            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
-        Ok(())
-    }
 }
 
 /// Quotes a validated identifier (it can hold no `"`) for SQL.
@@ -213,6 +153,61 @@ fn prepare_on_table<'c>(
 
 fn is_missing_table(err: &rusqlite::Error) -> bool {
     err.to_string().starts_with("no such table")
+}
+
+impl Maintenance for SqliteStore {
+    fn describe(&self) -> StorageDescription {
+        StorageDescription {
+            engine: "sqlite",
+            path: Some(self.path.display().to_string()),
+            host: None,
+            database: None,
+            server_version: None,
+        }
+    }
+
+    /// Bytes of record text kept in memory for reads by id; 0 keeps none.
+    fn set_record_cache_capacity(&self, bytes: usize) {
+        self.record_cache.set_capacity(bytes);
+    }
+
+    /// A trivial query, for the readiness check: the pool hands out a connection and SQLite
+    /// answers.
+    fn ping(&self) -> StoreResult<()> {
+        self.conn()?.query_row("SELECT 1", [], |_| Ok(()))?;
+        Ok(())
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes on disk: the database file plus its write-ahead log.
+    fn size_bytes(&self) -> u64 {
+        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
+        [&*self.path, wal.as_path()]
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// Checkpoints the write-ahead log so the database file is complete on its own.
+    fn close(&self) -> StoreResult<()> {
+        self.conn()?
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+        Ok(())
+    }
+
+    /// Whether a pooled connection is idle, so a short read may run on the caller's thread.
+    fn has_idle_connection(&self) -> bool {
+        self.pool.state().idle_connections > 0
+    }
+
+    /// SQLite's online backup (`backup.rs`).
+    fn snapshot_to(&self, dest: &Path) -> StoreResult<()> {
+        self.online_backup(dest)
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! In PostgreSQL the same tables, with `bytea` for the blobs and `bigint` for the times.
 
 use super::{SqliteStore, StoreError, StoreResult};
+use crate::store::interface::BrokerState;
 use crate::store::types::*;
 use rusqlite::{params, CachedStatement, Connection, Transaction, TransactionBehavior};
 use std::collections::HashMap;
@@ -83,59 +84,6 @@ impl<'t> Statements<'t> {
             slot => slot.insert(self.conn.prepare_cached(WRITE_SQL[which])?),
         };
         Ok(stmt.execute(params)?)
-    }
-}
-
-impl SqliteStore {
-    /// Applies the writes in order in one transaction: all of them or, on the first failure,
-    /// none (the error names the write that failed).
-    pub fn mqtt_write(&self, writes: &[MqttWrite]) -> StoreResult<()> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut statements = Statements::new(&tx);
-            for (index, write) in writes.iter().enumerate() {
-                apply(&mut statements, write).map_err(|e| {
-                    e.in_context(&format!("MQTT write #{index} ({})", write.label()))
-                })?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Everything the broker needs at start: the retained messages that have not expired at
-    /// `now_ms` (by topic) and the sessions that have not expired (by client id), each with its
-    /// subscriptions, queue (by seq) and inbound ids. A session still marked connected was cut
-    /// off by the stop: it counts as disconnected at `now_ms`, and that is stored, so further
-    /// restarts do not keep it alive forever. Expired sessions with their rows, expired retained
-    /// messages and expired queued messages are deleted in the same transaction; a message
-    /// whose delivery has started (state 1 or 2) is kept to be finished, as MQTT 5 requires.
-    pub fn mqtt_load(&self, now_ms: i64) -> StoreResult<(Vec<StoredMessage>, Vec<StoredSession>)> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "UPDATE mqtt_sessions SET disconnected_at_ms = ?1 WHERE disconnected_at_ms IS NULL",
-            [now_ms],
-        )?;
-        delete_expired_sessions(&tx, now_ms)?;
-        tx.execute_batch(
-            "DELETE FROM mqtt_subscriptions WHERE client_id NOT IN (SELECT client_id FROM mqtt_sessions); \
-             DELETE FROM mqtt_queue WHERE client_id NOT IN (SELECT client_id FROM mqtt_sessions); \
-             DELETE FROM mqtt_inbound_qos2 WHERE client_id NOT IN (SELECT client_id FROM mqtt_sessions);",
-        )?;
-        tx.execute(
-            "DELETE FROM mqtt_retained WHERE expires_at_ms <= ?1",
-            [now_ms],
-        )?;
-        tx.execute(
-            "DELETE FROM mqtt_queue WHERE state = 0 AND expires_at_ms <= ?1",
-            [now_ms],
-        )?;
-        let retained = load_retained(&tx)?;
-        let sessions = load_sessions(&tx)?;
-        tx.commit()?;
-        Ok((retained, sessions))
     }
 }
 
@@ -362,6 +310,59 @@ fn load_sessions(tx: &Transaction<'_>) -> StoreResult<Vec<StoredSession>> {
             .push(r.get(1)?);
     }
     Ok(sessions)
+}
+
+impl BrokerState for SqliteStore {
+    /// Applies the writes in order in one transaction: all of them or, on the first failure,
+    /// none (the error names the write that failed).
+    fn mqtt_write(&self, writes: &[MqttWrite]) -> StoreResult<()> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut statements = Statements::new(&tx);
+            for (index, write) in writes.iter().enumerate() {
+                apply(&mut statements, write).map_err(|e| {
+                    e.in_context(&format!("MQTT write #{index} ({})", write.label()))
+                })?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Everything the broker needs at start: the retained messages that have not expired at
+    /// `now_ms` (by topic) and the sessions that have not expired (by client id), each with its
+    /// subscriptions, queue (by seq) and inbound ids. A session still marked connected was cut
+    /// off by the stop: it counts as disconnected at `now_ms`, and that is stored, so further
+    /// restarts do not keep it alive forever. Expired sessions with their rows, expired retained
+    /// messages and expired queued messages are deleted in the same transaction; a message
+    /// whose delivery has started (state 1 or 2) is kept to be finished, as MQTT 5 requires.
+    fn mqtt_load(&self, now_ms: i64) -> StoreResult<(Vec<StoredMessage>, Vec<StoredSession>)> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "UPDATE mqtt_sessions SET disconnected_at_ms = ?1 WHERE disconnected_at_ms IS NULL",
+            [now_ms],
+        )?;
+        delete_expired_sessions(&tx, now_ms)?;
+        tx.execute_batch(
+            "DELETE FROM mqtt_subscriptions WHERE client_id NOT IN (SELECT client_id FROM mqtt_sessions); \
+             DELETE FROM mqtt_queue WHERE client_id NOT IN (SELECT client_id FROM mqtt_sessions); \
+             DELETE FROM mqtt_inbound_qos2 WHERE client_id NOT IN (SELECT client_id FROM mqtt_sessions);",
+        )?;
+        tx.execute(
+            "DELETE FROM mqtt_retained WHERE expires_at_ms <= ?1",
+            [now_ms],
+        )?;
+        tx.execute(
+            "DELETE FROM mqtt_queue WHERE state = 0 AND expires_at_ms <= ?1",
+            [now_ms],
+        )?;
+        let retained = load_retained(&tx)?;
+        let sessions = load_sessions(&tx)?;
+        tx.commit()?;
+        Ok((retained, sessions))
+    }
 }
 
 #[cfg(test)]

@@ -10,13 +10,24 @@
 
 use super::records::{delete_on, update_on};
 use super::{SqliteStore, StoreError, StoreResult};
+use crate::store::interface::RecordWrites;
 use crate::store::types::*;
 use rusqlite::TransactionBehavior;
 
 impl SqliteStore {
+    /// Tables created in a transaction that was not committed do not exist: every table is
+    /// checked again on its next write.
+    fn forget_known_tables(&self) {
+        if let Ok(mut known) = self.known_tables.lock() {
+            known.clear();
+        }
+    }
+}
+
+impl RecordWrites for SqliteStore {
     /// Applies the writes in order in one immediate transaction and commits it: one result per
     /// write; an `Ok` means committed.
-    pub fn write_records(&self, group: Vec<RecordWrite>) -> Vec<StoreResult<RecordWritten>> {
+    fn write_records(&self, group: Vec<RecordWrite>) -> Vec<StoreResult<RecordWritten>> {
         let count = group.len();
         let failed = |e: &StoreError| -> Vec<StoreResult<RecordWritten>> {
             (0..count)
@@ -73,20 +84,13 @@ impl SqliteStore {
         }
         results
     }
-
-    /// Tables created in a transaction that was not committed do not exist: every table is
-    /// checked again on its next write.
-    fn forget_known_tables(&self) {
-        if let Ok(mut known) = self.known_tables.lock() {
-            known.clear();
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ids::TableRef;
+    use crate::store::interface::*;
     use serde_json::{json, Map, Value};
 
     fn obj(value: Value) -> Map<String, Value> {

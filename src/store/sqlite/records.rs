@@ -8,6 +8,7 @@ use super::{is_missing_table, prepare_on_table, quoted, SqliteStore, StoreError,
 use crate::ids::TableRef;
 use crate::query::{Filter, ListQuery, Op};
 use crate::schema::Collection;
+use crate::store::interface::Records;
 use crate::store::types::*;
 use crate::time::now_rfc3339;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
@@ -96,17 +97,6 @@ impl SqliteStore {
         }
     }
 
-    /// Inserts a new record; a taken key or unique field is a conflict.
-    pub fn insert_record(
-        &self,
-        table: &TableRef,
-        key: &str,
-        fields: &Map<String, Value>,
-    ) -> StoreResult<Value> {
-        let conn = self.conn()?;
-        self.insert_on(&conn, table, key, fields)
-    }
-
     /// [`SqliteStore::insert_record`] on a given connection (in its transaction, if one is open).
     /// One statement: a conflict leaves the transaction as it was.
     pub(super) fn insert_on(
@@ -144,29 +134,6 @@ impl SqliteStore {
         Ok(written_record(table, key, stored, &now, &now))
     }
 
-    pub fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>> {
-        self.get_row(table, key, row_to_record)
-    }
-
-    /// A record as JSON text, ready to send, read from the database and kept in memory for the
-    /// next read (see `record_cache`); callers look in [`SqliteStore::cached_record_text`] first.
-    pub fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
-        let qualified = table.qualified();
-        let read = self.record_cache.begin_read(&qualified, key);
-        let text = self.get_row(table, key, row_to_text)?;
-        if let (Some(read), Some(text)) = (read, &text) {
-            self.record_cache.finish_read(read, &qualified, key, text);
-        }
-        Ok(text)
-    }
-
-    /// The record's JSON text if memory holds it; never reads the database.
-    pub fn cached_record_text(&self, table: &TableRef, key: &str) -> Option<String> {
-        self.record_cache
-            .get(&table.qualified(), key)
-            .map(|text| text.to_string())
-    }
-
     fn get_row<T>(
         &self,
         table: &TableRef,
@@ -182,34 +149,6 @@ impl SqliteStore {
             return Ok(None);
         };
         Ok(stmt.query_row([key], |row| decode(table, row)).optional()?)
-    }
-
-    /// The first record (by key) whose top-level `field` equals `value`; `field` must be an
-    /// identifier.
-    pub fn record_by_field(
-        &self,
-        table: &TableRef,
-        field: &str,
-        value: &Value,
-    ) -> StoreResult<Option<Value>> {
-        if !crate::ids::is_identifier(field) {
-            return Err(StoreError::Invalid(format!(
-                "`{field}` is not a field name"
-            )));
-        }
-        let conn = self.conn()?;
-        let sql = format!(
-            "SELECT key, data, created_dt, updated_dt FROM {} \
-             WHERE json_extract(data, '$.{field}') = json_extract(?1, '$') ORDER BY key LIMIT 1",
-            quoted(&table.qualified())
-        );
-        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
-            return Ok(None);
-        };
-        let value = serde_json::to_string(value)?;
-        Ok(stmt
-            .query_row([value], |row| row_to_record(table, row))
-            .optional()?)
     }
 
     /// Merges `patch` into the stored record; `check` sees the stored and the merged document
@@ -237,21 +176,6 @@ impl SqliteStore {
         delete_on(&*self.conn()?, table, key)
     }
 
-    /// Lists records matching the query's filters, sorted and paged (projection and expansion
-    /// are the caller's).
-    pub fn list_records(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<Value>> {
-        self.list_rows(table, query, row_to_record)
-    }
-
-    /// Records as JSON texts, ready to send.
-    pub fn list_records_text(
-        &self,
-        table: &TableRef,
-        query: &ListQuery,
-    ) -> StoreResult<Vec<String>> {
-        self.list_rows(table, query, row_to_text)
-    }
-
     fn list_rows<T>(
         &self,
         table: &TableRef,
@@ -274,48 +198,6 @@ impl SqliteStore {
         };
         let rows = stmt.query_map(params_from_iter(filter.params), |row| decode(table, row))?;
         Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    pub fn count_records(
-        &self,
-        table: &TableRef,
-        filters: &[Filter],
-        or_filters: &[Filter],
-    ) -> StoreResult<u64> {
-        let conn = self.conn()?;
-        let searchable = searchable_fields(&conn, table, filters, or_filters)?;
-        let filter = build_where(table, filters, or_filters, &searchable);
-        let sql = format!(
-            "SELECT COUNT(*) FROM {} WHERE {}",
-            quoted(&table.qualified()),
-            filter.sql
-        );
-        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
-            return Ok(0);
-        };
-        let count: i64 = stmt.query_row(params_from_iter(filter.params), |row| row.get(0))?;
-        Ok(count.max(0) as u64)
-    }
-
-    /// Stores a collection definition and builds its indexes in one transaction: a taken name,
-    /// or existing records that break a unique index, is a conflict and changes nothing.
-    pub fn create_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Value> {
-        let written = self.write_collection(domain, collection, false);
-        self.forget_schemas();
-        written?.ok_or_else(|| StoreError::Internal("stored collection vanished".into()))
-    }
-
-    /// Replaces a collection's definition and rebuilds its indexes in one transaction; the
-    /// records stay and are not checked again. `Ok(None)` when no such collection exists; a
-    /// new unique index that existing records break is a conflict and changes nothing.
-    pub fn replace_collection(
-        &self,
-        domain: &str,
-        collection: &Collection,
-    ) -> StoreResult<Option<Value>> {
-        let written = self.write_collection(domain, collection, true);
-        self.forget_schemas();
-        written
     }
 
     fn write_collection(
@@ -389,13 +271,6 @@ impl SqliteStore {
         self.get_record(&defs, &collection.name)
     }
 
-    /// Removes a collection definition and the indexes it built; the records stay.
-    pub fn delete_collection(&self, domain: &str, name: &str) -> StoreResult<bool> {
-        let removed = self.remove_collection(domain, name);
-        self.forget_schemas();
-        removed
-    }
-
     fn remove_collection(&self, domain: &str, name: &str) -> StoreResult<bool> {
         let defs = TableRef::new(domain, COLLECTIONS).map_err(StoreError::Invalid)?;
         let target = TableRef::new(domain, name).map_err(StoreError::Invalid)?;
@@ -412,18 +287,6 @@ impl SqliteStore {
         };
         tx.commit()?;
         Ok(removed)
-    }
-
-    /// The collection defined for a table, if any (remembered until a collection is written).
-    pub fn collection(&self, table: &TableRef) -> StoreResult<Option<Arc<Collection>>> {
-        let name = table.qualified();
-        if let Some(definition) = self.collections.get(&name) {
-            return Ok(definition);
-        }
-        let seen = self.collections.generation();
-        let definition = self.read_collection(table)?.map(Arc::new);
-        self.collections.remember(name, definition.clone(), seen);
-        Ok(definition)
     }
 
     fn read_collection(&self, table: &TableRef) -> StoreResult<Option<Collection>> {
@@ -502,4 +365,140 @@ fn drop_collection_indexes(tx: &rusqlite::Transaction, target: &TableRef) -> Sto
         tx.execute_batch(&format!("DROP INDEX IF EXISTS {}", quoted(&index)))?;
     }
     fulltext::drop_indexes(tx, target)
+}
+
+impl Records for SqliteStore {
+    /// Inserts a new record; a taken key or unique field is a conflict.
+    fn insert_record(
+        &self,
+        table: &TableRef,
+        key: &str,
+        fields: &Map<String, Value>,
+    ) -> StoreResult<Value> {
+        let conn = self.conn()?;
+        self.insert_on(&conn, table, key, fields)
+    }
+
+    fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>> {
+        self.get_row(table, key, row_to_record)
+    }
+
+    /// A record as JSON text, ready to send, read from the database and kept in memory for the
+    /// next read (see `record_cache`); callers look in [`SqliteStore::cached_record_text`] first.
+    fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
+        let qualified = table.qualified();
+        let read = self.record_cache.begin_read(&qualified, key);
+        let text = self.get_row(table, key, row_to_text)?;
+        if let (Some(read), Some(text)) = (read, &text) {
+            self.record_cache.finish_read(read, &qualified, key, text);
+        }
+        Ok(text)
+    }
+
+    /// The record's JSON text if memory holds it; never reads the database.
+    fn cached_record_text(&self, table: &TableRef, key: &str) -> Option<String> {
+        self.record_cache
+            .get(&table.qualified(), key)
+            .map(|text| text.to_string())
+    }
+
+    /// The first record (by key) whose top-level `field` equals `value`; `field` must be an
+    /// identifier.
+    fn record_by_field(
+        &self,
+        table: &TableRef,
+        field: &str,
+        value: &Value,
+    ) -> StoreResult<Option<Value>> {
+        if !crate::ids::is_identifier(field) {
+            return Err(StoreError::Invalid(format!(
+                "`{field}` is not a field name"
+            )));
+        }
+        let conn = self.conn()?;
+        let sql = format!(
+            "SELECT key, data, created_dt, updated_dt FROM {} \
+             WHERE json_extract(data, '$.{field}') = json_extract(?1, '$') ORDER BY key LIMIT 1",
+            quoted(&table.qualified())
+        );
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(None);
+        };
+        let value = serde_json::to_string(value)?;
+        Ok(stmt
+            .query_row([value], |row| row_to_record(table, row))
+            .optional()?)
+    }
+
+    /// Lists records matching the query's filters, sorted and paged (projection and expansion
+    /// are the caller's).
+    fn list_records(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<Value>> {
+        self.list_rows(table, query, row_to_record)
+    }
+
+    /// Records as JSON texts, ready to send.
+    fn list_records_text(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<String>> {
+        self.list_rows(table, query, row_to_text)
+    }
+
+    fn count_records(
+        &self,
+        table: &TableRef,
+        filters: &[Filter],
+        or_filters: &[Filter],
+    ) -> StoreResult<u64> {
+        let conn = self.conn()?;
+        let searchable = searchable_fields(&conn, table, filters, or_filters)?;
+        let filter = build_where(table, filters, or_filters, &searchable);
+        let sql = format!(
+            "SELECT COUNT(*) FROM {} WHERE {}",
+            quoted(&table.qualified()),
+            filter.sql
+        );
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(0);
+        };
+        let count: i64 = stmt.query_row(params_from_iter(filter.params), |row| row.get(0))?;
+        Ok(count.max(0) as u64)
+    }
+
+    /// Stores a collection definition and builds its indexes in one transaction: a taken name,
+    /// or existing records that break a unique index, is a conflict and changes nothing.
+    fn create_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Value> {
+        let written = self.write_collection(domain, collection, false);
+        self.forget_schemas();
+        written?.ok_or_else(|| StoreError::Internal("stored collection vanished".into()))
+    }
+
+    /// Replaces a collection's definition and rebuilds its indexes in one transaction; the
+    /// records stay and are not checked again. `Ok(None)` when no such collection exists; a
+    /// new unique index that existing records break is a conflict and changes nothing.
+    fn replace_collection(
+        &self,
+        domain: &str,
+        collection: &Collection,
+    ) -> StoreResult<Option<Value>> {
+        let written = self.write_collection(domain, collection, true);
+        self.forget_schemas();
+        written
+    }
+
+    /// Removes a collection definition and the indexes it built; the records stay.
+    fn delete_collection(&self, domain: &str, name: &str) -> StoreResult<bool> {
+        let removed = self.remove_collection(domain, name);
+        self.forget_schemas();
+        removed
+    }
+
+    /// The collection defined for a table, if any (remembered until a collection is written).
+    fn collection(&self, table: &TableRef) -> StoreResult<Option<Arc<Collection>>> {
+        let name = table.qualified();
+        if let Some(definition) = self.collections.get(&name) {
+            return Ok(definition);
+        }
+        let seen = self.collections.generation();
+        let definition = self.read_collection(table)?.map(Arc::new);
+        self.collections.remember(name, definition.clone(), seen);
+        Ok(definition)
+    }
 }

@@ -13,6 +13,7 @@
 use super::{quoted, report_historian, SqliteStore, StoreError, StoreResult};
 use crate::ids::{is_identifier, TableRef};
 use crate::report_sql::CheckedQuery;
+use crate::store::interface::Reports;
 use crate::store::report_historian::{over_time, past_deadline};
 use crate::store::types::*;
 use rusqlite::types::ValueRef;
@@ -31,82 +32,6 @@ impl SqliteStore {
         let names = stmt.query_map([domain], |r| r.get::<_, String>(0))?;
         let names: Vec<String> = names.collect::<Result<_, _>>()?;
         Ok(names.into_iter().filter(|n| is_identifier(n)).collect())
-    }
-
-    /// What each relation of the query is in `domain` (names match case-insensitively); a
-    /// relation that is neither the historian nor a table of the domain → 400.
-    pub fn report_relations(
-        &self,
-        domain: &str,
-        query: &CheckedQuery,
-    ) -> StoreResult<Vec<(String, ReportRelation)>> {
-        resolve_report_relations(domain, query, &self.domain_tables(domain)?)
-    }
-
-    /// Runs the report over `domain`'s data, its relations resolved by
-    /// [`SqliteStore::report_relations`]: rows as JSON objects keyed by column name.
-    pub fn run_report(
-        &self,
-        domain: &str,
-        query: CheckedQuery,
-        relations: &[(String, ReportRelation)],
-        limits: ReportLimits,
-    ) -> StoreResult<Vec<Map<String, Value>>> {
-        let deadline = Instant::now() + limits.timeout;
-        let mut definitions = Vec::with_capacity(relations.len());
-        let mut historian = None;
-        for (name, relation) in relations {
-            let definition = match relation {
-                ReportRelation::Historian => {
-                    historian = Some(query.historian_scope());
-                    report_historian::definition()
-                }
-                ReportRelation::Table(table) => self.table_definition(table)?,
-            };
-            definitions.push((name.clone(), definition));
-        }
-        let sql = query
-            .with_relations(&definitions)
-            .map_err(StoreError::Internal)?;
-        let conn = self.conn()?;
-        let _watchdog = Watchdog::start(conn.get_interrupt_handle(), limits.timeout);
-        // One snapshot for the historian's points and the query; the rollback at its end
-        // drops the temporary table they were copied into.
-        let tx = conn.unchecked_transaction()?;
-        if let Some(scope) = &historian {
-            report_historian::fill(&tx, domain, scope, limits, deadline)
-                .map_err(|e| past_deadline(e, limits, deadline))?;
-        }
-        let mut stmt = tx.prepare(&sql).map_err(|e| refused_by_sqlite(&e))?;
-        if !stmt.readonly() {
-            return Err(StoreError::Invalid(
-                "only a read-only SELECT is allowed".into(),
-            ));
-        }
-        let columns: Vec<String> = stmt.column_names().iter().map(|c| c.to_string()).collect();
-        // The checker refuses parameters, and the relations take none.
-        let mut rows = stmt.query([])?;
-        let mut out = Vec::new();
-        loop {
-            let row = match rows.next() {
-                Ok(Some(row)) => row,
-                Ok(None) => break,
-                Err(e) if is_interrupt(&e) => return Err(over_time(limits)),
-                Err(e) => return Err(refused_by_sqlite(&e)),
-            };
-            if out.len() == limits.max_rows {
-                return Err(StoreError::Unprocessable(format!(
-                    "the query returned more than {} rows; add a LIMIT or aggregate",
-                    limits.max_rows
-                )));
-            }
-            let mut object = Map::with_capacity(columns.len());
-            for (i, name) in columns.iter().enumerate() {
-                object.insert(name.clone(), json_of(row.get_ref(i)?));
-            }
-            out.push(object);
-        }
-        Ok(out)
     }
 
     /// `SELECT id, created_dt, updated_dt, <field>… FROM <the table>`, a column per top-level
@@ -188,5 +113,83 @@ impl Drop for Watchdog {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+    }
+}
+
+impl Reports for SqliteStore {
+    /// What each relation of the query is in `domain` (names match case-insensitively); a
+    /// relation that is neither the historian nor a table of the domain → 400.
+    fn report_relations(
+        &self,
+        domain: &str,
+        query: &CheckedQuery,
+    ) -> StoreResult<Vec<(String, ReportRelation)>> {
+        resolve_report_relations(domain, query, &self.domain_tables(domain)?)
+    }
+
+    /// Runs the report over `domain`'s data, its relations resolved by
+    /// [`SqliteStore::report_relations`]: rows as JSON objects keyed by column name.
+    fn run_report(
+        &self,
+        domain: &str,
+        query: CheckedQuery,
+        relations: &[(String, ReportRelation)],
+        limits: ReportLimits,
+    ) -> StoreResult<Vec<Map<String, Value>>> {
+        let deadline = Instant::now() + limits.timeout;
+        let mut definitions = Vec::with_capacity(relations.len());
+        let mut historian = None;
+        for (name, relation) in relations {
+            let definition = match relation {
+                ReportRelation::Historian => {
+                    historian = Some(query.historian_scope());
+                    report_historian::definition()
+                }
+                ReportRelation::Table(table) => self.table_definition(table)?,
+            };
+            definitions.push((name.clone(), definition));
+        }
+        let sql = query
+            .with_relations(&definitions)
+            .map_err(StoreError::Internal)?;
+        let conn = self.conn()?;
+        let _watchdog = Watchdog::start(conn.get_interrupt_handle(), limits.timeout);
+        // One snapshot for the historian's points and the query; the rollback at its end
+        // drops the temporary table they were copied into.
+        let tx = conn.unchecked_transaction()?;
+        if let Some(scope) = &historian {
+            report_historian::fill(&tx, domain, scope, limits, deadline)
+                .map_err(|e| past_deadline(e, limits, deadline))?;
+        }
+        let mut stmt = tx.prepare(&sql).map_err(|e| refused_by_sqlite(&e))?;
+        if !stmt.readonly() {
+            return Err(StoreError::Invalid(
+                "only a read-only SELECT is allowed".into(),
+            ));
+        }
+        let columns: Vec<String> = stmt.column_names().iter().map(|c| c.to_string()).collect();
+        // The checker refuses parameters, and the relations take none.
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        loop {
+            let row = match rows.next() {
+                Ok(Some(row)) => row,
+                Ok(None) => break,
+                Err(e) if is_interrupt(&e) => return Err(over_time(limits)),
+                Err(e) => return Err(refused_by_sqlite(&e)),
+            };
+            if out.len() == limits.max_rows {
+                return Err(StoreError::Unprocessable(format!(
+                    "the query returned more than {} rows; add a LIMIT or aggregate",
+                    limits.max_rows
+                )));
+            }
+            let mut object = Map::with_capacity(columns.len());
+            for (i, name) in columns.iter().enumerate() {
+                object.insert(name.clone(), json_of(row.get_ref(i)?));
+            }
+            out.push(object);
+        }
+        Ok(out)
     }
 }

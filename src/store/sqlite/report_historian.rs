@@ -109,6 +109,7 @@ mod tests {
     use super::*;
     use crate::report_sql::check;
     use crate::store::history::HistoryLayout;
+    use crate::store::interface::*;
     use crate::store::report_historian::read_pages;
     use crate::store::sqlite::SqliteStore;
     use crate::store::types::*;

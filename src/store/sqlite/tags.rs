@@ -2,11 +2,12 @@
 
 use super::{prepare_on_table, quoted, SqliteStore, StoreResult};
 use crate::ids::TableRef;
+use crate::store::interface::Tags;
 use crate::store::types::*;
 
-impl SqliteStore {
+impl Tags for SqliteStore {
     /// Every tag of a domain, ordered by path.
-    pub fn tags_of(&self, domain: &str) -> StoreResult<Vec<TagRow>> {
+    fn tags_of(&self, domain: &str) -> StoreResult<Vec<TagRow>> {
         let Ok(table) = TableRef::new(domain, TAGS) else {
             return Ok(Vec::new());
         };
@@ -38,7 +39,7 @@ impl SqliteStore {
     }
 
     /// The namespace paths of a domain, ordered.
-    pub fn namespaces_of(&self, domain: &str) -> StoreResult<Vec<String>> {
+    fn namespaces_of(&self, domain: &str) -> StoreResult<Vec<String>> {
         let Ok(table) = TableRef::new(domain, NAMESPACES) else {
             return Ok(Vec::new());
         };

@@ -5,6 +5,7 @@ use super::*;
 use crate::ids::TableRef;
 use crate::query::{self, ListQuery};
 use crate::schema::Collection;
+use crate::store::interface::*;
 use serde_json::{json, Map, Value};
 
 fn store() -> (tempfile::TempDir, SqliteStore) {

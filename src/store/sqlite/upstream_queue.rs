@@ -6,15 +6,16 @@
 //! committed write through a killed process.
 
 use super::{SqliteStore, StoreResult};
+use crate::store::interface::UpstreamQueue;
 use crate::store::types::seq_runs;
 use crate::store::UpstreamMessage;
 use rusqlite::params;
 
-impl SqliteStore {
+impl UpstreamQueue for SqliteStore {
     /// Appends messages to upstream queues (queue id, message) and deletes messages from them
     /// (queue id, sequence numbers; runs of consecutive numbers as one range each), all in one
     /// transaction.
-    pub fn upstream_queue_write(
+    fn upstream_queue_write(
         &self,
         appends: &[(&str, &UpstreamMessage)],
         deletes: &[(&str, &[i64])],
@@ -54,7 +55,7 @@ impl SqliteStore {
     }
 
     /// An upstream's queue, oldest first.
-    pub fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<UpstreamMessage>> {
+    fn upstream_queue_load(&self, upstream: &str) -> StoreResult<Vec<UpstreamMessage>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(
             "SELECT seq, topic, payload, qos, retain, hops, enqueued_ms, binding \
@@ -76,7 +77,7 @@ impl SqliteStore {
     }
 
     /// The highest sequence number in any queue (0 when all are empty).
-    pub fn upstream_queue_last_seq(&self) -> StoreResult<i64> {
+    fn upstream_queue_last_seq(&self) -> StoreResult<i64> {
         Ok(self.conn()?.query_row(
             "SELECT coalesce(max(seq), 0) FROM upstream_outbox",
             [],
@@ -85,7 +86,7 @@ impl SqliteStore {
     }
 
     /// Forgets an upstream's queue (the upstream was deleted).
-    pub fn upstream_queue_clear(&self, upstream: &str) -> StoreResult<()> {
+    fn upstream_queue_clear(&self, upstream: &str) -> StoreResult<()> {
         self.conn()?.execute(
             "DELETE FROM upstream_outbox WHERE upstream = ?1",
             params![upstream],

@@ -4,12 +4,13 @@
 
 use super::{prepare_on_table, quoted, SqliteStore, StoreResult};
 use crate::ids::TableRef;
+use crate::store::interface::UpstreamSecrets;
 use crate::store::types::*;
 use rusqlite::{params, OptionalExtension};
 
-impl SqliteStore {
+impl UpstreamSecrets for SqliteStore {
     /// Sets (or with `None` clears) the password of the upstream record `key` of `domain`.
-    pub fn set_upstream_password(
+    fn set_upstream_password(
         &self,
         domain: &str,
         key: &str,
@@ -32,7 +33,7 @@ impl SqliteStore {
 
     /// Every upstream record of `domain` (its fields, without id and times) by key, with its
     /// password.
-    pub fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
+    fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
         let Ok(table) = TableRef::new(domain, crate::store::UPSTREAMS) else {
             return Ok(Vec::new());
         };
@@ -62,7 +63,7 @@ impl SqliteStore {
     }
 
     /// The password of the upstream record `key` of `domain`, if one is set.
-    pub fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>> {
+    fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>> {
         Ok(self
             .conn()?
             .query_row(

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::report_sql;
+use crate::store::interface::*;
 
 fn store() -> (tempfile::TempDir, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();

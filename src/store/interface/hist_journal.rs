@@ -1,0 +1,16 @@
+//! Where the historian's journal is folded into the series: acknowledged values are first
+//! appended to a journal file (`historian::journal`), then written here in batches with the
+//! mark of how far the journal has been folded, in the same transaction.
+
+use crate::store::types::HistoryWrite;
+use crate::store::StoreResult;
+
+/// Folding the historian's journal into the series.
+pub trait HistorianJournal {
+    /// The sequence number of the last journal entry already in the series (0: none yet).
+    fn journal_folded(&self) -> StoreResult<u64>;
+    /// Writes values into their series in one transaction and, when they include journal
+    /// entries, raises the mark to `journaled_upto` in that same transaction.
+    fn fold_history(&self, values: &[HistoryWrite], journaled_upto: Option<u64>)
+        -> StoreResult<()>;
+}

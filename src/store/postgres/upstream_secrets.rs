@@ -1,0 +1,65 @@
+//! Upstream passwords, kept out of the upstream records (write-only), and the read the
+//! upstream supervisor needs: every upstream of a domain with its password.
+
+use super::PgStore;
+use crate::store::interface::UpstreamSecrets;
+use crate::store::types::*;
+use crate::store::StoreResult;
+use serde_json::{Map, Value};
+
+impl UpstreamSecrets for PgStore {
+    fn set_upstream_password(
+        &self,
+        domain: &str,
+        key: &str,
+        password: Option<&str>,
+    ) -> StoreResult<()> {
+        match password {
+            Some(password) => self.execute(
+                "INSERT INTO upstream_secrets (domain, upstream, password) VALUES ($1, $2, $3) \
+                 ON CONFLICT (domain, upstream) DO UPDATE SET password = excluded.password",
+                &[&domain, &key, &password],
+            )?,
+            None => self.execute(
+                "DELETE FROM upstream_secrets WHERE domain = $1 AND upstream = $2",
+                &[&domain, &key],
+            )?,
+        };
+        Ok(())
+    }
+
+    /// Every upstream record of `domain` (its fields, without id and times) by key, with its
+    /// password.
+    fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
+        let rows = self.system_rows(
+            domain,
+            crate::store::UPSTREAMS,
+            |t| {
+                format!(
+                    "SELECT u.key, u.data, s.password FROM {t} AS u \
+                     LEFT JOIN upstream_secrets AS s ON s.domain = $1 AND s.upstream = u.key \
+                     ORDER BY u.key COLLATE \"C\""
+                )
+            },
+            &[&domain],
+        )?;
+        rows.iter()
+            .map(|r| {
+                let fields: Map<String, Value> = match r.get::<_, Value>(1) {
+                    Value::Object(fields) => fields,
+                    _ => Map::new(),
+                };
+                Ok((r.get(0), fields, r.get(2)))
+            })
+            .collect()
+    }
+
+    fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>> {
+        Ok(self
+            .query_opt(
+                "SELECT password FROM upstream_secrets WHERE domain = $1 AND upstream = $2",
+                &[&domain, &key],
+            )?
+            .map(|r| r.get(0)))
+    }
+}
