@@ -53,6 +53,9 @@ pub struct Sealer {
 
 /// How often at most the store is asked to give back the space of closed rows.
 const COMPACT_EVERY: Duration = Duration::from_secs(60);
+/// How soon the store is asked again once every tail is closed (after a backlog, or when the
+/// store found the space busy: PostgreSQL's folds held the table past its lock wait).
+const COMPACT_AGAIN: Duration = Duration::from_secs(5);
 
 impl Sealer {
     pub fn new(idle: Duration) -> Sealer {
@@ -201,10 +204,12 @@ impl Sealer {
         full
     }
 
-    /// Whether some series is due now, or a day waits to be merged.
+    /// Whether some series is due now, a day waits to be merged, or the store is owed the
+    /// space of closed rows.
     pub fn has_due(&self) -> bool {
         let now = Instant::now();
         !self.to_merge.is_empty()
+            || self.compact_due_at().is_some_and(|at| at <= now)
             || self
                 .tails
                 .values()
@@ -212,7 +217,8 @@ impl Sealer {
     }
 
     /// When the next tail falls idle, if one holds rows (or soon, while days to merge are
-    /// still being listed).
+    /// still being listed), or when the store is next owed the space of closed rows: without
+    /// that wake-up, rows closed by the last round before a silence kept their space.
     pub fn next_idle(&self) -> Option<Instant> {
         let listing = self
             .listing
@@ -223,7 +229,22 @@ impl Sealer {
             .filter(|t| t.count > 0)
             .map(|t| t.last_write + self.idle)
             .chain(listing)
+            .chain(self.compact_due_at())
             .min()
+    }
+
+    /// When the store should next be asked to give back the space of closed rows, if it is owed
+    /// some: at once the first time, then [`COMPACT_AGAIN`] after the last ask once every tail
+    /// is closed, else [`COMPACT_EVERY`] after it.
+    fn compact_due_at(&self) -> Option<Instant> {
+        if self.uncompacted == 0 {
+            return None;
+        }
+        let Some(last) = self.last_compact else {
+            return Some(Instant::now());
+        };
+        let all_closed = self.tails.values().all(|t| t.count == 0);
+        Some(last + if all_closed { COMPACT_AGAIN } else { COMPACT_EVERY })
     }
 
     /// Closes up to `budget` blocks' worth (`blocks::MAX_POINTS` each) of due series; how many
@@ -272,15 +293,12 @@ impl Sealer {
         written += self.merge_some(store, budget.saturating_sub(written))?;
         self.uncompacted += written;
         // Once the backlog is done, the store gives back what the closed rows held.
-        let all_closed = self.tails.values().all(|t| t.count == 0);
-        let due = all_closed
-            || self
-                .last_compact
-                .is_none_or(|at| at.elapsed() >= COMPACT_EVERY);
-        if self.uncompacted > 0 && written < budget && due {
-            self.uncompacted = 0;
+        let due = self.compact_due_at().is_some_and(|at| at <= Instant::now());
+        if due && written < budget {
             self.last_compact = Some(Instant::now());
-            store.history_compact()?;
+            if store.history_compact()? {
+                self.uncompacted = 0;
+            }
         }
         Ok(written)
     }
