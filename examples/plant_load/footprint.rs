@@ -134,9 +134,15 @@ pub fn run(flags: &Flags) -> Result<String, String> {
         let quiet = Duration::from_secs_f64(flags.number("settle-quiet", 15.0));
         let timeout = Duration::from_secs_f64(flags.number("settle-timeout", 300.0));
         let mut changed = Instant::now();
+        // Closing the rows is not the end: the store gives their space back a writer round
+        // later (PostgreSQL drops the emptied partitions), so the sizes must also hold still.
+        let still = Duration::from_secs(3);
         let reason = loop {
-            if look.hot_rows < rows_below {
-                break format!("hist_points below {rows_below} rows");
+            if look.hot_rows < rows_below && changed.elapsed() >= still {
+                break format!(
+                    "hist_points below {rows_below} rows, sizes still for {}s",
+                    still.as_secs()
+                );
             }
             if changed.elapsed() >= quiet {
                 break format!("no change for {}s", quiet.as_secs_f64());

@@ -21,8 +21,9 @@
 //! - `footprint`: the bytes of every table named `hist_*` (with its indexes, and on PostgreSQL
 //!   its partitions and TOAST) of `--db`, a SQLite file (read-only, `dbstat`) or a `postgres://`
 //!   URL (`pg_total_relation_size`), and the rows of `hist_points`. `--settle`: first waits until
-//!   `hist_points` holds fewer than `--settle-rows` rows or nothing changed for `--settle-quiet`
-//!   seconds, at most `--settle-timeout` seconds; `--vacuum` (PostgreSQL) runs `VACUUM` on the
+//!   `hist_points` holds fewer than `--settle-rows` rows and the sizes held still for 3 s (the
+//!   space of closed rows comes back a writer round later), or nothing changed for
+//!   `--settle-quiet` seconds, at most `--settle-timeout` seconds; `--vacuum` (PostgreSQL) runs `VACUUM` on the
 //!   tables before measuring.
 //! - `vm-import`: the points into VictoriaMetrics (`/api/v1/import`, JSON lines).
 //! - `influx-write`: the points into InfluxDB 1.x (`/write?precision=ms`, line protocol, a
