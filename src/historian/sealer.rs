@@ -244,7 +244,12 @@ impl Sealer {
             return Some(Instant::now());
         };
         let all_closed = self.tails.values().all(|t| t.count == 0);
-        Some(last + if all_closed { COMPACT_AGAIN } else { COMPACT_EVERY })
+        let wait = if all_closed {
+            COMPACT_AGAIN
+        } else {
+            COMPACT_EVERY
+        };
+        Some(last + wait)
     }
 
     /// Closes up to `budget` blocks' worth (`blocks::MAX_POINTS` each) of due series; how many

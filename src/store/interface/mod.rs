@@ -63,7 +63,8 @@ pub trait Maintenance {
     fn snapshot_to(&self, dest: &Path) -> StoreResult<()>;
 }
 
-/// A storage engine: every area of the interface.
+/// A storage engine: every area of the interface (each engine says `impl Engine for …`, and
+/// the compiler checks it implements them all).
 pub trait Engine:
     Maintenance
     + Cluster
@@ -86,30 +87,5 @@ pub trait Engine:
     + Reports
     + Send
     + Sync
-{
-}
-
-impl<T> Engine for T where
-    T: Maintenance
-        + Cluster
-        + AuditTrail
-        + Identity
-        + GroupChanges
-        + Profiles
-        + Records
-        + RecordWrites
-        + Tags
-        + UpstreamSecrets
-        + HistorianJournal
-        + HistorianReads
-        + HistorianBlocks
-        + HistorianRetention
-        + HistorianTestCalls
-        + UpstreamQueue
-        + BrokerState
-        + Automation
-        + Reports
-        + Send
-        + Sync
 {
 }

@@ -344,6 +344,8 @@ pub(super) fn conflict_as(err: StoreError, sentence: impl FnOnce() -> String) ->
     }
 }
 
+impl crate::store::Engine for PgStore {}
+
 impl Maintenance for PgStore {
     fn describe(&self) -> StorageDescription {
         StorageDescription {

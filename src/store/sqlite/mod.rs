@@ -155,6 +155,8 @@ fn is_missing_table(err: &rusqlite::Error) -> bool {
     err.to_string().starts_with("no such table")
 }
 
+impl crate::store::Engine for SqliteStore {}
+
 impl Maintenance for SqliteStore {
     fn describe(&self) -> StorageDescription {
         StorageDescription {
