@@ -374,7 +374,6 @@ pub trait SeriesReads {
 
 /// Every engine that opens series snapshots has the historian's reads, the same on each.
 impl<E: SeriesReads> HistorianReads for E {
-    /// Values with `start_ms <= ts < end_ms`, oldest first, at most `limit`.
     fn history_range(
         &self,
         domain: &str,
@@ -389,7 +388,6 @@ impl<E: SeriesReads> HistorianReads for E {
         })
     }
 
-    /// The newest `n` values, newest first.
     fn history_last(&self, domain: &str, topic: &str, n: u64) -> StoreResult<Vec<HistoryPoint>> {
         self.read_series(domain, topic, |layout, series| {
             let points = layout.read_last(series, n)?;
@@ -397,11 +395,6 @@ impl<E: SeriesReads> HistorianReads for E {
         })
     }
 
-    /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms` (bucket k covers
-    /// `[start + k*b, start + (k+1)*b)`), stamped with the bucket start. `mean sum min max
-    /// median` run over the numeric readings, `count` counts every value, `first`/`last` are
-    /// the stored values of the earliest/latest point; buckets without numeric readings give
-    /// null for numeric aggregates.
     fn history_buckets(
         &self,
         domain: &str,
@@ -417,10 +410,6 @@ impl<E: SeriesReads> HistorianReads for E {
         })
     }
 
-    /// One point per non-empty bucket between consecutive `edges` (ascending): bucket `i`
-    /// covers `[edges[i], edges[i + 1])` cut to the window and is stamped `edges[i]`, even when
-    /// the window starts later; for buckets of unequal length, such as local days across a DST
-    /// change.
     fn history_buckets_between(
         &self,
         domain: &str,

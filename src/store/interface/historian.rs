@@ -18,8 +18,11 @@ pub trait HistorianReads {
     ) -> StoreResult<Vec<HistoryPoint>>;
     /// The newest `n` values, newest first.
     fn history_last(&self, domain: &str, topic: &str, n: u64) -> StoreResult<Vec<HistoryPoint>>;
-    /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms`, stamped with the
-    /// bucket start (see `store::history` for what each aggregation gives).
+    /// One point per non-empty bucket of `bucket_ms` aligned to `start_ms` (bucket k covers
+    /// `[start + k*b, start + (k+1)*b)`), stamped with the bucket start. `mean sum min max
+    /// median` run over the numeric readings, `count` counts every value, `first`/`last` are
+    /// the stored values of the earliest/latest point; buckets without numeric readings give
+    /// null for numeric aggregates.
     fn history_buckets(
         &self,
         domain: &str,
@@ -29,8 +32,10 @@ pub trait HistorianReads {
         bucket_ms: i64,
         agg: Aggregation,
     ) -> StoreResult<Vec<HistoryPoint>>;
-    /// One point per non-empty bucket between consecutive `edges` (ascending), for buckets of
-    /// unequal length such as local days across a DST change.
+    /// One point per non-empty bucket between consecutive `edges` (ascending): bucket `i`
+    /// covers `[edges[i], edges[i + 1])` cut to the window and is stamped `edges[i]`, even when
+    /// the window starts later; for buckets of unequal length, such as local days across a DST
+    /// change.
     fn history_buckets_between(
         &self,
         domain: &str,
