@@ -1,54 +1,12 @@
 //! `svc serve`: opens the store, bootstraps the first administrator, binds every listener,
 //! announces them on the `ready` line, and serves until SIGINT/SIGTERM.
 
-mod admin;
-mod api_keys;
-mod audit;
-mod auth;
-pub mod automation;
-mod backup;
-mod broker_clients;
-mod caller;
-mod code;
-mod console;
-mod credentials;
-mod drain;
 mod error;
-mod export_stream;
-mod files;
-mod flows;
-mod group_changes;
-mod groups;
-mod historian;
-mod historize;
-mod http;
-mod http_metrics;
-mod info;
-mod json;
-mod last_values;
-mod log_writer;
-mod login_throttle;
-mod metrics;
-mod middleware;
-mod mqtt;
-mod namespace_index;
-mod namespaces;
-mod observe;
-mod openapi;
-mod peers;
-mod processes;
-mod record_writer;
-mod records;
-pub(crate) mod reports;
-mod request_log;
 pub mod settings;
-mod system_tables;
-mod tag_registration;
-mod tag_registry;
-mod tag_stream;
-mod tags;
-mod upstreams;
-mod users;
+
+mod http;
+mod routes;
+mod services;
 
 use crate::broker::{Broker, BrokerConfig, TlsListeners};
 use crate::historian::writer::HistorianWriter;
@@ -58,9 +16,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-pub use backup::lock_data_dir;
-use caller::AuthCache;
-use credentials::Jwt;
+use http::caller::AuthCache;
+pub use routes::backup::lock_data_dir;
+use services::credentials::Jwt;
 use settings::{ServeArgs, Settings};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -85,27 +43,27 @@ pub struct Shared {
     pub jwt: Arc<Jwt>,
     pub auth_cache: Arc<AuthCache>,
     pub http_addr: SocketAddr,
-    pub tags: Arc<tag_registry::TagRegistry>,
-    pub last_values: Arc<last_values::LastValues>,
+    pub tags: Arc<services::tag_registry::TagRegistry>,
+    pub last_values: Arc<services::last_values::LastValues>,
     pub historian: HistorianWriter,
     /// The filters of the tags with compression (what the historian keeps of them).
-    pub compressed: historize::Series,
+    pub compressed: services::historize::Series,
     /// Set once the broker is up; the broker's policy needs the state first.
     pub broker: Arc<OnceLock<Broker>>,
-    pub automation: automation::Automation,
+    pub automation: services::automation::Automation,
     /// The other instances sharing the store (none on SQLite).
-    pub peers: peers::Peers,
+    pub peers: services::peers::Peers,
     pub upstreams: Arc<crate::upstream::supervisor::Supervisor>,
     /// The run log of functions and flows, written by groups (see [`RunLog`]).
     pub run_log: RunLog,
     /// Failed password logins per user name and address (HTTP and MQTT).
-    pub login_throttle: login_throttle::LoginThrottle,
-    /// REST record writes, committed in groups (see [`record_writer::RecordWriter`]).
-    pub records: record_writer::RecordWriter,
+    pub login_throttle: services::login_throttle::LoginThrottle,
+    /// REST record writes, committed in groups (see [`services::record_writer::RecordWriter`]).
+    pub records: services::record_writer::RecordWriter,
     /// Recent requests for `GET /svc/logs`.
-    pub request_log: Arc<request_log::RequestLog>,
+    pub request_log: Arc<http::request_log::RequestLog>,
     /// The newest snapshot of the store, for `GET /svc/`.
-    pub backups: Arc<backup::Backups>,
+    pub backups: Arc<routes::backup::Backups>,
 }
 
 /// Runs of functions and flows (domain, owner, run), written by one thread in groups.
@@ -157,10 +115,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
 
 /// Logs go to stderr in batches written by a background thread, so a request never waits on the
 /// terminal or a pipe; the returned guard writes what is left when dropped.
-fn init_logging() -> log_writer::FlushGuard {
+fn init_logging() -> services::log_writer::FlushGuard {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("SVC_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let (writer, guard) = log_writer::batched_stderr();
+    let (writer, guard) = services::log_writer::batched_stderr();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)
@@ -175,7 +133,7 @@ async fn serve(settings: Settings) -> Result<()> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
     // Held until the process ends: `svc restore` refuses a directory a server is using.
-    let _data_dir_lock = backup::lock_data_dir(&settings.data_dir)?;
+    let _data_dir_lock = routes::backup::lock_data_dir(&settings.data_dir)?;
     let store = Store::connect(&settings.database, &settings.data_dir)
         .with_context(|| format!("cannot open the database {}", settings.database.describe()))?;
     store.set_record_cache_capacity(settings.record_cache_size);
@@ -189,7 +147,7 @@ async fn serve(settings: Settings) -> Result<()> {
             .context("cannot read the shared JWT secret")?
         {
             Some(shared) => shared,
-            None => credentials::load_or_create_secret(&settings.data_dir)?,
+            None => services::credentials::load_or_create_secret(&settings.data_dir)?,
         },
     };
     let jwt = Arc::new(Jwt::new(&secret, settings.token_ttl));
@@ -213,29 +171,33 @@ async fn serve(settings: Settings) -> Result<()> {
     let broker_cell: Arc<OnceLock<Broker>> = Arc::default();
     let seal_idle = settings.historian_seal_idle;
     let state = AppState(Arc::new(Shared {
-        login_throttle: login_throttle::LoginThrottle::new(settings.login_limits),
-        request_log: Arc::new(request_log::RequestLog::new(settings.request_log_size)),
-        backups: Arc::new(backup::Backups::new(&settings.data_dir)),
+        login_throttle: services::login_throttle::LoginThrottle::new(settings.login_limits),
+        request_log: Arc::new(http::request_log::RequestLog::new(
+            settings.request_log_size,
+        )),
+        backups: Arc::new(routes::backup::Backups::new(&settings.data_dir)),
         store: store.clone(),
         settings: Arc::new(settings),
         jwt,
         auth_cache: Arc::default(),
         http_addr: http.local_addr()?,
-        tags: Arc::new(tag_registry::TagRegistry::load(&store).context("cannot load the tags")?),
+        tags: Arc::new(
+            services::tag_registry::TagRegistry::load(&store).context("cannot load the tags")?,
+        ),
         last_values: Arc::default(),
         historian: HistorianWriter::start(store.clone(), seal_idle)
             .context("cannot start the historian writer")?,
-        compressed: historize::Series::default(),
+        compressed: services::historize::Series::default(),
         broker: broker_cell.clone(),
-        automation: automation::Automation::default(),
-        peers: peers::Peers::start(store.clone()),
+        automation: services::automation::Automation::default(),
+        peers: services::peers::Peers::start(store.clone()),
         upstreams: crate::upstream::supervisor::Supervisor::new(
             store.clone(),
-            upstreams::status_publisher(broker_cell.clone()),
-            Arc::new(upstreams::LocalBroker(broker_cell)),
+            routes::upstreams::status_publisher(broker_cell.clone()),
+            Arc::new(routes::upstreams::LocalBroker(broker_cell)),
         )
         .context("cannot start the upstreams")?,
-        records: record_writer::RecordWriter::start(store.clone())
+        records: services::record_writer::RecordWriter::start(store.clone())
             .context("cannot start the record writer")?,
         run_log: {
             let store = store.clone();
@@ -246,12 +208,12 @@ async fn serve(settings: Settings) -> Result<()> {
         },
     }));
     spawn_retention(&state);
-    audit::spawn_retention(&state);
-    backup::spawn_schedule(&state);
+    routes::audit::spawn_retention(&state);
+    routes::backup::spawn_schedule(&state);
     // Identity another instance changed must not be served from this one's cache.
     let auth_cache = state.auth_cache.clone();
     store.on_identity_change(Arc::new(move || auth_cache.clear()));
-    let policy = Arc::new(mqtt::PlatformPolicy::new(state.clone()));
+    let policy = Arc::new(services::mqtt_policy::PlatformPolicy::new(state.clone()));
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;
     let _ = state.broker.set(broker);
@@ -263,7 +225,7 @@ async fn serve(settings: Settings) -> Result<()> {
         )
     })?;
     // Once what the other instances' notices act on (the broker, the deployments) is up.
-    peers::listen(&state).await;
+    services::peers::listen(&state).await;
     start_upstreams(&state).await?;
     let mut listeners = vec![
         ("http", state.http_addr),
@@ -275,7 +237,7 @@ async fn serve(settings: Settings) -> Result<()> {
     announce_ready(&listeners);
 
     let stopping = state.clone();
-    http::serve(http, router(state.clone()), async move {
+    http::listener::serve(http, router(state.clone()), async move {
         shutdown_signal().await;
         tracing::info!("shutting down");
         if let Some(broker) = stopping.broker.get() {
@@ -285,7 +247,7 @@ async fn serve(settings: Settings) -> Result<()> {
     .await
     .context("HTTP server failed")?;
     state.upstreams.stop_all();
-    historize::close(&state).await;
+    services::historize::close(&state).await;
     state.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;
     tracing::info!("stopped");
@@ -300,13 +262,13 @@ fn spawn_retention(state: &AppState) {
         let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
         loop {
             every.tick().await;
-            tag_registry::sweep_retention(
+            services::tag_registry::sweep_retention(
                 &state.store,
                 &state.tags,
                 state.settings.historian_retention,
             )
             .await;
-            historize::prune(&state).await;
+            services::historize::prune(&state).await;
         }
     });
 }
@@ -318,9 +280,9 @@ fn bootstrap_admin(store: &Store, settings: &Settings) -> Result<()> {
     }
     let (password, generated) = match &settings.admin_password {
         Some(p) if !p.is_empty() => (p.clone(), false),
-        _ => (credentials::random_secret(20), true),
+        _ => (services::credentials::random_secret(20), true),
     };
-    let hash = credentials::hash_password(&password)?;
+    let hash = services::credentials::hash_password(&password)?;
     store.create_user("admin", &hash, true)?;
     if generated {
         eprintln!("svc: created user `admin` with password {password} (shown only this once)");
@@ -393,39 +355,39 @@ async fn shutdown_signal() {
 
 /// Every route of the REST API; each handler's annotation documents it (see [`openapi`]).
 fn api_routes() -> utoipa_axum::router::OpenApiRouter<AppState> {
-    let auth_routes = auth::routes()
-        .merge(admin::routes())
-        .merge(api_keys::routes())
-        .merge(users::routes())
-        .merge(groups::routes());
-    openapi::router()
+    let auth_routes = routes::auth::routes()
+        .merge(routes::admin::routes())
+        .merge(routes::api_keys::routes())
+        .merge(routes::users::routes())
+        .merge(routes::groups::routes());
+    routes::openapi::router()
         .nest("/auth", auth_routes.clone())
         .nest("/svc/auth", auth_routes)
-        .merge(info::routes())
-        .merge(files::routes())
-        .merge(tags::routes())
-        .merge(tag_stream::routes())
-        .merge(namespaces::routes())
-        .merge(upstreams::routes())
-        .merge(broker_clients::routes())
-        .merge(historian::routes())
-        .merge(processes::routes())
-        .merge(flows::routes())
-        .merge(code::routes())
-        .merge(reports::routes())
-        .merge(request_log::routes())
-        .merge(audit::routes())
-        .merge(backup::routes())
-        .merge(records::routes())
-        .merge(metrics::routes())
+        .merge(routes::info::routes())
+        .merge(routes::files::routes())
+        .merge(routes::tags::routes())
+        .merge(routes::tag_stream::routes())
+        .merge(routes::namespaces::routes())
+        .merge(routes::upstreams::routes())
+        .merge(routes::broker_clients::routes())
+        .merge(routes::historian::routes())
+        .merge(routes::processes::routes())
+        .merge(routes::flows::routes())
+        .merge(routes::code::routes())
+        .merge(routes::reports::routes())
+        .merge(http::request_log::routes())
+        .merge(routes::audit::routes())
+        .merge(routes::backup::routes())
+        .merge(routes::records::routes())
+        .merge(routes::metrics::routes())
 }
 
 fn router(state: AppState) -> Router {
     let max_body = state.settings.max_body;
     let (api, document) = api_routes().split_for_parts();
-    openapi::finish(document);
+    routes::openapi::finish(document);
     // Not REST resources: the console's files and MQTT over WebSocket.
-    api.merge(console::routes())
+    api.merge(routes::console::routes())
         .route("/mqtt", get(mqtt_bridge))
         .fallback(|| async { error::ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {
@@ -453,7 +415,7 @@ fn router(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            middleware::correlate,
+            http::middleware::correlate,
         ))
         .with_state(state)
 }

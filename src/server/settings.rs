@@ -159,7 +159,7 @@ pub struct Settings {
     pub backup_keep: usize,
     /// GET /metrics needs no credential.
     pub metrics_public: bool,
-    pub login_limits: super::login_throttle::Limits,
+    pub login_limits: crate::server::services::login_throttle::Limits,
 }
 
 #[derive(Debug, Clone)]
@@ -261,7 +261,7 @@ impl Settings {
         if mqtt_limits.max_packet_size < 64 {
             bail!("invalid mqtt_max_packet_size: it must be at least 64 bytes");
         }
-        let login_defaults = super::login_throttle::Limits::default();
+        let login_defaults = crate::server::services::login_throttle::Limits::default();
         let login_window = match pick(args.login_window, file.login_window) {
             Some(text) => {
                 parse_duration(&text).map_err(|e| anyhow::anyhow!("invalid login_window: {e}"))?
@@ -271,7 +271,7 @@ impl Settings {
         if login_window.is_zero() {
             bail!("invalid login_window: it must be longer than zero");
         }
-        let login_limits = super::login_throttle::Limits {
+        let login_limits = crate::server::services::login_throttle::Limits {
             per_user: args
                 .login_max_failures
                 .or(file.login_max_failures)

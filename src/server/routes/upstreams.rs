@@ -1,0 +1,255 @@
+//! Upstreams beyond their record routes (the `upstreams` system table is written through
+//! `/svc/upstreams` like any table): the reachability test of an unsaved upstream
+//! (`POST /svc/upstreams/test`) or a stored one (`POST /svc/upstreams/{id}/test`): 200 with the
+//! latency, or 503 saying why the upstream cannot be reached or refused within 10 s; the
+//! connection status of one upstream or all (`GET …/{id}/status`, `GET …/status`); and the
+//! connect/disconnect switch (`POST …/{id}/connect|disconnect`, the record's `enabled`); the
+//! other svc instances bridged to this one (`GET /svc/upstreams/downstreams`); and the local
+//! broker as the upstreams publish into it.
+
+use crate::broker::Broker;
+use crate::ids::RecordId;
+use crate::server::error::{ApiError, ApiResult};
+use crate::server::http::caller::{grants_of, Access, Caller};
+use crate::server::http::json::JsonBody;
+use crate::server::routes::records::update_checked;
+use crate::server::AppState;
+use crate::upstream::config::{self, FEATURE, UPSTREAMS};
+use crate::upstream::connect::{Probe, Target};
+use crate::upstream::relay::{Inbound, Local};
+use crate::upstream::supervisor::{OnStatus, Status};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// Publishes every upstream status change retained on
+/// `$SYS/svc/upstreams/<domain>/<name>/state` (cleared when the upstream is gone), for
+/// dashboards and other brokers' bridges; only administrators may read `$SYS` topics. One task
+/// publishes them in the order they happened, so the retained value is always the latest.
+pub fn status_publisher(broker: Arc<OnceLock<Broker>>) -> OnStatus {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Vec<u8>)>();
+    tokio::spawn(async move {
+        while let Some((topic, payload)) = rx.recv().await {
+            let Some(broker) = broker.get() else { continue };
+            if let Err(e) = broker.publish(&topic, payload.into(), 1, true).await {
+                tracing::debug!(topic, error = %e, "cannot publish an upstream status");
+            }
+        }
+    });
+    Arc::new(move |domain: &str, name: &str, status: Option<&Status>| {
+        let topic = format!("$SYS/svc/upstreams/{domain}/{name}/state");
+        let payload = status
+            .and_then(|s| serde_json::to_vec(s).ok())
+            .unwrap_or_default();
+        let _ = tx.send((topic, payload));
+    })
+}
+
+/// The local broker as the upstreams see it: messages from an upstream are published like a
+/// client's, marked with the upstream they came from.
+pub struct LocalBroker(pub Arc<OnceLock<Broker>>);
+
+#[async_trait::async_trait]
+impl Local for LocalBroker {
+    async fn publish(&self, origin: Arc<str>, message: Inbound) -> Result<(), String> {
+        let broker = self.0.get().ok_or("the MQTT broker is not running")?;
+        broker
+            .publish_relayed(
+                Some(origin),
+                &message.topic,
+                message.payload,
+                message.qos,
+                message.retain,
+                message.hops,
+            )
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// How long a test waits for the upstream's CONNACK.
+const TEST_LIMIT: Duration = Duration::from_secs(10);
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(test_unsaved))
+        .routes(routes!(test_stored))
+        .routes(routes!(statuses))
+        .routes(routes!(downstreams))
+        .routes(routes!(status))
+        .routes(routes!(connect))
+        .routes(routes!(disconnect))
+}
+
+/// The record id `id` names, when it is an upstream of the caller's domain (404 otherwise).
+fn upstream_id(caller: &Caller, id: &str) -> ApiResult<RecordId> {
+    let id = RecordId::parse(id).map_err(ApiError::bad_request)?;
+    if id.table.domain != caller.domain || id.table.table != UPSTREAMS {
+        return Err(ApiError::not_found(format!("no upstream `{id}`")));
+    }
+    Ok(id)
+}
+
+#[utoipa::path(get, path = "/svc/upstreams/status", tag = "upstreams",
+    responses((status = 200, description = "The status of each upstream", body = Vec<Object>)))]
+async fn statuses(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Status>>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    Ok(Json(state.upstreams.statuses(&caller.domain)))
+}
+
+/// One entry of `GET /svc/upstreams/downstreams`: another svc bridged to this one.
+#[derive(Debug, Serialize)]
+struct Downstream {
+    client_id: String,
+    /// `<domain>/<upstream name>` on the svc it comes from.
+    upstream: String,
+    address: String,
+    since: String,
+}
+
+/// The other svc instances connected to this one as bridges (they announce themselves in
+/// their CONNECT): those whose credential belongs to a user of the caller's domain, all of
+/// them for administrators.
+#[utoipa::path(get, path = "/svc/upstreams/downstreams", tag = "upstreams",
+    responses((status = 200, description = "Other servers bridged to this one", body = Vec<Object>)))]
+async fn downstreams(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<Downstream>>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    let mut listed = Vec::new();
+    for bridge in state.broker()?.bridges() {
+        let visible = caller.user.admin
+            || (!bridge.user_key.is_empty()
+                && grants_of(&state, &bridge.user_key, &caller.domain)
+                    .await
+                    .is_ok_and(|grants| !grants.0.is_empty()));
+        if visible {
+            listed.push(Downstream {
+                client_id: bridge.client_id,
+                upstream: bridge.announced,
+                address: bridge.peer.to_string(),
+                since: crate::historian::format_ms(bridge.since_ms),
+            });
+        }
+    }
+    Ok(Json(listed))
+}
+
+#[utoipa::path(get, path = "/svc/upstreams/{id}/status", tag = "upstreams",
+    responses((status = 200, description = "The upstream's status", body = Object)))]
+async fn status(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Status>> {
+    caller.require(&state, FEATURE, "*", Access::Read).await?;
+    let id = upstream_id(&caller, &id)?;
+    state
+        .upstreams
+        .status(&caller.domain, &id.key)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no upstream `{id}`")))
+}
+
+#[utoipa::path(post, path = "/svc/upstreams/{id}/connect", tag = "upstreams",
+    responses((status = 200, description = "The upstream's status, now enabled", body = Object)))]
+async fn connect(
+    state: State<AppState>,
+    caller: Caller,
+    id: Path<String>,
+) -> ApiResult<Json<Status>> {
+    switch(state, caller, id, true).await
+}
+
+#[utoipa::path(post, path = "/svc/upstreams/{id}/disconnect", tag = "upstreams",
+    responses((status = 200, description = "The upstream's status, now disabled", body = Object)))]
+async fn disconnect(
+    state: State<AppState>,
+    caller: Caller,
+    id: Path<String>,
+) -> ApiResult<Json<Status>> {
+    switch(state, caller, id, false).await
+}
+
+/// Sets the record's `enabled` (so the switch survives a restart) and answers the status.
+async fn switch(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    enabled: bool,
+) -> ApiResult<Json<Status>> {
+    caller.require(&state, FEATURE, "*", Access::Write).await?;
+    let id = upstream_id(&caller, &id)?;
+    let mut patch = Map::new();
+    patch.insert("enabled".into(), Value::Bool(enabled));
+    update_checked(&state, &id.table, &id.key, patch)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no upstream `{id}`")))?;
+    state
+        .upstreams
+        .status(&caller.domain, &id.key)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no upstream `{id}`")))
+}
+
+/// Tests an upstream described in the body, password included; nothing is stored.
+#[utoipa::path(post, path = "/svc/upstreams/test", tag = "upstreams", request_body = Object,
+    responses((status = 200, description = "How the probe of the unsaved upstream went", body = Object)))]
+async fn test_unsaved(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(mut fields): JsonBody<Map<String, Value>>,
+) -> ApiResult<Json<Probe>> {
+    caller.require(&state, FEATURE, "*", Access::Write).await?;
+    let password = config::take_password(&mut fields)
+        .map_err(ApiError::bad_request)?
+        .flatten();
+    fields.remove("password_set");
+    config::normalise(&mut fields, &state.settings.device_name, &caller.domain)
+        .map_err(ApiError::bad_request)?;
+    probe(Target::new(fields, password)).await
+}
+
+/// Tests a stored upstream of the caller's domain with its stored password.
+#[utoipa::path(post, path = "/svc/upstreams/{id}/test", tag = "upstreams",
+    responses((status = 200, description = "How the probe of the stored upstream went", body = Object)))]
+async fn test_stored(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Probe>> {
+    caller.require(&state, FEATURE, "*", Access::Write).await?;
+    let id = upstream_id(&caller, &id)?;
+    let (table, key) = (id.table.clone(), id.key.clone());
+    let (record, password) = state
+        .store
+        .run(move |s| {
+            let record = s.get_record(&table, &key)?;
+            let password = s.upstream_password(&table.domain, &key)?;
+            Ok((record, password))
+        })
+        .await?;
+    let Some(Value::Object(mut fields)) = record else {
+        return Err(ApiError::not_found(format!("no upstream `{id}`")));
+    };
+    for system in ["id", "created_dt", "updated_dt"] {
+        fields.remove(system);
+    }
+    probe(Target::new(fields, password)).await
+}
+
+async fn probe(target: Target) -> ApiResult<Json<Probe>> {
+    match target.probe(TEST_LIMIT).await {
+        Ok(probe) => Ok(Json(probe)),
+        Err(failure) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            failure.to_string(),
+        )),
+    }
+}

@@ -1,0 +1,17 @@
+//! The server's services: state and rules shared by the routes, the broker's policy and
+//! automation, with no HTTP in them (the tag registry, last values, namespaces, record writer,
+//! login throttle, peers, credentials, system tables, automation).
+
+pub(crate) mod automation;
+pub(crate) mod credentials;
+pub(crate) mod historize;
+pub(crate) mod last_values;
+pub(crate) mod log_writer;
+pub(crate) mod login_throttle;
+pub(crate) mod mqtt_policy;
+pub(crate) mod namespace_index;
+pub(crate) mod peers;
+pub(crate) mod record_writer;
+pub(crate) mod system_tables;
+pub(crate) mod tag_registration;
+pub(crate) mod tag_registry;
