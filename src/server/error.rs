@@ -1,10 +1,8 @@
-//! API errors: an HTTP status and one plain-text sentence, never JSON or a debug dump.
+//! API errors: an HTTP status and one plain-text sentence, never JSON or a debug dump. Routes,
+//! services and the broker's policy return them; `http::errors` turns them into responses.
 
 use crate::store::StoreError;
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-
-pub const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
+use ::http::StatusCode;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -63,38 +61,5 @@ impl From<StoreError> for ApiError {
                 ..ApiError::internal("the server failed to access its storage")
             },
         }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut response = text_response(self.status, self.message);
-        if let Some(detail) = self.detail {
-            response.extensions_mut().insert(ErrorDetail(detail));
-        }
-        response
-    }
-}
-
-/// A plain-text response with the given status.
-pub fn text_response(status: StatusCode, message: impl Into<String>) -> Response {
-    let mut response = (status, message.into()).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(TEXT_PLAIN));
-    response
-}
-
-/// The sentence used when an error response was produced by the framework rather than a handler.
-pub fn default_sentence(status: StatusCode) -> &'static str {
-    match status {
-        StatusCode::NOT_FOUND => "no such route",
-        StatusCode::METHOD_NOT_ALLOWED => "method not allowed on this route",
-        StatusCode::PAYLOAD_TOO_LARGE => "request body is larger than the limit",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported content type",
-        StatusCode::BAD_REQUEST => "malformed request",
-        StatusCode::UNAUTHORIZED => "missing or invalid credential",
-        _ if status.is_server_error() => "internal server error",
-        _ => "request failed",
     }
 }

@@ -16,9 +16,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use http::caller::AuthCache;
 pub use routes::backup::lock_data_dir;
 use services::credentials::Jwt;
+use services::identity::Identities;
 use settings::{ServeArgs, Settings};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -40,8 +40,8 @@ impl std::ops::Deref for AppState {
 pub struct Shared {
     pub store: Store,
     pub settings: Arc<Settings>,
-    pub jwt: Arc<Jwt>,
-    pub auth_cache: Arc<AuthCache>,
+    /// Who a credential belongs to, and what they may do (JWTs, API keys, passwords, grants).
+    pub identities: Arc<Identities>,
     pub http_addr: SocketAddr,
     pub tags: Arc<services::tag_registry::TagRegistry>,
     pub last_values: Arc<services::last_values::LastValues>,
@@ -56,8 +56,6 @@ pub struct Shared {
     pub upstreams: Arc<crate::upstream::supervisor::Supervisor>,
     /// The run log of functions and flows, written by groups (see [`RunLog`]).
     pub run_log: RunLog,
-    /// Failed password logins per user name and address (HTTP and MQTT).
-    pub login_throttle: services::login_throttle::LoginThrottle,
     /// REST record writes, committed in groups (see [`services::record_writer::RecordWriter`]).
     pub records: services::record_writer::RecordWriter,
     /// Recent requests for `GET /svc/logs`.
@@ -89,7 +87,7 @@ impl AppState {
     /// Changes whenever who may see or write what could have changed: grants, users, keys,
     /// tag ownership. Caches of authorization decisions start over when it does.
     pub fn authz_generation(&self) -> u64 {
-        self.auth_cache.generation() + self.tags.generation()
+        self.identities.generation() + self.tags.generation()
     }
 
     pub fn broker(&self) -> error::ApiResult<&Broker> {
@@ -171,15 +169,17 @@ async fn serve(settings: Settings) -> Result<()> {
     let broker_cell: Arc<OnceLock<Broker>> = Arc::default();
     let seal_idle = settings.historian_seal_idle;
     let state = AppState(Arc::new(Shared {
-        login_throttle: services::login_throttle::LoginThrottle::new(settings.login_limits),
+        identities: Arc::new(Identities::new(
+            store.clone(),
+            jwt,
+            services::login_throttle::LoginThrottle::new(settings.login_limits),
+        )),
         request_log: Arc::new(http::request_log::RequestLog::new(
             settings.request_log_size,
         )),
         backups: Arc::new(routes::backup::Backups::new(&settings.data_dir)),
         store: store.clone(),
         settings: Arc::new(settings),
-        jwt,
-        auth_cache: Arc::default(),
         http_addr: http.local_addr()?,
         tags: Arc::new(
             services::tag_registry::TagRegistry::load(&store).context("cannot load the tags")?,
@@ -211,8 +211,8 @@ async fn serve(settings: Settings) -> Result<()> {
     routes::audit::spawn_retention(&state);
     routes::backup::spawn_schedule(&state);
     // Identity another instance changed must not be served from this one's cache.
-    let auth_cache = state.auth_cache.clone();
-    store.on_identity_change(Arc::new(move || auth_cache.clear()));
+    let identities = state.identities.clone();
+    store.on_identity_change(Arc::new(move || identities.clear()));
     let policy = Arc::new(services::mqtt_policy::PlatformPolicy::new(state.clone()));
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;

@@ -4,86 +4,15 @@
 
 use crate::ids::{parse_domain_header, ADMIN_DOMAIN};
 use crate::server::error::{ApiError, ApiResult};
-use crate::server::services::credentials::{hash_api_key, API_KEY_PREFIX};
+use crate::server::services::identity::{READ, READ_WRITE};
 use crate::server::AppState;
-use crate::store::{ApiKeyOwner, AuthUser, GrantSet};
-use crate::time::now_rfc3339;
+use crate::store::{AuthUser, GrantSet};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
-use foldhash::{HashMap, HashSet};
-use std::borrow::Borrow;
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 pub const API_KEY_HEADER: &str = "x-svc-api-key";
-/// How often a key's `last_used_dt` is written at most.
-const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
-
-/// Built-in actions every domain knows.
-pub const READ: &str = "read";
-pub const READ_WRITE: &str = "read-write";
-
-/// Identity data read on every request, cached; any identity write calls [`AuthCache::clear`].
-#[derive(Default)]
-pub struct AuthCache {
-    users: RwLock<HashMap<String, Arc<AuthUser>>>,
-    /// API key hash → the key. Only known keys are cached.
-    keys: RwLock<HashMap<String, ApiKeyOwner>>,
-    /// User key → domain → grants.
-    grants: RwLock<HashMap<String, HashMap<String, Arc<GrantSet>>>>,
-    domains: RwLock<HashSet<String>>,
-    /// Tokens whose signature checked out → (user key, expiry in epoch seconds).
-    tokens: RwLock<HashMap<String, (String, i64)>>,
-    touched: Mutex<HashMap<String, Instant>>,
-    /// Bumped by every clear, so caches elsewhere (the broker's authorization decisions) know
-    /// to start over.
-    generation: std::sync::atomic::AtomicU64,
-}
-
-/// Verified tokens remembered at most; the map starts over when full.
-const TOKEN_CACHE: usize = 10_000;
-
-impl AuthCache {
-    pub fn generation(&self) -> u64 {
-        self.generation.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    pub fn clear(&self) {
-        self.generation
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        if let Ok(mut m) = self.users.write() {
-            m.clear();
-        }
-        if let Ok(mut m) = self.keys.write() {
-            m.clear();
-        }
-        if let Ok(mut m) = self.grants.write() {
-            m.clear();
-        }
-        if let Ok(mut m) = self.domains.write() {
-            m.clear();
-        }
-        if let Ok(mut m) = self.tokens.write() {
-            m.clear();
-        }
-    }
-}
-
-fn cached<K, Q, V>(map: &RwLock<HashMap<K, V>>, key: &Q) -> Option<V>
-where
-    K: Borrow<Q> + std::hash::Hash + Eq,
-    Q: std::hash::Hash + Eq + ?Sized,
-    V: Clone,
-{
-    map.read().ok().and_then(|m| m.get(key).cloned())
-}
-
-fn remember<K: std::hash::Hash + Eq, V>(map: &RwLock<HashMap<K, V>>, key: K, value: V) {
-    if let Ok(mut m) = map.write() {
-        m.insert(key, value);
-    }
-}
 
 /// An authenticated user (routes that need no domain).
 pub struct Identity(pub Arc<AuthUser>);
@@ -121,7 +50,7 @@ impl FromRequestParts<AppState> for Caller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Caller> {
         let domain = domain_of(&parts.headers)?;
         let user = user_of_request(state, parts).await?;
-        if !domain_exists(state, &domain).await? {
+        if !state.identities.domain_exists(&domain).await? {
             return Err(ApiError::bad_request(format!(
                 "unknown domain `domains:{domain}`"
             )));
@@ -143,19 +72,6 @@ pub fn domain_of(headers: &HeaderMap) -> ApiResult<String> {
                 .map_err(ApiError::bad_request)
         }
     }
-}
-
-pub async fn domain_exists(state: &AppState, domain: &str) -> ApiResult<bool> {
-    let cache = &state.auth_cache.domains;
-    if cache.read().is_ok_and(|d| d.contains(domain)) {
-        return Ok(true);
-    }
-    let domains = state.store.read(|s| s.list_domains()).await?;
-    let exists = domains.iter().any(|d| d.name == domain);
-    if let Ok(mut set) = cache.write() {
-        set.extend(domains.into_iter().map(|d| d.name));
-    }
-    Ok(exists)
 }
 
 /// Checks the credential headers; when both are sent both must be valid and the JWT's user acts.
@@ -184,160 +100,16 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> ApiResult<Ar
         ),
     };
     let key_user = match api_key {
-        Some(key) => Some(user_of_api_key(state, key).await?.0),
+        Some(key) => Some(state.identities.user_of_api_key(key).await?.0),
         None => None,
     };
     match (bearer, key_user) {
-        (Some(token), _) => user_of_token(state, token).await,
+        (Some(token), _) => state.identities.user_of_token(token).await,
         (None, Some(user)) => Ok(user),
         (None, None) => Err(ApiError::unauthorized(
             "a credential is required: send Authorization: Bearer <token> or X-Svc-Api-Key",
         )),
     }
-}
-
-pub async fn user_of_token(state: &AppState, token: &str) -> ApiResult<Arc<AuthUser>> {
-    let invalid = || ApiError::unauthorized("invalid or expired token; log in again");
-    let now = chrono::Utc::now().timestamp();
-    let key = match cached(&state.auth_cache.tokens, token) {
-        Some((key, exp)) if exp > now => key,
-        _ => {
-            let claims = state.jwt.verify(token).ok_or_else(invalid)?;
-            let key = claims
-                .sub
-                .strip_prefix(&format!("{ADMIN_DOMAIN}.users:"))
-                .ok_or_else(invalid)?
-                .to_string();
-            if let Ok(mut tokens) = state.auth_cache.tokens.write() {
-                if tokens.len() >= TOKEN_CACHE {
-                    tokens.clear();
-                }
-                tokens.insert(token.to_string(), (key.clone(), claims.exp));
-            }
-            key
-        }
-    };
-    user_by_key(state, key).await?.ok_or_else(invalid)
-}
-
-/// The owner of an API key, and the key (its id and domain).
-pub async fn user_of_api_key(
-    state: &AppState,
-    key: &str,
-) -> ApiResult<(Arc<AuthUser>, ApiKeyOwner)> {
-    let invalid = || ApiError::unauthorized("invalid API key");
-    if !key.starts_with(API_KEY_PREFIX) {
-        return Err(invalid());
-    }
-    let hash = hash_api_key(key);
-    let owner = match cached(&state.auth_cache.keys, &hash) {
-        Some(owner) => owner,
-        None => {
-            let lookup = hash.clone();
-            let owner = state
-                .store
-                .read(move |s| s.api_key_owner(&lookup))
-                .await?
-                .ok_or_else(invalid)?;
-            remember(&state.auth_cache.keys, hash, owner.clone());
-            owner
-        }
-    };
-    touch_key(state, owner.key.clone());
-    let user = user_by_key(state, owner.user_key.clone())
-        .await?
-        .ok_or_else(invalid)?;
-    Ok((user, owner))
-}
-
-/// Records a key's use, at most once per [`TOUCH_INTERVAL`], off the request path.
-fn touch_key(state: &AppState, key_id: String) {
-    let due = state.auth_cache.touched.lock().is_ok_and(|mut touched| {
-        let now = Instant::now();
-        match touched.get(&key_id) {
-            Some(last) if now.duration_since(*last) < TOUCH_INTERVAL => false,
-            _ => {
-                touched.insert(key_id.clone(), now);
-                true
-            }
-        }
-    });
-    if due {
-        let store = state.store.clone();
-        tokio::spawn(async move {
-            let when = now_rfc3339();
-            if let Err(e) = store.run(move |s| s.touch_api_key(&key_id, &when)).await {
-                tracing::warn!(error = %e, "could not record API key use");
-            }
-        });
-    }
-}
-
-async fn user_by_key(state: &AppState, key: String) -> ApiResult<Option<Arc<AuthUser>>> {
-    if let Some(user) = cached(&state.auth_cache.users, &key) {
-        return Ok(Some(user));
-    }
-    let lookup = key.clone();
-    let Some(user) = state.store.read(move |s| s.user_by_key(&lookup)).await? else {
-        return Ok(None);
-    };
-    let user = Arc::new(user);
-    remember(&state.auth_cache.users, key, user.clone());
-    Ok(Some(user))
-}
-
-/// Every grant a user holds in a domain (cached).
-pub async fn grants_of(state: &AppState, user_key: &str, domain: &str) -> ApiResult<Arc<GrantSet>> {
-    let known = state.auth_cache.grants.read().ok().and_then(|users| {
-        users
-            .get(user_key)
-            .and_then(|domains| domains.get(domain).cloned())
-    });
-    if let Some(grants) = known {
-        return Ok(grants);
-    }
-    let (user, in_domain) = (user_key.to_string(), domain.to_string());
-    let grants = Arc::new(
-        state
-            .store
-            .run(move |s| s.grants_of(&user, &in_domain))
-            .await?,
-    );
-    if let Ok(mut users) = state.auth_cache.grants.write() {
-        users
-            .entry(user_key.to_string())
-            .or_default()
-            .insert(domain.to_string(), grants.clone());
-    }
-    Ok(grants)
-}
-
-/// The user a username and password belong to (argon2 runs off the async threads).
-pub async fn user_of_password(
-    state: &AppState,
-    username: &str,
-    password: &str,
-) -> ApiResult<Option<AuthUser>> {
-    let name = username.to_string();
-    let found = state
-        .store
-        .run(move |s| s.user_with_password(&name))
-        .await?;
-    // Unknown users still pay for one hash check, so timing does not reveal which names exist.
-    let (user, hash) = match found {
-        Some((user, hash)) => (Some(user), hash),
-        None => (
-            None,
-            crate::server::services::credentials::dummy_hash().to_string(),
-        ),
-    };
-    let password = password.to_string();
-    let matches = tokio::task::spawn_blocking(move || {
-        crate::server::services::credentials::verify_password(&password, &hash)
-    })
-    .await
-    .unwrap_or(false);
-    Ok(user.filter(|_| matches))
 }
 
 /// What a request needs to be allowed.
@@ -372,7 +144,10 @@ impl Caller {
     }
 
     async fn grants(&self, state: &AppState) -> ApiResult<Arc<GrantSet>> {
-        grants_of(state, &self.user.key, &self.domain).await
+        state
+            .identities
+            .grants_of(&self.user.key, &self.domain)
+            .await
     }
 
     /// Fails with 401 unless the caller may read (or write) `feature` at `scope`.

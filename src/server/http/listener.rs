@@ -8,8 +8,8 @@
 //! head over [`HYPER_MAX_BUF`]) it answers with an empty body; [`LibraryAnswers`] rewrites those
 //! answers on their way out so that they carry a sentence and a correlation id too.
 
-use crate::server::error::default_sentence;
 use crate::server::http::drain::DrainOnDrop;
+use crate::server::http::errors::default_sentence;
 use crate::server::http::middleware::CORRELATION_HEADER;
 use axum::extract::ConnectInfo;
 use axum::http::StatusCode;

@@ -4,7 +4,8 @@
 //! oversize bodies, panics), and svc's limits on the request head (URI length, header count and
 //! size, one `Domain` header).
 
-use crate::server::error::{default_sentence, text_response, ApiError, ErrorDetail, TEXT_PLAIN};
+use crate::server::error::{ApiError, ErrorDetail};
+use crate::server::http::errors::{default_sentence, text_response, TEXT_PLAIN};
 use crate::server::http::listener::{MAX_HEADERS, MAX_HEADER_BYTES, MAX_URI_BYTES};
 use crate::server::AppState;
 use axum::extract::{Request, State};

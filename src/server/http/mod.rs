@@ -3,6 +3,7 @@
 
 pub(crate) mod caller;
 pub(crate) mod drain;
+pub(crate) mod errors;
 pub(crate) mod export_stream;
 pub(crate) mod json;
 pub(crate) mod listener;

@@ -42,6 +42,6 @@ async fn create_domain(
         )));
     }
     let domain = state.store.run(move |s| s.create_domain(&name)).await?;
-    state.auth_cache.clear();
+    state.identities.clear();
     Ok((StatusCode::CREATED, Json(domain)))
 }

@@ -156,7 +156,7 @@ async fn revoke_key(
         .store
         .run(move |s| s.delete_api_key(&owner, &id))
         .await?;
-    state.auth_cache.clear();
+    state.identities.clear();
     if removed {
         if let Ok(broker) = state.broker() {
             broker

@@ -6,10 +6,9 @@ use crate::model::{
     ValidateTokenResponse,
 };
 use crate::server::error::{ApiError, ApiResult};
-use crate::server::http::caller::user_of_password;
 use crate::server::http::caller::{Caller, Identity};
+use crate::server::http::errors::LoginRefusal;
 use crate::server::http::json::JsonBody;
-use crate::server::services::login_throttle::LoginRefusal;
 use crate::server::AppState;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::Json;
@@ -41,15 +40,20 @@ async fn login(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     JsonBody(request): JsonBody<LoginRequest>,
 ) -> Result<Json<LoginResponse>, LoginRefusal> {
-    let throttle = &state.login_throttle;
+    let throttle = &state.identities.login_throttle;
     if let Err(throttled) = throttle.check(&request.username, peer.ip()) {
         crate::telemetry::get().login_refused("http", "throttled");
         return Err(LoginRefusal::Throttled(throttled));
     }
-    match user_of_password(&state, &request.username, &request.password).await? {
+    match state
+        .identities
+        .user_of_password(&request.username, &request.password)
+        .await?
+    {
         Some(user) => {
             throttle.succeeded(&request.username);
             let tkn = state
+                .identities
                 .jwt
                 .issue(&user)
                 .map_err(|_| ApiError::internal("cannot sign the token"))?;
@@ -139,8 +143,6 @@ async fn validate_token(
     _caller: Identity,
     JsonBody(request): JsonBody<ValidateTokenRequest>,
 ) -> Json<ValidateTokenResponse> {
-    let valid = crate::server::http::caller::user_of_token(&state, &request.token)
-        .await
-        .is_ok();
+    let valid = state.identities.user_of_token(&request.token).await.is_ok();
     Json(ValidateTokenResponse { valid })
 }

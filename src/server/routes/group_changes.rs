@@ -44,7 +44,7 @@ async fn change_group(
     let group = key_in(gid, &caller.domain, "groups")?;
     let domain = caller.domain.clone();
     let changed = state.store.run(move |s| change(s, &domain, &group)).await?;
-    state.auth_cache.clear();
+    state.identities.clear();
     Ok(changed)
 }
 

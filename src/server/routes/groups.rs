@@ -9,10 +9,11 @@ use crate::model::{
     Grant, Group, GroupGrants, NewGroupRequest, PermissionImport, PermissionList, Success,
 };
 use crate::server::error::{ApiError, ApiResult};
-use crate::server::http::caller::{Access, Caller, READ, READ_WRITE};
+use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
 use crate::server::routes::group_changes;
 use crate::server::routes::users::{key_in, user_key};
+use crate::server::services::identity::{READ, READ_WRITE};
 use crate::server::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -103,7 +104,7 @@ async fn create_group(
         .store
         .run(move |s| s.create_group(&domain, &name, &grants))
         .await?;
-    state.auth_cache.clear();
+    state.identities.clear();
     Ok((StatusCode::CREATED, Json(group)))
 }
 
@@ -122,7 +123,7 @@ async fn add_member(
         .store
         .run(move |s| s.add_group_member(&domain, &group, &user))
         .await?;
-    state.auth_cache.clear();
+    state.identities.clear();
     if added {
         Ok(Json(Success::yes()))
     } else {
@@ -194,7 +195,7 @@ async fn grant_to_group(
         .store
         .run(move |s| s.add_group_grants(&domain, &group, &grants))
         .await?;
-    state.auth_cache.clear();
+    state.identities.clear();
     if added {
         Ok(Json(Success::yes()))
     } else {
@@ -237,6 +238,6 @@ async fn import_permissions(
         .store
         .run(move |s| s.add_permissions(&domain, &actions, &scopes))
         .await?;
-    state.auth_cache.clear();
+    state.identities.clear();
     Ok(Json(Success::yes()))
 }

@@ -7,8 +7,9 @@
 //! subscriptions, the historian's queue, upstream states) is counted here, per scrape, into a
 //! registry built for that scrape.
 
-use crate::server::error::{text_response, ApiError, ApiResult};
+use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{authenticate, Identity};
+use crate::server::http::errors::text_response;
 use crate::server::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};

@@ -10,7 +10,7 @@
 use crate::broker::Broker;
 use crate::ids::RecordId;
 use crate::server::error::{ApiError, ApiResult};
-use crate::server::http::caller::{grants_of, Access, Caller};
+use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
 use crate::server::routes::records::update_checked;
 use crate::server::AppState;
@@ -126,7 +126,9 @@ async fn downstreams(
     for bridge in state.broker()?.bridges() {
         let visible = caller.user.admin
             || (!bridge.user_key.is_empty()
-                && grants_of(&state, &bridge.user_key, &caller.domain)
+                && state
+                    .identities
+                    .grants_of(&bridge.user_key, &caller.domain)
                     .await
                     .is_ok_and(|grants| !grants.0.is_empty()));
         if visible {

@@ -225,7 +225,7 @@ async fn create_user(
             user_model(s, &user, &reach)
         })
         .await?;
-    state.auth_cache.clear();
+    state.identities.clear();
     Ok((StatusCode::CREATED, Json(user)))
 }
 
@@ -281,7 +281,7 @@ async fn delete_user(
     }
     let user = key.clone();
     let removed = state.store.run(move |s| s.delete_user(&key)).await?;
-    state.auth_cache.clear();
+    state.identities.clear();
     if !removed {
         return Err(ApiError::not_found(format!("no user `{id}`")));
     }

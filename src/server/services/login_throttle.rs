@@ -10,9 +10,6 @@
 //! first forgets entries whose window has passed, and when none has, stops tracking new keys
 //! (the other table still applies) rather than forgetting a lock.
 
-use crate::server::error::{text_response, ApiError};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::net::IpAddr;
@@ -144,38 +141,6 @@ impl Throttled {
             "too many failed logins for this user or from this address; try again in {} seconds",
             self.retry_after_secs()
         )
-    }
-}
-
-impl IntoResponse for Throttled {
-    fn into_response(self) -> Response {
-        let mut response = text_response(StatusCode::TOO_MANY_REQUESTS, self.sentence());
-        response.headers_mut().insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(self.retry_after_secs()),
-        );
-        response
-    }
-}
-
-/// Why a login failed: the usual error, or throttled (429 with `Retry-After`).
-pub enum LoginRefusal {
-    Error(ApiError),
-    Throttled(Throttled),
-}
-
-impl From<ApiError> for LoginRefusal {
-    fn from(e: ApiError) -> LoginRefusal {
-        LoginRefusal::Error(e)
-    }
-}
-
-impl IntoResponse for LoginRefusal {
-    fn into_response(self) -> Response {
-        match self {
-            LoginRefusal::Error(e) => e.into_response(),
-            LoginRefusal::Throttled(t) => t.into_response(),
-        }
     }
 }
 

@@ -5,6 +5,7 @@
 pub(crate) mod automation;
 pub(crate) mod credentials;
 pub(crate) mod historize;
+pub(crate) mod identity;
 pub(crate) mod last_values;
 pub(crate) mod log_writer;
 pub(crate) mod login_throttle;

@@ -7,12 +7,10 @@
 //! `tags` read-write there to publish it) and is registered there.
 
 use crate::broker::{AuthRefusal, Message, Policy, Principal};
-use crate::server::http::caller::{
-    grants_of, user_of_api_key, user_of_password, user_of_token, READ, READ_WRITE,
-};
 use crate::server::routes::tags::FEATURE as TAGS_FEATURE;
 use crate::server::services::credentials::API_KEY_PREFIX;
 use crate::server::services::historize;
+use crate::server::services::identity::{READ, READ_WRITE};
 use crate::server::services::tag_registration::Registrar;
 use crate::server::AppState;
 use crate::store::AuthUser;
@@ -47,7 +45,9 @@ impl PlatformPolicy {
             (None, Some(home)) if action == READ_WRITE => home,
             (None, _) => return false,
         };
-        grants_of(&self.state, &who.user_key, domain)
+        self.state
+            .identities
+            .grants_of(&who.user_key, domain)
             .await
             .is_ok_and(|grants| {
                 grants
@@ -68,14 +68,19 @@ impl PlatformPolicy {
         password: &str,
     ) -> Result<AuthUser, AuthRefusal> {
         let username = username.ok_or(AuthRefusal::BadCredentials)?;
-        let throttle = &self.state.login_throttle;
+        let throttle = &self.state.identities.login_throttle;
         if let Err(throttled) = throttle.check(username, peer.ip()) {
             crate::telemetry::get().login_refused("mqtt", "throttled");
             return Err(AuthRefusal::Throttled {
                 retry_after: throttled.retry_after,
             });
         }
-        match user_of_password(&self.state, username, password).await {
+        match self
+            .state
+            .identities
+            .user_of_password(username, password)
+            .await
+        {
             Ok(Some(user)) => {
                 throttle.succeeded(username);
                 Ok(user)
@@ -107,15 +112,19 @@ impl Policy for PlatformPolicy {
         let password = password.and_then(|p| std::str::from_utf8(p).ok());
         let (user, key) = match password {
             Some(key) if key.starts_with(API_KEY_PREFIX) => {
-                let (user, key) = user_of_api_key(state, key)
+                let (user, key) = state
+                    .identities
+                    .user_of_api_key(key)
                     .await
                     .map_err(|_| AuthRefusal::BadCredentials)?;
                 ((*user).clone(), Some(key))
             }
-            Some(token) if looks_like_jwt(token) => match user_of_token(state, token).await {
-                Ok(user) => ((*user).clone(), None),
-                Err(_) => (self.password_login(peer, username, token).await?, None),
-            },
+            Some(token) if looks_like_jwt(token) => {
+                match state.identities.user_of_token(token).await {
+                    Ok(user) => ((*user).clone(), None),
+                    Err(_) => (self.password_login(peer, username, token).await?, None),
+                }
+            }
             Some(password) => (self.password_login(peer, username, password).await?, None),
             None if username.is_none() && state.settings.mqtt_allow_anonymous => {
                 return Ok(Principal {

@@ -6,7 +6,6 @@
 //! reloading its tags 10,000 times.
 
 use crate::ids::{TableRef, ADMIN_DOMAIN};
-use crate::server::http::caller::domain_exists;
 use crate::server::services::system_tables::SystemTable;
 use crate::server::AppState;
 use crate::store::{StoreError, TAGS};
@@ -76,7 +75,9 @@ async fn domain_for(state: &AppState, topic: &str, home: Option<&str>) -> String
         return domain.to_string();
     }
     match home {
-        Some(home) if domain_exists(state, home).await.unwrap_or(false) => home.to_string(),
+        Some(home) if state.identities.domain_exists(home).await.unwrap_or(false) => {
+            home.to_string()
+        }
         _ => ADMIN_DOMAIN.to_string(),
     }
 }
