@@ -13,8 +13,8 @@ use crate::ids::{new_key, TableRef};
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::routes::files::multipart_error;
-use crate::server::routes::records::{insert_checked, update_checked};
-use crate::server::services::system_tables::{record_by_name, record_key, SystemTable};
+use crate::server::services::checked_writes::{insert_checked, update_checked};
+use crate::server::services::system_tables::{record_by_name, record_key, PROCESSES_TABLE};
 use crate::server::AppState;
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::StatusCode;
@@ -230,7 +230,7 @@ async fn save_code(
     );
     fields.insert("module".into(), Value::Bool(code.module));
     fields.insert("language".into(), Value::String(code.language.into()));
-    let existing = record_by_name(state, SystemTable::Processes, domain, name).await?;
+    let existing = record_by_name(state, PROCESSES_TABLE, domain, name).await?;
     let code_error = |e: ApiError| {
         if e.status == StatusCode::BAD_REQUEST {
             unprocessable(e.message)
@@ -249,7 +249,7 @@ async fn save_code(
         }
         None => {
             fields.insert("name".into(), Value::String(name.to_string()));
-            SystemTable::Processes
+            PROCESSES_TABLE
                 .prepare_new(state, domain, &caller.user.id(), &mut fields)
                 .await
                 .map_err(code_error)?;
@@ -324,7 +324,7 @@ async fn restore(
         .require(&state, PROCESSES, "*", Access::Write)
         .await?;
     let old = pick(&state, &caller, &name, &version).await?;
-    if record_by_name(&state, SystemTable::Processes, &caller.domain, &name)
+    if record_by_name(&state, PROCESSES_TABLE, &caller.domain, &name)
         .await?
         .is_none()
     {

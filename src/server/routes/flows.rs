@@ -8,8 +8,8 @@ use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
 use crate::server::routes::processes::{run_log, RunsQuery};
-use crate::server::routes::records::update_checked;
-use crate::server::services::system_tables::{record_by_name, record_key, SystemTable, FLOWS};
+use crate::server::services::checked_writes::update_checked;
+use crate::server::services::system_tables::{record_by_name, record_key, FLOWS, FLOWS_TABLE};
 use crate::server::AppState;
 use crate::store::RunOwner;
 use axum::extract::{Path, Query, State};
@@ -64,7 +64,7 @@ async fn execute(
 }
 
 async fn flow_record(state: &AppState, caller: &Caller, name: &str) -> ApiResult<Value> {
-    record_by_name(state, SystemTable::Flows, &caller.domain, name)
+    record_by_name(state, FLOWS_TABLE, &caller.domain, name)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no flow `{name}`")))
 }

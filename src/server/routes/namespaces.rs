@@ -6,8 +6,8 @@
 use crate::model::{TreeFolder, TreeTag};
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
-use crate::server::routes::tags;
 use crate::server::services::namespace_index::check_path;
+use crate::server::services::system_tables::TAGS_FEATURE;
 use crate::server::AppState;
 use crate::store::TagRow;
 use axum::extract::{Query, State};
@@ -38,7 +38,7 @@ async fn tree(
     Query(query): Query<TreeQuery>,
 ) -> ApiResult<Json<TreeFolder>> {
     caller
-        .require(&state, tags::FEATURE, "*", Access::Read)
+        .require(&state, TAGS_FEATURE, "*", Access::Read)
         .await?;
     let root = query.path.unwrap_or_default();
     if !root.is_empty() {

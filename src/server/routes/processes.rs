@@ -10,9 +10,9 @@ use crate::ids::{is_record_key, RecordId, TableRef};
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
-use crate::server::routes::records::update_checked;
 use crate::server::services::automation::functions::Deployed;
-use crate::server::services::system_tables::{record_by_name, SystemTable};
+use crate::server::services::checked_writes::update_checked;
+use crate::server::services::system_tables::{record_by_name, FLOWS_TABLE, PROCESSES_TABLE};
 use crate::server::AppState;
 use crate::store::RunOwner;
 use axum::extract::{Path, Query, State};
@@ -276,8 +276,8 @@ pub(in crate::server) async fn run_log(
     query: RunsQuery,
 ) -> ApiResult<Json<Vec<RunRecord>>> {
     let table = match owner {
-        RunOwner::Function => SystemTable::Processes,
-        RunOwner::Flow => SystemTable::Flows,
+        RunOwner::Function => PROCESSES_TABLE,
+        RunOwner::Flow => FLOWS_TABLE,
     };
     caller
         .require(state, table.feature(), "*", Access::Read)

@@ -10,7 +10,8 @@ use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::routes::files::{read_record_body, remove_files, store_uploads, RecordBody};
 use crate::server::routes::openapi::{Record, RecordFields};
-use crate::server::services::system_tables::SystemTable;
+use crate::server::services::checked_writes::{insert_with_secret, update_checked, write_lock};
+use crate::server::services::system_tables;
 use crate::server::AppState;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, StatusCode};
@@ -24,7 +25,7 @@ const COLLECTIONS: &str = "collections";
 
 /// The permission a table's records fall under: system tables have their own features.
 fn feature_scope(table: &TableRef) -> (&'static str, &str) {
-    match SystemTable::of(table) {
+    match system_tables::of(table) {
         Some(system) => (system.feature(), "*"),
         None => ("collections", &table.table),
     }
@@ -235,7 +236,7 @@ async fn create(
         return create_collection(&state, &caller, fields).await;
     }
     let key = requested_key(&table, fields.remove("id"))?;
-    let system = SystemTable::of(&table);
+    let system = system_tables::of(&table);
     let _declaring = write_lock(&state, system).await;
     let mut secret = None;
     if let Some(system) = system {
@@ -299,55 +300,6 @@ fn parse_collection(fields: Map<String, Value>) -> ApiResult<Collection> {
     Ok(collection)
 }
 
-/// Inserts a record after checking it against its table's collection schema, if any, then
-/// refreshes derived state (a system table's record must have been readied with
-/// [`SystemTable::prepare_new`]).
-pub(in crate::server) async fn insert_checked(
-    state: &AppState,
-    table: &TableRef,
-    key: String,
-    fields: Map<String, Value>,
-) -> ApiResult<Value> {
-    insert_with_secret(state, table, key, fields, None).await
-}
-
-/// [`insert_checked`] that also keeps the secret [`SystemTable::take_secret`] took from the
-/// body, before derived state is refreshed (an upstream connects with its password).
-async fn insert_with_secret(
-    state: &AppState,
-    table: &TableRef,
-    key: String,
-    fields: Map<String, Value>,
-    secret: Option<Option<String>>,
-) -> ApiResult<Value> {
-    if let Some(schema) = collection_of(state, table).await? {
-        schema
-            .check_record(&fields)
-            .map_err(ApiError::bad_request)?;
-    }
-    let record = state.records.insert(table, &key, fields).await?;
-    if let Some(system) = SystemTable::of(table) {
-        if let Some(secret) = secret {
-            system.keep_secret(state, table, &key, secret).await?;
-        }
-        system
-            .after_write(state, &table.domain, Some(&record))
-            .await?;
-    }
-    Ok(record)
-}
-
-/// The write lock of a system table, if it has one ([`SystemTable::write_lock`]).
-async fn write_lock(
-    state: &AppState,
-    system: Option<SystemTable>,
-) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-    match system {
-        Some(system) => system.write_lock(state).await,
-        None => None,
-    }
-}
-
 /// The key for a new record: the body's `id` (a bare key, or a RecordID of this table) or a
 /// fresh random one.
 fn requested_key(table: &TableRef, id: Option<Value>) -> ApiResult<String> {
@@ -369,14 +321,6 @@ fn requested_key(table: &TableRef, id: Option<Value>) -> ApiResult<String> {
             "invalid `id` `{text}`: use [A-Za-z0-9_-]{{1,128}} or a full record id of this table"
         ))),
     }
-}
-
-async fn collection_of(
-    state: &AppState,
-    table: &TableRef,
-) -> ApiResult<Option<std::sync::Arc<Collection>>> {
-    let table = table.clone();
-    Ok(state.store.read(move |s| s.collection(&table)).await?)
 }
 
 #[utoipa::path(put, path = "/svc/{target}", tag = "records", request_body(content = RecordFields, description = "The record's fields as JSON, or multipart/form-data with its files"),
@@ -412,43 +356,6 @@ async fn update(
     Ok(Json(updated))
 }
 
-/// Merges `patch` into a record after the system-table rules and the collection schema
-/// accept the result, then refreshes derived state; `None` when the record does not exist.
-pub(crate) async fn update_checked(
-    state: &AppState,
-    table: &TableRef,
-    key: &str,
-    mut patch: Map<String, Value>,
-) -> ApiResult<Option<Value>> {
-    let schema = collection_of(state, table).await?;
-    let system = SystemTable::of(table);
-    let _declaring = write_lock(state, system).await;
-    let mut secret = None;
-    if let Some(system) = system {
-        secret = system.take_secret(&mut patch)?;
-        system.check_owner(state, &table.domain, &patch)?;
-    }
-    let check: crate::store::UpdateCheck = Box::new(move |stored, merged| {
-        if let Some(system) = system {
-            system.prepare_update(stored, merged)?;
-        }
-        if let Some(schema) = &schema {
-            schema.check_record(merged)?;
-        }
-        Ok(())
-    });
-    let updated = state.records.update(table, key, patch, check).await?;
-    if let (Some(system), Some(updated)) = (system, &updated) {
-        if let Some(secret) = secret {
-            system.keep_secret(state, table, key, secret).await?;
-        }
-        system
-            .after_write(state, &table.domain, Some(updated))
-            .await?;
-    }
-    Ok(updated)
-}
-
 #[utoipa::path(delete, path = "/svc/{target}", tag = "records",
     responses((status = 200, description = "The record is deleted", body = Success)))]
 async fn remove(
@@ -461,7 +368,7 @@ async fn remove(
         .require_table(&state, &id.table, Access::Write)
         .await?;
     let (table, key) = (id.table.clone(), id.key.clone());
-    let system = SystemTable::of(&table);
+    let system = system_tables::of(&table);
     let _declaring = write_lock(&state, system).await;
     let before = match system {
         Some(_) => {

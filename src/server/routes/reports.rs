@@ -14,15 +14,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use std::time::Duration;
 use utoipa_axum::{router::OpenApiRouter, routes};
-
-/// The limits every report runs under.
-pub const LIMITS: ReportLimits = ReportLimits {
-    timeout: Duration::from_secs(5),
-    max_rows: 10_000,
-    max_points: 5_000_000,
-};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(query))
@@ -68,7 +60,7 @@ async fn query(
     let domain = caller.domain.clone();
     let rows = state
         .store
-        .run(move |s| s.run_report(&domain, checked, &relations, LIMITS))
+        .run(move |s| s.run_report(&domain, checked, &relations, ReportLimits::API))
         .await?;
     Ok(Json(rows))
 }

@@ -18,8 +18,8 @@ use crate::historian::format_ms;
 use crate::model::TagValue;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{authenticate, Access, Caller};
-use crate::server::routes::tags;
 use crate::server::services::last_values::LiveValue;
+use crate::server::services::system_tables::TAGS_FEATURE;
 use crate::server::AppState;
 use crate::topic::{filter_matches, validate_topic_filter};
 use axum::extract::{Query, State};
@@ -74,7 +74,7 @@ async fn stream(
     Query(query): Query<StreamQuery>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     caller
-        .require(&state, tags::FEATURE, "*", Access::Read)
+        .require(&state, TAGS_FEATURE, "*", Access::Read)
         .await?;
     let filter = query.topic.unwrap_or_else(|| "#".into());
     validate_topic_filter(&filter).map_err(|e| ApiError::bad_request(format!("`topic`: {e}")))?;
@@ -185,7 +185,7 @@ impl Feed {
             .map_err(|e| e.message)?;
         self.caller.user = user;
         self.caller
-            .require(&self.state, tags::FEATURE, "*", Access::Read)
+            .require(&self.state, TAGS_FEATURE, "*", Access::Read)
             .await
             .map_err(|e| e.message)
     }

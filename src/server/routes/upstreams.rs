@@ -12,7 +12,7 @@ use crate::ids::RecordId;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
-use crate::server::routes::records::update_checked;
+use crate::server::services::checked_writes::update_checked;
 use crate::server::AppState;
 use crate::upstream::config::{self, FEATURE, UPSTREAMS};
 use crate::upstream::connect::{Probe, Target};

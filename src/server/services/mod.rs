@@ -3,6 +3,7 @@
 //! login throttle, peers, credentials, system tables, automation).
 
 pub(crate) mod automation;
+pub(crate) mod checked_writes;
 pub(crate) mod credentials;
 pub(crate) mod historize;
 pub(crate) mod identity;

@@ -7,10 +7,10 @@
 //! `tags` read-write there to publish it) and is registered there.
 
 use crate::broker::{AuthRefusal, Message, Policy, Principal};
-use crate::server::routes::tags::FEATURE as TAGS_FEATURE;
 use crate::server::services::credentials::API_KEY_PREFIX;
 use crate::server::services::historize;
 use crate::server::services::identity::{READ, READ_WRITE};
+use crate::server::services::system_tables::TAGS_FEATURE;
 use crate::server::services::tag_registration::Registrar;
 use crate::server::AppState;
 use crate::store::AuthUser;

@@ -12,7 +12,7 @@
 //! starting instance asks the others for theirs and keeps, per topic, the newest it hears.
 
 use crate::broker::Message;
-use crate::server::services::system_tables::SystemTable;
+use crate::server::services::system_tables::{self, SystemTable};
 use crate::server::AppState;
 use crate::store::{PeerNotice, Store};
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -121,7 +121,7 @@ impl Peers {
     /// Tells the other instances that `table` of `domain` changed, so they reload it. Sent
     /// whether or not another instance was seen yet: one that started a moment ago may not
     /// have been, and a change it misses stays missed. Changes are rare; the notice is cheap.
-    pub async fn changed(&self, domain: &str, table: SystemTable) {
+    pub async fn changed(&self, domain: &str, table: &dyn SystemTable) {
         let notice = Changed {
             domain: domain.to_string(),
             table: table.name().to_string(),
@@ -277,7 +277,7 @@ async fn deliver(state: &AppState, body: &[u8]) {
 }
 
 async fn reload(state: &AppState, changed: &Changed) {
-    let Some(table) = SystemTable::named(&changed.table) else {
+    let Some(table) = system_tables::named(&changed.table) else {
         return;
     };
     if let Err(e) = table.reload(state, &changed.domain).await {
@@ -299,7 +299,7 @@ async fn reload_everything(state: &AppState) {
         }
     };
     for domain in domains {
-        for table in SystemTable::ALL {
+        for table in system_tables::ALL {
             if let Err(e) = table.reload(state, &domain).await {
                 tracing::warn!(
                     domain,

@@ -6,7 +6,7 @@
 //! reloading its tags 10,000 times.
 
 use crate::ids::{TableRef, ADMIN_DOMAIN};
-use crate::server::services::system_tables::SystemTable;
+use crate::server::services::system_tables::TAGS_TABLE;
 use crate::server::AppState;
 use crate::store::{StoreError, TAGS};
 use serde_json::{json, Map};
@@ -102,7 +102,7 @@ async fn register(state: &AppState, topics: &[Request]) {
         .store
         .run(move |s| {
             for (domain, paths) in &by_domain {
-                SystemTable::Tags.ensure_collection(s, domain)?;
+                TAGS_TABLE.ensure_collection(s, domain)?;
                 let table = TableRef::new(domain, TAGS).map_err(StoreError::Invalid)?;
                 for path in paths {
                     let mut fields = Map::new();
@@ -125,6 +125,6 @@ async fn register(state: &AppState, topics: &[Request]) {
         if let Err(e) = state.tags.reload(&state.store, &domain).await {
             tracing::warn!(error = %e, domain, "cannot reload a domain's tags");
         }
-        state.peers.changed(&domain, SystemTable::Tags).await;
+        state.peers.changed(&domain, TAGS_TABLE).await;
     }
 }

@@ -165,6 +165,16 @@ pub struct ReportLimits {
     pub max_points: u64,
 }
 
+impl ReportLimits {
+    /// The limits of every report svc runs for a caller: `POST /svc/historian/query` and a
+    /// process's query inputs.
+    pub const API: ReportLimits = ReportLimits {
+        timeout: Duration::from_secs(5),
+        max_rows: 10_000,
+        max_points: 5_000_000,
+    };
+}
+
 /// A relation a report names, resolved in the active domain.
 pub enum ReportRelation {
     Historian,

@@ -12,7 +12,7 @@ use crate::flows::nodes::{apply_change, switch_ports, Msg};
 use crate::flows::FlowExecution;
 use crate::functions::engine::{self, Source};
 use crate::functions::RunRecord;
-use crate::server::routes::records::insert_checked;
+use crate::server::services::checked_writes::insert_checked;
 use crate::server::AppState;
 use crate::store::RunOwner;
 use serde_json::{json, Value};

@@ -7,8 +7,8 @@ use crate::functions::engine::Host;
 use crate::ids::{RecordId, TableRef, ADMIN_DOMAIN};
 use crate::query;
 use crate::schema::RESERVED_TABLES;
-use crate::server::routes::records::insert_checked;
-use crate::server::services::system_tables::SystemTable;
+use crate::server::services::checked_writes::insert_checked;
+use crate::server::services::system_tables;
 use crate::server::AppState;
 use crate::topic::validate_topic_name;
 use serde_json::{Map, Value};
@@ -59,7 +59,7 @@ impl ServerHost {
             Err(e) => return Err(e),
         };
         self.runtime
-            .block_on(crate::server::routes::records::update_checked(
+            .block_on(crate::server::services::checked_writes::update_checked(
                 &self.state,
                 &table,
                 &key,
@@ -82,7 +82,7 @@ impl ServerHost {
                     &domain,
                     checked,
                     &relations,
-                    crate::server::routes::reports::LIMITS,
+                    crate::store::ReportLimits::API,
                 )
             }))
             .map_err(|e| e.to_string())?;
@@ -94,7 +94,7 @@ impl ServerHost {
 pub fn user_table(domain: &str, table: &str) -> Result<TableRef, String> {
     let table = TableRef::new(domain, table)?;
     if RESERVED_TABLES.contains(&table.table.as_str())
-        || SystemTable::of(&table).is_some()
+        || system_tables::of(&table).is_some()
         || table.table == "collections"
     {
         return Err(format!("`{}` is a system table", table.table));
