@@ -16,7 +16,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-pub use routes::backup::lock_data_dir;
+pub use services::backups::lock_data_dir;
 use services::credentials::Jwt;
 use services::identity::Identities;
 use settings::{ServeArgs, Settings};
@@ -61,7 +61,7 @@ pub struct Shared {
     /// Recent requests for `GET /svc/logs`.
     pub request_log: Arc<http::request_log::RequestLog>,
     /// The newest snapshot of the store, for `GET /svc/`.
-    pub backups: Arc<routes::backup::Backups>,
+    pub backups: Arc<services::backups::Backups>,
 }
 
 /// Runs of functions and flows (domain, owner, run), written by one thread in groups.
@@ -131,7 +131,7 @@ async fn serve(settings: Settings) -> Result<()> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
     // Held until the process ends: `svc restore` refuses a directory a server is using.
-    let _data_dir_lock = routes::backup::lock_data_dir(&settings.data_dir)?;
+    let _data_dir_lock = services::backups::lock_data_dir(&settings.data_dir)?;
     let store = Store::connect(&settings.database, &settings.data_dir)
         .with_context(|| format!("cannot open the database {}", settings.database.describe()))?;
     store.set_record_cache_capacity(settings.record_cache_size);
@@ -177,7 +177,7 @@ async fn serve(settings: Settings) -> Result<()> {
         request_log: Arc::new(http::request_log::RequestLog::new(
             settings.request_log_size,
         )),
-        backups: Arc::new(routes::backup::Backups::new(&settings.data_dir)),
+        backups: Arc::new(services::backups::Backups::new(&settings.data_dir)),
         store: store.clone(),
         settings: Arc::new(settings),
         http_addr: http.local_addr()?,
@@ -208,8 +208,8 @@ async fn serve(settings: Settings) -> Result<()> {
         },
     }));
     spawn_retention(&state);
-    routes::audit::spawn_retention(&state);
-    routes::backup::spawn_schedule(&state);
+    services::audit_retention::spawn_retention(&state);
+    services::backups::spawn_schedule(&state);
     // Identity another instance changed must not be served from this one's cache.
     let identities = state.identities.clone();
     store.on_identity_change(Arc::new(move || identities.clear()));

@@ -4,10 +4,10 @@
 
 use crate::ids::ADMIN_DOMAIN;
 use crate::server::error::ApiError;
+use crate::server::http::audit_trail::{self as audit, Change};
 use crate::server::http::caller::{authenticate, domain_of, Authenticated, API_KEY_HEADER};
 use crate::server::http::middleware::CorrelationId;
 use crate::server::http::request_log::LogEntry;
-use crate::server::routes::audit::{self, Change};
 use crate::server::AppState;
 use crate::store::{AuditEntry, AuthUser};
 use axum::body::{Body, Bytes};

@@ -2,16 +2,19 @@
 //! administrator, or anyone holding the `groups` feature at the domain scope (`*`) of the active
 //! domain, manages that domain's groups: lists them with their members, creates them with
 //! grants (the interface's `grants` or the SDK's `features`), adds members and adds grants
-//! (changing and removing them: `group_changes.rs`).
+//! and change and remove them: replacing a group's grants (`PUT /auth/group/{gid}
+//! {"grants": […]}`, which is how a grant is revoked), taking a member out and deleting a group
+//! with its memberships. Every change clears the cached grants, so the next request, MQTT
+//! packet or stream check sees it.
 //! Importing custom actions and scopes stays an administrator's job.
 
 use crate::model::{
-    Grant, Group, GroupGrants, NewGroupRequest, PermissionImport, PermissionList, Success,
+    Grant, Group, GroupGrants, NamedGrant, NewGroupRequest, PermissionImport, PermissionList,
+    Success,
 };
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
-use crate::server::routes::group_changes;
 use crate::server::routes::users::{key_in, user_key};
 use crate::server::services::identity::{READ, READ_WRITE};
 use crate::server::AppState;
@@ -26,11 +29,8 @@ pub const FEATURE: &str = "groups";
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_groups, create_group))
-        .routes(routes!(
-            group_changes::set_grants,
-            group_changes::delete_group
-        ))
-        .routes(routes!(add_member, group_changes::remove_member))
+        .routes(routes!(set_grants, delete_group))
+        .routes(routes!(add_member, remove_member))
         .routes(routes!(effective_permissions, add_permissions))
 }
 
@@ -54,11 +54,7 @@ async fn list_groups(State(state): State<AppState>, caller: Caller) -> ApiResult
 }
 
 /// Every grant names a feature and a scope, and an action the domain knows.
-pub(in crate::server) async fn check_grants(
-    state: &AppState,
-    domain: &str,
-    grants: &[Grant],
-) -> ApiResult<()> {
+async fn check_grants(state: &AppState, domain: &str, grants: &[Grant]) -> ApiResult<()> {
     for grant in grants {
         if grant.feature.is_empty() || grant.scope.is_empty() || grant.action.is_empty() {
             return Err(ApiError::bad_request(
@@ -240,4 +236,95 @@ async fn import_permissions(
         .await?;
     state.identities.clear();
     Ok(Json(Success::yes()))
+}
+
+/// The new grant list, in the interface's form (`grants`) or the SDK's (`features`).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GroupGrantsUpdate {
+    #[serde(default)]
+    grants: Vec<Grant>,
+    #[serde(default)]
+    features: Vec<NamedGrant>,
+}
+
+fn no_group(gid: &str, domain: &str) -> ApiError {
+    ApiError::not_found(format!("no group `{gid}` in domain `{domain}`"))
+}
+
+/// Checks the right, finds the group's key in the caller's domain, runs `change` on the store
+/// with (domain, group key) and clears the grant cache; `Ok(false)` when nothing matched.
+async fn change_group(
+    state: &AppState,
+    caller: &Caller,
+    gid: &str,
+    change: impl FnOnce(&crate::store::Store, &str, &str) -> crate::store::StoreResult<bool>
+        + Send
+        + 'static,
+) -> ApiResult<bool> {
+    caller.require(state, FEATURE, "*", Access::Write).await?;
+    let group = key_in(gid, &caller.domain, "groups")?;
+    let domain = caller.domain.clone();
+    let changed = state.store.run(move |s| change(s, &domain, &group)).await?;
+    state.identities.clear();
+    Ok(changed)
+}
+
+fn done(changed: bool, missing: impl FnOnce() -> ApiError) -> ApiResult<Json<Success>> {
+    match changed {
+        true => Ok(Json(Success::yes())),
+        false => Err(missing()),
+    }
+}
+
+#[utoipa::path(put, path = "/group/{gid}", tag = "groups", request_body = GroupGrantsUpdate,
+    responses((status = 200, description = "The group's grants are replaced", body = Success)))]
+pub(in crate::server) async fn set_grants(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(gid): Path<String>,
+    JsonBody(request): JsonBody<GroupGrantsUpdate>,
+) -> ApiResult<Json<Success>> {
+    let mut grants = request.grants;
+    grants.extend(request.features.iter().map(|f| f.to_grant()));
+    check_grants(&state, &caller.domain, &grants).await?;
+    let changed = change_group(&state, &caller, &gid, move |s, domain, group| {
+        s.set_group_grants(domain, group, &grants)
+    })
+    .await?;
+    done(changed, || no_group(&gid, &caller.domain))
+}
+
+#[utoipa::path(delete, path = "/group/{gid}/user/{uid}", tag = "groups",
+    responses((status = 200, description = "The user is no longer a member", body = Success)))]
+pub(in crate::server) async fn remove_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((gid, uid)): Path<(String, String)>,
+) -> ApiResult<Json<Success>> {
+    let user = user_key(&uid)?;
+    let removed = change_group(&state, &caller, &gid, move |s, domain, group| {
+        s.remove_group_member(domain, group, &user)
+    })
+    .await?;
+    done(removed, || {
+        ApiError::not_found(format!(
+            "user `{uid}` is not a member of group `{gid}` in domain `{}`",
+            caller.domain
+        ))
+    })
+}
+
+#[utoipa::path(delete, path = "/group/{gid}", tag = "groups",
+    responses((status = 200, description = "The group is deleted", body = Success)))]
+pub(in crate::server) async fn delete_group(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(gid): Path<String>,
+) -> ApiResult<Json<Success>> {
+    let removed = change_group(&state, &caller, &gid, |s, domain, group| {
+        s.delete_group(domain, group)
+    })
+    .await?;
+    done(removed, || no_group(&gid, &caller.domain))
 }

@@ -11,7 +11,6 @@ pub(crate) mod code;
 pub(crate) mod console;
 pub(crate) mod files;
 pub(crate) mod flows;
-pub(crate) mod group_changes;
 pub(crate) mod groups;
 pub(crate) mod historian;
 pub(crate) mod info;

@@ -2,7 +2,9 @@
 //! automation, with no HTTP in them (the tag registry, last values, namespaces, record writer,
 //! login throttle, peers, credentials, system tables, automation).
 
+pub(crate) mod audit_retention;
 pub(crate) mod automation;
+pub(crate) mod backups;
 pub(crate) mod checked_writes;
 pub(crate) mod credentials;
 pub(crate) mod historize;
