@@ -12,10 +12,7 @@ use crate::broker::{Broker, BrokerConfig, TlsListeners};
 use crate::historian::writer::HistorianWriter;
 use crate::store::{Store, StoreResult};
 use anyhow::{Context, Result};
-use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::Router;
 pub use services::backups::lock_data_dir;
 use services::credentials::Jwt;
 use services::identity::Identities;
@@ -43,11 +40,8 @@ pub struct Shared {
     /// Who a credential belongs to, and what they may do (JWTs, API keys, passwords, grants).
     pub identities: Arc<Identities>,
     pub http_addr: SocketAddr,
-    pub tags: Arc<services::tag_registry::TagRegistry>,
-    pub last_values: Arc<services::last_values::LastValues>,
-    pub historian: HistorianWriter,
-    /// The filters of the tags with compression (what the historian keeps of them).
-    pub compressed: services::historize::Series,
+    /// Tags, their latest values and their history, as every accepted message meets them.
+    pub uns: services::uns::Uns,
     /// Set once the broker is up; the broker's policy needs the state first.
     pub broker: Arc<OnceLock<Broker>>,
     pub automation: services::automation::Automation,
@@ -87,7 +81,7 @@ impl AppState {
     /// Changes whenever who may see or write what could have changed: grants, users, keys,
     /// tag ownership. Caches of authorization decisions start over when it does.
     pub fn authz_generation(&self) -> u64 {
-        self.identities.generation() + self.tags.generation()
+        self.identities.generation() + self.uns.tags.generation()
     }
 
     pub fn broker(&self) -> error::ApiResult<&Broker> {
@@ -181,13 +175,16 @@ async fn serve(settings: Settings) -> Result<()> {
         store: store.clone(),
         settings: Arc::new(settings),
         http_addr: http.local_addr()?,
-        tags: Arc::new(
-            services::tag_registry::TagRegistry::load(&store).context("cannot load the tags")?,
-        ),
-        last_values: Arc::default(),
-        historian: HistorianWriter::start(store.clone(), seal_idle)
-            .context("cannot start the historian writer")?,
-        compressed: services::historize::Series::default(),
+        uns: services::uns::Uns {
+            tags: Arc::new(
+                services::tag_registry::TagRegistry::load(&store)
+                    .context("cannot load the tags")?,
+            ),
+            last_values: Arc::default(),
+            historian: HistorianWriter::start(store.clone(), seal_idle)
+                .context("cannot start the historian writer")?,
+            compressed: services::historize::Series::default(),
+        },
         broker: broker_cell.clone(),
         automation: services::automation::Automation::default(),
         peers: services::peers::Peers::start(store.clone()),
@@ -237,7 +234,7 @@ async fn serve(settings: Settings) -> Result<()> {
     announce_ready(&listeners);
 
     let stopping = state.clone();
-    http::listener::serve(http, router(state.clone()), async move {
+    http::listener::serve(http, routes::router(state.clone()), async move {
         shutdown_signal().await;
         tracing::info!("shutting down");
         if let Some(broker) = stopping.broker.get() {
@@ -248,7 +245,7 @@ async fn serve(settings: Settings) -> Result<()> {
     .context("HTTP server failed")?;
     state.upstreams.stop_all();
     services::historize::close(&state).await;
-    state.historian.shutdown().await;
+    state.uns.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;
     tracing::info!("stopped");
     Ok(())
@@ -264,7 +261,7 @@ fn spawn_retention(state: &AppState) {
             every.tick().await;
             services::tag_registry::sweep_retention(
                 &state.store,
-                &state.tags,
+                &state.uns.tags,
                 state.settings.historian_retention,
             )
             .await;
@@ -351,80 +348,4 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = terminate => {},
     }
-}
-
-/// Every route of the REST API; each handler's annotation documents it (see [`openapi`]).
-fn api_routes() -> utoipa_axum::router::OpenApiRouter<AppState> {
-    let auth_routes = routes::auth::routes()
-        .merge(routes::admin::routes())
-        .merge(routes::api_keys::routes())
-        .merge(routes::users::routes())
-        .merge(routes::groups::routes());
-    routes::openapi::router()
-        .nest("/auth", auth_routes.clone())
-        .nest("/svc/auth", auth_routes)
-        .merge(routes::info::routes())
-        .merge(routes::files::routes())
-        .merge(routes::tags::routes())
-        .merge(routes::tag_stream::routes())
-        .merge(routes::namespaces::routes())
-        .merge(routes::upstreams::routes())
-        .merge(routes::broker_clients::routes())
-        .merge(routes::historian::routes())
-        .merge(routes::processes::routes())
-        .merge(routes::flows::routes())
-        .merge(routes::code::routes())
-        .merge(routes::reports::routes())
-        .merge(http::request_log::routes())
-        .merge(routes::audit::routes())
-        .merge(routes::backup::routes())
-        .merge(routes::records::routes())
-        .merge(routes::metrics::routes())
-}
-
-fn router(state: AppState) -> Router {
-    let max_body = state.settings.max_body;
-    let (api, document) = api_routes().split_for_parts();
-    routes::openapi::finish(document);
-    // Not REST resources: the console's files and MQTT over WebSocket.
-    api.merge(routes::console::routes())
-        .route("/mqtt", get(mqtt_bridge))
-        .fallback(|| async { error::ApiError::not_found("no such route") })
-        .method_not_allowed_fallback(|| async {
-            error::ApiError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method not allowed on this route",
-            )
-        })
-        .layer(DefaultBodyLimit::max(max_body))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(max_body))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            |panic: Box<dyn std::any::Any + Send>| {
-                use axum::response::IntoResponse;
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                error::ApiError {
-                    detail: Some(format!("handler panicked: {what}")),
-                    ..error::ApiError::internal("internal server error")
-                }
-                .into_response()
-            },
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            http::middleware::correlate,
-        ))
-        .with_state(state)
-}
-
-/// MQTT over WebSocket on the HTTP port, served by the broker like any other client.
-async fn mqtt_bridge(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<SocketAddr>,
-    upgrade: axum::extract::ws::WebSocketUpgrade,
-) -> error::ApiResult<axum::response::Response> {
-    Ok(state.broker()?.websocket(upgrade, peer))
 }

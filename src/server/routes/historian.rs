@@ -32,24 +32,29 @@ pub fn routes() -> OpenApiRouter<AppState> {
     responses((status = 200, description = "The historized topics", body = Vec<String>)))]
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<String>>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
-    Ok(Json(state.tags.paths(&caller.domain, true)))
+    Ok(Json(state.uns.tags.paths(&caller.domain, true)))
 }
 
 /// Fails with 404 unless the topic is a tag of the caller's domain; else tells whether the tag
 /// is historized. A tag that is not has an empty history, even if values were stored while it
 /// was: the SDK reads "not historized" as "no history".
 fn require_tag(state: &AppState, caller: &Caller, topic: &str) -> ApiResult<bool> {
-    state.tags.historizes(topic, &caller.domain).ok_or_else(|| {
-        ApiError::not_found(format!(
-            "`{topic}` is not a tag of domain `{}`",
-            caller.domain
-        ))
-    })
+    state
+        .uns
+        .tags
+        .historizes(topic, &caller.domain)
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "`{topic}` is not a tag of domain `{}`",
+                caller.domain
+            ))
+        })
 }
 
 /// Waits until every acknowledged value is readable from its series.
 pub(in crate::server) async fn settled(state: &AppState) -> ApiResult<()> {
     state
+        .uns
         .historian
         .settle()
         .await

@@ -178,7 +178,7 @@ fn scrape_historian(state: &AppState, registry: &mut Registry) {
         registry,
         "historian_queue_values",
         "Historian values waiting to be written into their series",
-        state.historian.queue_depth() as u64,
+        state.uns.historian.queue_depth() as u64,
     );
 }
 

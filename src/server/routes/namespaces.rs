@@ -53,7 +53,7 @@ async fn tree(
             ))
         })?,
     };
-    let tags = state.tags.tags(&caller.domain);
+    let tags = state.uns.tags.tags(&caller.domain);
     let mut builder = Builder::default();
     for tag in &tags {
         let relative = if root.is_empty() {
@@ -107,7 +107,7 @@ impl<'t> Builder<'t> {
             .tags
             .into_iter()
             .map(|(name, tag)| {
-                let last = state.last_values.get(&tag.path);
+                let last = state.uns.last_values.get(&tag.path);
                 TreeTag {
                     name: name.to_string(),
                     path: tag.path.clone(),

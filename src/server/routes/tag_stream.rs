@@ -88,7 +88,7 @@ async fn stream(
         }
     };
     // Watching starts before the snapshot is taken, so nothing set in between is missed.
-    let watch = state.last_values.watch();
+    let watch = state.uns.last_values.watch();
     let mut feed = Feed {
         generation: state.authz_generation(),
         state,
@@ -151,7 +151,11 @@ impl Feed {
     /// A live value, if it belongs to the caller's domain and matches the filter.
     fn event_of(&self, value: &LiveValue) -> Option<Event> {
         let wanted = filter_matches(&self.filter, &value.topic)
-            && self.state.tags.is_owner(&value.topic, &self.caller.domain);
+            && self
+                .state
+                .uns
+                .tags
+                .is_owner(&value.topic, &self.caller.domain);
         wanted.then(|| value_event(value, self.raw))
     }
 
@@ -159,12 +163,13 @@ impl Feed {
     fn snapshot(&self) -> VecDeque<Event> {
         let mut events: VecDeque<Event> = self
             .state
+            .uns
             .tags
             .paths(&self.caller.domain, false)
             .into_iter()
             .filter(|topic| filter_matches(&self.filter, topic))
             .filter_map(|topic| {
-                let value = self.state.last_values.latest(&topic)?;
+                let value = self.state.uns.last_values.latest(&topic)?;
                 Some(value_event(&value, self.raw))
             })
             .collect();

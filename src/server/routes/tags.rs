@@ -29,7 +29,7 @@ async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<V
     caller
         .require(&state, TAGS_FEATURE, "*", Access::Read)
         .await?;
-    Ok(Json(state.tags.paths(&caller.domain, false)))
+    Ok(Json(state.uns.tags.paths(&caller.domain, false)))
 }
 
 /// The latest value of each tag of the domain that has had one since the server started.
@@ -40,11 +40,13 @@ async fn values(State(state): State<AppState>, caller: Caller) -> ApiResult<Json
         .require(&state, TAGS_FEATURE, "*", Access::Read)
         .await?;
     let values = state
+        .uns
         .tags
         .paths(&caller.domain, false)
         .into_iter()
         .filter_map(|topic| {
             state
+                .uns
                 .last_values
                 .get(&topic)
                 .map(|(ts_ms, value)| TagValue {
@@ -93,6 +95,7 @@ async fn write(
     }
     // Its tag, or a topic under its namespace (registered on first publish).
     let belongs = state
+        .uns
         .tags
         .domain_of(&request.topic)
         .is_some_and(|domain| *domain == *caller.domain);

@@ -84,9 +84,9 @@ impl Batch {
 /// compressed otherwise, and stores what they held; run after the tags are reloaded.
 pub async fn prune(state: &AppState) {
     let mut ended = Batch::default();
-    state.compressed.retain(
+    state.uns.compressed.retain(
         |topic, domain, settings| {
-            state.tags.owner(topic).is_some_and(|owner| {
+            state.uns.tags.owner(topic).is_some_and(|owner| {
                 owner.historize
                     && &*owner.domain == domain
                     && owner.compression.as_deref() == Some(settings)
@@ -94,7 +94,7 @@ pub async fn prune(state: &AppState) {
         },
         &mut ended.points,
     );
-    if let Err(e) = ended.store(&state.historian).await {
+    if let Err(e) = ended.store(&state.uns.historian).await {
         tracing::warn!(error = %e, "cannot store the points a compressed series held");
     }
 }
@@ -102,9 +102,9 @@ pub async fn prune(state: &AppState) {
 /// At shutdown, once no message comes in any more: stores every point a filter holds back.
 pub async fn close(state: &AppState) {
     let mut held = Batch::default();
-    state.compressed.close(&mut held.points);
+    state.uns.compressed.close(&mut held.points);
     let count = held.points.len();
-    match held.store(&state.historian).await {
+    match held.store(&state.uns.historian).await {
         Ok(()) if count > 0 => tracing::info!(points = count, "stored the held compressed points"),
         Ok(()) => {}
         Err(e) => tracing::warn!(error = %e, "cannot store the held compressed points"),

@@ -19,3 +19,4 @@ pub(crate) mod record_writer;
 pub(crate) mod system_tables;
 pub(crate) mod tag_registration;
 pub(crate) mod tag_registry;
+pub(crate) mod uns;

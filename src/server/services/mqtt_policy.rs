@@ -39,7 +39,7 @@ impl PlatformPolicy {
         if who.admin {
             return true;
         }
-        let owner = self.state.tags.domain_of(topic);
+        let owner = self.state.uns.tags.domain_of(topic);
         let domain = match (owner.as_deref(), who.domain.as_deref()) {
             (Some(owner), _) => owner,
             (None, Some(home)) if action == READ_WRITE => home,
@@ -166,7 +166,7 @@ impl Policy for PlatformPolicy {
         let mut owners = Vec::with_capacity(messages.len());
         let mut historized = historize::Batch::default();
         for message in &messages {
-            let owner = self.state.tags.owner(&message.topic);
+            let owner = self.state.uns.tags.owner(&message.topic);
             // `$` topics are the broker's own (status, statistics), never tags.
             if owner.is_none()
                 && !message.topic.starts_with('$')
@@ -176,12 +176,12 @@ impl Policy for PlatformPolicy {
                 self.registrar.register(&message.topic, home);
             }
             if let Some(owner) = &owner {
-                historized.add(&self.state.compressed, owner, message);
+                historized.add(&self.state.uns.compressed, owner, message);
             }
             owners.push(owner);
         }
         historized
-            .store(&self.state.historian)
+            .store(&self.state.uns.historian)
             .await
             .map_err(|e| e.to_string())?;
         self.state.peers.relay(&messages);
@@ -198,7 +198,7 @@ impl Policy for PlatformPolicy {
         self.state.upstreams.carry_out(&outbound).await?;
         drop(outbound);
         for (message, owner) in messages.into_iter().zip(owners) {
-            self.state.last_values.set(
+            self.state.uns.last_values.set(
                 &message.topic,
                 message.received_ms,
                 message.payload.clone(),

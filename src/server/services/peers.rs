@@ -206,6 +206,7 @@ pub async fn listen(state: &AppState) {
 /// Sends every last value this instance has to the others (one asked).
 async fn tell_last_values(state: &AppState) {
     let values: Vec<Relayed> = state
+        .uns
         .last_values
         .all()
         .into_iter()
@@ -238,6 +239,7 @@ fn take_last_values(state: &AppState, body: &[u8]) {
     for value in values {
         if let Some(payload) = value.payload() {
             state
+                .uns
                 .last_values
                 .offer(&value.topic, value.received_ms, payload);
         }
@@ -259,6 +261,7 @@ async fn deliver(state: &AppState, body: &[u8]) {
             continue;
         };
         state
+            .uns
             .last_values
             .set(&relayed.topic, relayed.received_ms, payload.clone());
         let delivered = broker

@@ -71,7 +71,7 @@ async fn run(
 /// `home` while it exists (the publish was authorized there: the home's `tags` read-write, or an
 /// administrator), else `svc_admin`.
 async fn domain_for(state: &AppState, topic: &str, home: Option<&str>) -> String {
-    if let Some(domain) = state.tags.namespace_owner(topic) {
+    if let Some(domain) = state.uns.tags.namespace_owner(topic) {
         return domain.to_string();
     }
     match home {
@@ -85,10 +85,10 @@ async fn domain_for(state: &AppState, topic: &str, home: Option<&str>) -> String
 /// Declares each of `topics` in its domain ([`domain_for`]), unless a domain has declared it
 /// since it was published.
 async fn register(state: &AppState, topics: &[Request]) {
-    let _declaring = state.tags.declaring().await;
+    let _declaring = state.uns.tags.declaring().await;
     let mut by_domain: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (topic, home) in topics {
-        if state.tags.owner(topic).is_some() {
+        if state.uns.tags.owner(topic).is_some() {
             continue;
         }
         let domain = domain_for(state, topic, home.as_deref()).await;
@@ -122,7 +122,7 @@ async fn register(state: &AppState, topics: &[Request]) {
     }
     // Reloaded even after an error: whatever was stored is now the domain's.
     for domain in domains {
-        if let Err(e) = state.tags.reload(&state.store, &domain).await {
+        if let Err(e) = state.uns.tags.reload(&state.store, &domain).await {
             tracing::warn!(error = %e, domain, "cannot reload a domain's tags");
         }
         state.peers.changed(&domain, TAGS_TABLE).await;

@@ -106,7 +106,7 @@ pub fn user_table(domain: &str, table: &str) -> Result<TableRef, String> {
 /// for `svc_admin`.
 fn check_topic(state: &AppState, domain: &str, topic: &str) -> Result<(), String> {
     validate_topic_name(topic)?;
-    let owned = domain == ADMIN_DOMAIN || state.tags.is_owner(topic, domain);
+    let owned = domain == ADMIN_DOMAIN || state.uns.tags.is_owner(topic, domain);
     if owned {
         Ok(())
     } else {
@@ -136,7 +136,12 @@ pub async fn publish_value(
 impl Host for ServerHost {
     fn tag_read(&self, topic: &str) -> Result<Option<Value>, String> {
         check_topic(&self.state, &self.domain, topic)?;
-        Ok(self.state.last_values.get(topic).map(|(_, value)| value))
+        Ok(self
+            .state
+            .uns
+            .last_values
+            .get(topic)
+            .map(|(_, value)| value))
     }
 
     fn tag_write(&self, topic: &str, value: &Value) -> Result<(), String> {

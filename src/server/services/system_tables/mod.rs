@@ -150,7 +150,7 @@ impl dyn SystemTable {
         state: &'a AppState,
     ) -> Option<tokio::sync::MutexGuard<'a, ()>> {
         if self.claims_topics() {
-            Some(state.tags.declaring().await)
+            Some(state.uns.tags.declaring().await)
         } else {
             None
         }

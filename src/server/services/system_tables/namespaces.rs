@@ -54,6 +54,7 @@ impl SystemTable for NamespacesTable {
     ) -> ApiResult<()> {
         match fields.get("path").and_then(Value::as_str) {
             Some(path) => state
+                .uns
                 .tags
                 .may_claim_namespace(domain, path)
                 .map_err(ApiError::conflict),
@@ -80,7 +81,11 @@ impl SystemTable for NamespacesTable {
     }
 
     async fn reload(&self, state: &AppState, domain: &str) -> ApiResult<()> {
-        Ok(state.tags.reload_namespaces(&state.store, domain).await?)
+        Ok(state
+            .uns
+            .tags
+            .reload_namespaces(&state.store, domain)
+            .await?)
     }
 }
 

@@ -58,6 +58,7 @@ impl SystemTable for TagsTable {
     ) -> ApiResult<()> {
         match fields.get("path").and_then(Value::as_str) {
             Some(path) => state
+                .uns
                 .tags
                 .may_declare(domain, path)
                 .map_err(ApiError::conflict),
@@ -85,7 +86,7 @@ impl SystemTable for TagsTable {
     }
 
     async fn reload(&self, state: &AppState, domain: &str) -> ApiResult<()> {
-        state.tags.reload(&state.store, domain).await?;
+        state.uns.tags.reload(&state.store, domain).await?;
         historize::prune(state).await;
         Ok(())
     }

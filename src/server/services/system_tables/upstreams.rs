@@ -64,7 +64,7 @@ impl SystemTable for UpstreamsTable {
         fields: &Map<String, Value>,
     ) -> ApiResult<()> {
         for (i, local) in upstream::binding_locals(fields) {
-            if state.tags.namespace_owner(&local).as_deref() != Some(domain) {
+            if state.uns.tags.namespace_owner(&local).as_deref() != Some(domain) {
                 return Err(ApiError::bad_request(format!(
                     "field `bindings[{i}].local`: `{local}` is not inside a namespace of this domain"
                 )));
