@@ -135,6 +135,7 @@ async fn serve(settings: Settings) -> Result<()> {
     let secret = match &settings.jwt_secret {
         Some(secret) => secret.as_bytes().to_vec(),
         None => match store
+            .cluster()
             .shared_jwt_secret()
             .context("cannot read the shared JWT secret")?
         {
@@ -187,7 +188,7 @@ async fn serve(settings: Settings) -> Result<()> {
         },
         broker: broker_cell.clone(),
         automation: services::automation::Automation::default(),
-        peers: services::peers::Peers::start(store.clone()),
+        peers: services::peers::Peers::start(store.cluster()),
         upstreams: crate::upstream::supervisor::Supervisor::new(
             store.clone(),
             routes::upstreams::status_publisher(broker_cell.clone()),
@@ -209,7 +210,9 @@ async fn serve(settings: Settings) -> Result<()> {
     services::backups::spawn_schedule(&state);
     // Identity another instance changed must not be served from this one's cache.
     let identities = state.identities.clone();
-    store.on_identity_change(Arc::new(move || identities.clear()));
+    store
+        .cluster()
+        .on_identity_change(Arc::new(move || identities.clear()));
     let policy = Arc::new(services::mqtt_policy::PlatformPolicy::new(state.clone()));
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;

@@ -84,6 +84,11 @@ impl Deref for Store {
 }
 
 impl Store {
+    /// The other instances on this store and which one leads (see [`interface::Cluster`]).
+    pub fn cluster(&self) -> Arc<dyn interface::Cluster + Send + Sync> {
+        self.engine.clone().cluster()
+    }
+
     /// Opens (creating if needed) the SQLite database file and brings its schema up to date.
     #[cfg(test)]
     pub fn open(path: &Path) -> StoreResult<Store> {

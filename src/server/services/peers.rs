@@ -14,7 +14,8 @@
 use crate::broker::Message;
 use crate::server::services::system_tables::{self, SystemTable};
 use crate::server::AppState;
-use crate::store::{PeerNotice, Store};
+use crate::store::interface::Cluster;
+use crate::store::{Leadership, PeerNotice, StoreError, StoreResult};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use bytes::Bytes;
@@ -78,19 +79,19 @@ struct Changed {
 
 /// This instance's side of talking to its peers.
 pub struct Peers {
-    store: Store,
+    cluster: Arc<dyn Cluster + Send + Sync>,
     outbox: mpsc::Sender<Relayed>,
     dropped: Arc<AtomicU64>,
 }
 
 impl Peers {
     /// Starts the task that sends accepted messages on, in batches.
-    pub fn start(store: Store) -> Peers {
+    pub fn start(cluster: Arc<dyn Cluster + Send + Sync>) -> Peers {
         let (outbox, queue) = mpsc::channel(OUTBOX);
         let dropped = Arc::new(AtomicU64::new(0));
-        tokio::spawn(send_messages(store.clone(), queue, dropped.clone()));
+        tokio::spawn(send_messages(cluster.clone(), queue, dropped.clone()));
         Peers {
-            store,
+            cluster,
             outbox,
             dropped,
         }
@@ -99,7 +100,7 @@ impl Peers {
     /// Queues accepted messages for the other instances' subscribers (nothing when there are
     /// none). `$` topics are each broker's own and stay here.
     pub fn relay(&self, messages: &[Message]) {
-        if !self.store.has_peers() {
+        if !self.cluster.has_peers() {
             return;
         }
         for message in messages.iter().filter(|m| !m.topic.starts_with('$')) {
@@ -118,6 +119,11 @@ impl Peers {
         }
     }
 
+    /// Whether this instance is the one that runs what must run once for all instances.
+    pub fn leadership(&self) -> Leadership {
+        self.cluster.leadership()
+    }
+
     /// Tells the other instances that `table` of `domain` changed, so they reload it. Sent
     /// whether or not another instance was seen yet: one that started a moment ago may not
     /// have been, and a change it misses stays missed. Changes are rare; the notice is cheap.
@@ -129,20 +135,37 @@ impl Peers {
         let Ok(body) = serde_json::to_vec(&notice) else {
             return;
         };
-        if let Err(e) = self.store.run(move |s| s.tell_peers(CHANGED, &body)).await {
+        if let Err(e) = tell(&self.cluster, CHANGED, body).await {
             tracing::warn!(error = %e, domain, "cannot tell the other instances of a change");
         }
     }
 }
 
-async fn send_messages(store: Store, mut queue: mpsc::Receiver<Relayed>, dropped: Arc<AtomicU64>) {
+/// Sends a notice to the other instances, off the async threads (on PostgreSQL it is a
+/// statement).
+async fn tell(
+    cluster: &Arc<dyn Cluster + Send + Sync>,
+    kind: &'static str,
+    body: Vec<u8>,
+) -> StoreResult<()> {
+    let cluster = cluster.clone();
+    tokio::task::spawn_blocking(move || cluster.tell_peers(kind, &body))
+        .await
+        .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
+}
+
+async fn send_messages(
+    cluster: Arc<dyn Cluster + Send + Sync>,
+    mut queue: mpsc::Receiver<Relayed>,
+    dropped: Arc<AtomicU64>,
+) {
     let mut batch = Vec::with_capacity(BATCH);
     while queue.recv_many(&mut batch, BATCH).await > 0 {
         let body = serde_json::to_vec(&batch);
         let count = batch.len();
         batch.clear();
         let Ok(body) = body else { continue };
-        match store.run(move |s| s.tell_peers(MESSAGES, &body)).await {
+        match tell(&cluster, MESSAGES, body).await {
             Ok(()) => {
                 let lost = dropped.swap(0, Ordering::Relaxed);
                 if lost > 0 {
@@ -163,7 +186,7 @@ async fn send_messages(store: Store, mut queue: mpsc::Receiver<Relayed>, dropped
 /// is there before it says it is ready.
 pub async fn listen(state: &AppState) {
     let (heard, mut notices) = mpsc::unbounded_channel();
-    state.store.on_peer_notice(Arc::new(move |notice| {
+    state.peers.cluster.on_peer_notice(Arc::new(move |notice| {
         let _ = heard.send(notice);
     }));
     let acting = state.clone();
@@ -194,11 +217,7 @@ pub async fn listen(state: &AppState) {
         }
     });
     // Whoever is there answers; an instance alone (or on SQLite) hears nothing back.
-    if let Err(e) = state
-        .store
-        .run(|s| s.tell_peers(ASK_LAST_VALUES, b""))
-        .await
-    {
+    if let Err(e) = tell(&state.peers.cluster, ASK_LAST_VALUES, Vec::new()).await {
         tracing::warn!(error = %e, "cannot ask the other instances for their last values");
     }
 }
@@ -218,11 +237,7 @@ async fn tell_last_values(state: &AppState) {
     let Ok(body) = serde_json::to_vec(&values) else {
         return;
     };
-    if let Err(e) = state
-        .store
-        .run(move |s| s.tell_peers(LAST_VALUES, &body))
-        .await
-    {
+    if let Err(e) = tell(&state.peers.cluster, LAST_VALUES, body).await {
         tracing::warn!(error = %e, "cannot send the last values to another instance");
     }
 }

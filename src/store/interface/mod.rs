@@ -1,6 +1,7 @@
 //! The storage interface, one trait per area, each documented per method and implemented by
 //! both engines in files of the same name (`sqlite/<area>.rs`, `postgres/<area>.rs`). An
-//! [`Engine`] is all of them; a [`Store`](super::Store) holds one and hands its calls on.
+//! [`Engine`] is all of them but [`Cluster`] (the other instances and leadership), which it
+//! hands out as a handle of its own; a [`Store`](super::Store) holds one and hands its calls on.
 //! Engine-neutral logic lives in default methods or blanket implementations (the historian's
 //! reads, from `store::history`), not in either engine.
 
@@ -41,6 +42,7 @@ pub use upstream_secrets::UpstreamSecrets;
 use super::types::StorageDescription;
 use super::StoreResult;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The engine itself: its health, size, files and caches.
 pub trait Maintenance {
@@ -67,7 +69,6 @@ pub trait Maintenance {
 /// the compiler checks it implements them all).
 pub trait Engine:
     Maintenance
-    + Cluster
     + AuditTrail
     + Identity
     + GroupChanges
@@ -88,4 +89,8 @@ pub trait Engine:
     + Send
     + Sync
 {
+    /// The engine's [`Cluster`]: the other instances on this store, and which one leads. A
+    /// handle of its own, since peers and leadership are not storage: the server holds it
+    /// apart from the store and no storage call reaches it.
+    fn cluster(self: Arc<Self>) -> Arc<dyn Cluster + Send + Sync>;
 }

@@ -344,7 +344,11 @@ pub(super) fn conflict_as(err: StoreError, sentence: impl FnOnce() -> String) ->
     }
 }
 
-impl crate::store::Engine for PgStore {}
+impl crate::store::Engine for PgStore {
+    fn cluster(self: Arc<Self>) -> Arc<dyn crate::store::interface::Cluster + Send + Sync> {
+        self
+    }
+}
 
 impl Maintenance for PgStore {
     fn describe(&self) -> StorageDescription {

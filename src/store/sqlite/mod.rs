@@ -155,7 +155,11 @@ fn is_missing_table(err: &rusqlite::Error) -> bool {
     err.to_string().starts_with("no such table")
 }
 
-impl crate::store::Engine for SqliteStore {}
+impl crate::store::Engine for SqliteStore {
+    fn cluster(self: Arc<Self>) -> Arc<dyn crate::store::interface::Cluster + Send + Sync> {
+        self
+    }
+}
 
 impl Maintenance for SqliteStore {
     fn describe(&self) -> StorageDescription {

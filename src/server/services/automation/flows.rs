@@ -558,7 +558,7 @@ async fn fire_inject(context: Arc<Context>, node: String, schedule: crate::sched
         Some(NodeKind::Inject(config)) => config.clone(),
         _ => return,
     };
-    let leadership = context.state.store.leadership();
+    let leadership = context.state.peers.leadership();
     loop {
         let now = chrono::Utc::now();
         let Some(next) = schedule.next_after(now) else {

@@ -56,7 +56,7 @@ impl Deployed {
             for trigger in &def.triggers {
                 if let Some(Ok(schedule)) = trigger.schedule() {
                     tasks.spawn(fire_on_schedule(
-                        state.store.leadership(),
+                        state.peers.leadership(),
                         schedule,
                         trigger.kind(),
                         jobs.clone(),
