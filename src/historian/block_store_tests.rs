@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::store::blocks::MAX_POINTS;
+use crate::store::HistoryWrite;
 use crate::store::{HistoryPoint, Quality};
 use serde_json::{json, Value};
 

@@ -8,7 +8,6 @@
 
 use super::window::{check_bucket_count, parse_span, parse_time};
 use super::Aggregation;
-use crate::store::{Store, StoreResult};
 use chrono_tz::Tz;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
@@ -148,8 +147,13 @@ pub fn resolve_export(req: &ExportRequest) -> Result<ExportPlan, String> {
 }
 
 /// The whole gzipped CSV of a plan, in memory (the server streams it with
-/// [`super::export_writer::write_export`]).
-pub fn export_csv_gz(store: &Store, domain: &str, plan: &ExportPlan) -> StoreResult<Vec<u8>> {
+/// [`super::export_writer::write_export`]). The tests read exports whole through it.
+#[cfg(test)]
+pub fn export_csv_gz(
+    store: &crate::store::Store,
+    domain: &str,
+    plan: &ExportPlan,
+) -> crate::store::StoreResult<Vec<u8>> {
     let mut out = Vec::new();
     super::export_writer::write_export(store, domain, plan, &mut out)?;
     Ok(out)
@@ -159,7 +163,6 @@ pub fn export_csv_gz(store: &Store, domain: &str, plan: &ExportPlan) -> StoreRes
 mod tests {
     use super::*;
     use serde_json::{json, Value};
-    use std::io;
 
     fn request(body: Value) -> ExportRequest {
         serde_json::from_value(body).unwrap()
@@ -260,15 +263,5 @@ mod tests {
         assert!(resolve_export(&request(body))
             .unwrap_err()
             .starts_with("`aggregation` `avg` is not one of"));
-    }
-
-    fn read_gz_csv(bytes: &[u8]) -> Vec<Vec<String>> {
-        let text = io::read_to_string(flate2::read::GzDecoder::new(bytes)).unwrap();
-        csv::ReaderBuilder::new()
-            .has_headers(false)
-            .from_reader(text.as_bytes())
-            .records()
-            .map(|r| r.unwrap().iter().map(str::to_string).collect())
-            .collect()
     }
 }

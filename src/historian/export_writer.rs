@@ -182,7 +182,7 @@ mod tests {
             end_ms: end,
             columns: topics
                 .iter()
-                .map(|t| super::super::ExportColumn {
+                .map(|t| crate::historian::export::ExportColumn {
                     topic: t.to_string(),
                     name: t.to_string(),
                     historized: true,

@@ -8,6 +8,7 @@
 //! seconds.
 
 use super::*;
+use crate::store::HistoryWrite;
 use crate::store::Quality;
 
 #[path = "../../examples/common/plant_data.rs"]

@@ -5,9 +5,6 @@
 //! `store::postgres`, with the reads both engines share in `store::history` and the block codec
 //! in `store::blocks`; HTTP and MQTT wiring live in the server and broker modules.
 
-// wired into the server by the broker step
-#![allow(dead_code)]
-
 mod aggregated;
 pub mod compression;
 mod export;
@@ -27,24 +24,15 @@ mod footprint_tests;
 #[cfg(test)]
 mod store_tests;
 
-// wired into the server by the broker step
-#[allow(unused_imports)]
-pub use crate::store::{HistoryPoint, HistoryWrite};
+pub use crate::store::HistoryPoint;
 pub use aggregated::{resolve_aggregated_export, AggregatedExportRequest};
+#[cfg(test)]
+pub use export::export_csv_gz;
+pub use export::{resolve_export, ExportPlan, ExportRequest};
 pub use export_writer::write_export;
-pub use points_json::PointsJson;
-// wired into the server by the broker step
-#[allow(unused_imports)]
-pub use export::{export_csv_gz, resolve_export, Buckets, ExportColumn, ExportPlan, ExportRequest};
-// wired into the server by the broker step
-#[allow(unused_imports)]
 pub use payload::{decode_payload, point_from_payload};
-// wired into the server by the broker step
-#[allow(unused_imports)]
-pub use window::{
-    resolve_last_limit, resolve_window, QueryRequest, Window, LAST_LIMIT_MAX, LIMIT_MAX,
-    MAX_BUCKETS,
-};
+pub use points_json::PointsJson;
+pub use window::{resolve_last_limit, resolve_window, QueryRequest, Window};
 
 use crate::store::{Store, StoreResult};
 

@@ -2,7 +2,9 @@
 //! limits and half-open windows, equal timestamps, domain separation, every aggregation against
 //! values computed here, last-N, retention, topic listing and the CSV export end to end.
 
+use super::export::Buckets;
 use super::*;
+use crate::store::HistoryWrite;
 use serde_json::{json, Value};
 
 const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z

@@ -124,6 +124,7 @@ impl HistorianWriter {
     }
 
     /// Journals a value and resolves once it is stored (it survives a killed process).
+    #[cfg(test)]
     pub async fn commit(&self, write: HistoryWrite) -> Result<(), NotRecorded> {
         self.commit_many(vec![write]).await
     }

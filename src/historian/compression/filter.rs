@@ -170,6 +170,7 @@ impl<T> SeriesFilter<T> {
     }
 
     /// Whether the filter holds a point back.
+    #[cfg(test)]
     pub fn holds(&self) -> bool {
         self.run.as_ref().is_some_and(Run::holds)
     }

@@ -104,6 +104,7 @@ impl<T> Compressor<T> {
     }
 
     /// The series kept in memory.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.lock().series.len()
     }
