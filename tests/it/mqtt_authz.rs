@@ -78,16 +78,6 @@ fn writer_publishes_only_to_its_domain(proto: Proto) {
     );
 }
 
-#[test]
-fn v3_writer_publishes_only_to_its_domain() {
-    writer_publishes_only_to_its_domain(Proto::V3);
-}
-
-#[test]
-fn v5_writer_publishes_only_to_its_domain() {
-    writer_publishes_only_to_its_domain(Proto::V5);
-}
-
 fn wildcard_subscriber_receives_only_its_domain(proto: Proto) {
     let server = Server::start();
     let key = setup(&server, "bob", "read-write");
@@ -149,16 +139,6 @@ fn wildcard_subscriber_receives_only_its_domain(proto: Proto) {
 }
 
 #[test]
-fn v3_wildcard_subscriber_receives_only_its_domain() {
-    wildcard_subscriber_receives_only_its_domain(Proto::V3);
-}
-
-#[test]
-fn v5_wildcard_subscriber_receives_only_its_domain() {
-    wildcard_subscriber_receives_only_its_domain(Proto::V5);
-}
-
-#[test]
 fn read_only_user_receives_but_cannot_publish() {
     let server = Server::start();
     let key = setup(&server, "carol", "read");
@@ -178,4 +158,9 @@ fn read_only_user_receives_but_cannot_publish() {
         "a read-only user's publish was delivered"
     );
     assert_eq!(carol.publish(TAG_A, "qos1", 1, false), "NotAuthorized");
+}
+
+for_both_versions! {
+    writer_publishes_only_to_its_domain => writer_publishes_only_to_its_domain;
+    wildcard_subscriber_receives_only_its_domain => wildcard_subscriber_receives_only_its_domain;
 }

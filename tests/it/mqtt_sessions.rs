@@ -68,16 +68,6 @@ fn offline_queue(proto: Proto, via: Via) {
 }
 
 #[test]
-fn v3_persistent_session_queues_while_offline() {
-    offline_queue(Proto::V3, Via::Tcp);
-}
-
-#[test]
-fn v5_persistent_session_queues_while_offline() {
-    offline_queue(Proto::V5, Via::Tcp);
-}
-
-#[test]
 fn v5_persistent_session_over_websocket() {
     offline_queue(Proto::V5, Via::HttpMqtt);
 }
@@ -209,26 +199,6 @@ fn v3_immediate_reconnect_with_password() {
 #[test]
 fn v5_persistent_immediate_reconnect_with_password() {
     reconnect_loop(Proto::V5, Via::Tcp, true, false, 50);
-}
-
-#[test]
-fn v3_immediate_reconnect_with_api_key() {
-    reconnect_loop(Proto::V3, Via::Tcp, false, true, ROUNDS);
-}
-
-#[test]
-fn v5_immediate_reconnect_with_api_key() {
-    reconnect_loop(Proto::V5, Via::Tcp, false, true, ROUNDS);
-}
-
-#[test]
-fn v3_persistent_immediate_reconnect_with_api_key() {
-    reconnect_loop(Proto::V3, Via::Tcp, true, true, ROUNDS);
-}
-
-#[test]
-fn v5_persistent_immediate_reconnect_with_api_key() {
-    reconnect_loop(Proto::V5, Via::Tcp, true, true, ROUNDS);
 }
 
 #[test]
@@ -376,4 +346,10 @@ fn a_session_started_again_after_one_taken_up_without_expiry_gets_its_messages_a
 #[test]
 fn a_session_started_again_after_a_disconnect_with_expiry_zero_gets_its_messages_again() {
     started_again("again-expiry-zero", FirstEnd::DisconnectWithExpiryZero);
+}
+
+for_both_versions! {
+    persistent_session_queues_while_offline => |proto| offline_queue(proto, Via::Tcp);
+    immediate_reconnect_with_api_key => |proto| reconnect_loop(proto, Via::Tcp, false, true, ROUNDS);
+    persistent_immediate_reconnect_with_api_key => |proto| reconnect_loop(proto, Via::Tcp, true, true, ROUNDS);
 }

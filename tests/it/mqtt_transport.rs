@@ -35,16 +35,6 @@ fn round_trip(proto: Proto, via: Via) {
 }
 
 #[test]
-fn v3_over_tcp() {
-    round_trip(Proto::V3, Via::Tcp);
-}
-
-#[test]
-fn v5_over_tcp() {
-    round_trip(Proto::V5, Via::Tcp);
-}
-
-#[test]
 fn v3_over_ws_port_root_path() {
     round_trip(Proto::V3, Via::Ws("/"));
 }
@@ -52,16 +42,6 @@ fn v3_over_ws_port_root_path() {
 #[test]
 fn v5_over_ws_port_any_path() {
     round_trip(Proto::V5, Via::Ws("/some/other/path"));
-}
-
-#[test]
-fn v3_over_http_mqtt_path() {
-    round_trip(Proto::V3, Via::HttpMqtt);
-}
-
-#[test]
-fn v5_over_http_mqtt_path() {
-    round_trip(Proto::V5, Via::HttpMqtt);
 }
 
 #[test]
@@ -195,16 +175,6 @@ fn wildcards_and_qos(proto: Proto) {
         let tail = sub.collect_until(&format!("h{s}/zz"));
         assert_eq!(tail.len(), 1, "unexpected extra messages: {tail:?}");
     }
-}
-
-#[test]
-fn wildcards_and_delivered_qos_v3() {
-    wildcards_and_qos(Proto::V3);
-}
-
-#[test]
-fn wildcards_and_delivered_qos_v5() {
-    wildcards_and_qos(Proto::V5);
 }
 
 #[test]
@@ -381,4 +351,10 @@ fn device_info_reports_bound_broker_ports() {
     let mut c = server.mqtt_admin(Proto::V3, Via::Tcp, "info-check");
     c.subscribe("info/x", 0);
     c.disconnect();
+}
+
+for_both_versions! {
+    over_tcp => |proto| round_trip(proto, Via::Tcp);
+    over_http_mqtt_path => |proto| round_trip(proto, Via::HttpMqtt);
+    wildcards_and_delivered_qos => wildcards_and_qos;
 }

@@ -34,6 +34,29 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// The same test once per MQTT version, so a behaviour is never checked in one version only:
+/// `for_both_versions! { name => |proto| body(proto, …); }` defines the tests `name::v3` and
+/// `name::v5`, each calling the closure with its [`Proto`].
+macro_rules! for_both_versions {
+    ($($name:ident => $test:expr;)+) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[test]
+            fn v3() {
+                ($test)($crate::common::Proto::V3)
+            }
+
+            #[test]
+            fn v5() {
+                ($test)($crate::common::Proto::V5)
+            }
+        }
+    )+};
+}
+pub(crate) use for_both_versions;
+
 /// Password given to `--admin-password`; the user is `admin`.
 pub const ADMIN_PASSWORD: &str = "Adm1n-test-pass!";
 /// The content type every non-2xx response must carry.
