@@ -33,7 +33,26 @@ fn refused(err: tokio_postgres::Error, limits: ReportLimits) -> StoreError {
     }
 }
 
-impl PgStore {
+/// One result row as a JSON object keyed by column name.
+fn row_object(row: &tokio_postgres::Row) -> Map<String, Value> {
+    let mut object = match row.get::<_, Value>(0) {
+        Value::Object(object) => object,
+        _ => Map::new(),
+    };
+    for (i, column) in row.columns().iter().enumerate().skip(1) {
+        let float = match *column.type_() {
+            Type::FLOAT8 => row.get::<_, Option<f64>>(i),
+            Type::FLOAT4 => row.get::<_, Option<f32>>(i).map(f64::from),
+            _ => continue,
+        };
+        if let Some(number) = float.and_then(serde_json::Number::from_f64) {
+            object.insert(column.name().to_string(), Value::Number(number));
+        }
+    }
+    object
+}
+
+impl Reports for PgStore {
     /// The domain's record tables (bare names).
     fn domain_tables(&self, domain: &str) -> StoreResult<Vec<String>> {
         Ok(self
@@ -84,35 +103,9 @@ impl PgStore {
         }
         Ok(format!("SELECT {} FROM {physical}", columns.join(", ")))
     }
-}
 
-/// One result row as a JSON object keyed by column name.
-fn row_object(row: &tokio_postgres::Row) -> Map<String, Value> {
-    let mut object = match row.get::<_, Value>(0) {
-        Value::Object(object) => object,
-        _ => Map::new(),
-    };
-    for (i, column) in row.columns().iter().enumerate().skip(1) {
-        let float = match *column.type_() {
-            Type::FLOAT8 => row.get::<_, Option<f64>>(i),
-            Type::FLOAT4 => row.get::<_, Option<f32>>(i).map(f64::from),
-            _ => continue,
-        };
-        if let Some(number) = float.and_then(serde_json::Number::from_f64) {
-            object.insert(column.name().to_string(), Value::Number(number));
-        }
-    }
-    object
-}
-
-impl Reports for PgStore {
-    /// What each relation of the query is in `domain` (names match case-insensitively).
-    fn report_relations(
-        &self,
-        domain: &str,
-        query: &CheckedQuery,
-    ) -> StoreResult<Vec<(String, ReportRelation)>> {
-        resolve_report_relations(domain, query, &self.domain_tables(domain)?)
+    fn historian_definition(&self) -> String {
+        report_historian::definition()
     }
 
     /// Runs the report over `domain`'s data: rows as JSON objects keyed by column name.
@@ -124,21 +117,7 @@ impl Reports for PgStore {
         limits: ReportLimits,
     ) -> StoreResult<Vec<Map<String, Value>>> {
         let deadline = Instant::now() + limits.timeout;
-        let mut definitions = Vec::with_capacity(relations.len());
-        let mut historian = None;
-        for (name, relation) in relations {
-            let definition = match relation {
-                ReportRelation::Historian => {
-                    historian = Some(query.historian_scope());
-                    report_historian::definition()
-                }
-                ReportRelation::Table(table) => self.table_definition(table)?,
-            };
-            definitions.push((name.clone(), definition));
-        }
-        let sql = query
-            .with_relations(&definitions)
-            .map_err(StoreError::Internal)?;
+        let (sql, historian) = self.report_sql(query, relations)?;
         // Each row as JSON (every type has a JSON form), and its columns as they are: a
         // `double precision` column keeps its fraction (20.0, as SQLite returns a REAL), which
         // `to_jsonb` would drop.

@@ -21,47 +21,6 @@ use serde_json::{Map, Value};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-impl SqliteStore {
-    /// The domain's record tables (bare names).
-    fn domain_tables(&self, domain: &str) -> StoreResult<Vec<String>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT substr(name, length(?1) + 2) FROM sqlite_master \
-             WHERE type = 'table' AND substr(name, 1, length(?1) + 1) = ?1 || '.' ORDER BY name",
-        )?;
-        let names = stmt.query_map([domain], |r| r.get::<_, String>(0))?;
-        let names: Vec<String> = names.collect::<Result<_, _>>()?;
-        Ok(names.into_iter().filter(|n| is_identifier(n)).collect())
-    }
-
-    /// `SELECT id, created_dt, updated_dt, <field>… FROM <the table>`, a column per top-level
-    /// field (with an identifier for a name) found in its records.
-    fn table_definition(&self, table: &TableRef) -> StoreResult<String> {
-        let physical = quoted(&table.qualified());
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(&format!(
-            "SELECT DISTINCT j.key FROM {physical} t, json_each(t.data) j ORDER BY j.key"
-        ))?;
-        let fields: Vec<String> = stmt
-            .query_map([], |r| r.get::<_, String>(0))?
-            .collect::<Result<_, _>>()?;
-        let mut columns = vec![
-            format!("'{}' || key AS id", table.record_id("")),
-            "created_dt".to_string(),
-            "updated_dt".to_string(),
-        ];
-        for field in fields.iter().filter(|f| {
-            is_identifier(f) && !matches!(f.as_str(), "id" | "created_dt" | "updated_dt")
-        }) {
-            columns.push(format!(
-                "json_extract(data, '$.{field}') AS {}",
-                quoted(field)
-            ));
-        }
-        Ok(format!("SELECT {} FROM {physical}", columns.join(", ")))
-    }
-}
-
 fn json_of(value: ValueRef<'_>) -> Value {
     match value {
         ValueRef::Null => Value::Null,
@@ -117,14 +76,47 @@ impl Drop for Watchdog {
 }
 
 impl Reports for SqliteStore {
-    /// What each relation of the query is in `domain` (names match case-insensitively); a
-    /// relation that is neither the historian nor a table of the domain → 400.
-    fn report_relations(
-        &self,
-        domain: &str,
-        query: &CheckedQuery,
-    ) -> StoreResult<Vec<(String, ReportRelation)>> {
-        resolve_report_relations(domain, query, &self.domain_tables(domain)?)
+    /// The domain's record tables (bare names).
+    fn domain_tables(&self, domain: &str) -> StoreResult<Vec<String>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT substr(name, length(?1) + 2) FROM sqlite_master \
+             WHERE type = 'table' AND substr(name, 1, length(?1) + 1) = ?1 || '.' ORDER BY name",
+        )?;
+        let names = stmt.query_map([domain], |r| r.get::<_, String>(0))?;
+        let names: Vec<String> = names.collect::<Result<_, _>>()?;
+        Ok(names.into_iter().filter(|n| is_identifier(n)).collect())
+    }
+
+    /// `SELECT id, created_dt, updated_dt, <field>… FROM <the table>`, a column per top-level
+    /// field (with an identifier for a name) found in its records.
+    fn table_definition(&self, table: &TableRef) -> StoreResult<String> {
+        let physical = quoted(&table.qualified());
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT DISTINCT j.key FROM {physical} t, json_each(t.data) j ORDER BY j.key"
+        ))?;
+        let fields: Vec<String> = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<_, _>>()?;
+        let mut columns = vec![
+            format!("'{}' || key AS id", table.record_id("")),
+            "created_dt".to_string(),
+            "updated_dt".to_string(),
+        ];
+        for field in fields.iter().filter(|f| {
+            is_identifier(f) && !matches!(f.as_str(), "id" | "created_dt" | "updated_dt")
+        }) {
+            columns.push(format!(
+                "json_extract(data, '$.{field}') AS {}",
+                quoted(field)
+            ));
+        }
+        Ok(format!("SELECT {} FROM {physical}", columns.join(", ")))
+    }
+
+    fn historian_definition(&self) -> String {
+        report_historian::definition()
     }
 
     /// Runs the report over `domain`'s data, its relations resolved by
@@ -137,21 +129,7 @@ impl Reports for SqliteStore {
         limits: ReportLimits,
     ) -> StoreResult<Vec<Map<String, Value>>> {
         let deadline = Instant::now() + limits.timeout;
-        let mut definitions = Vec::with_capacity(relations.len());
-        let mut historian = None;
-        for (name, relation) in relations {
-            let definition = match relation {
-                ReportRelation::Historian => {
-                    historian = Some(query.historian_scope());
-                    report_historian::definition()
-                }
-                ReportRelation::Table(table) => self.table_definition(table)?,
-            };
-            definitions.push((name.clone(), definition));
-        }
-        let sql = query
-            .with_relations(&definitions)
-            .map_err(StoreError::Internal)?;
+        let (sql, historian) = self.report_sql(query, relations)?;
         let conn = self.conn()?;
         let _watchdog = Watchdog::start(conn.get_interrupt_handle(), limits.timeout);
         // One snapshot for the historian's points and the query; the rollback at its end
