@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Fails when the top-level modules of src/ import each other in a cycle (issue 34).
+"""Fails when the top-level modules of src/ import each other in a cycle (issue 34), or when a
+layer of the server reaches above itself: `server/services` names neither `server::routes`,
+`server::http` nor axum, and `server/http` does not name `server::routes`.
 
 A top-level module is a file `src/<m>.rs` or a folder `src/<m>/`; it depends on another when
 any of its files names `crate::<other>` (in a `use` or a path). Prints every cycle found
@@ -77,7 +79,33 @@ def strongly_connected(deps):
     return out
 
 
+# (folder under src/, what no file in it may name, why)
+LAYER_RULES = [
+    ("server/services", re.compile(r"\bcrate::server::(routes|http)\b|\baxum::"),
+     "services hold no HTTP: they are called by routes, the broker's policy and automation"),
+    ("server/http", re.compile(r"\bcrate::server::routes\b"),
+     "the HTTP plumbing sits under every route and names none"),
+]
+
+
+def layer_violations():
+    found = []
+    for folder, forbidden, why in LAYER_RULES:
+        base = os.path.join(ROOT, folder)
+        for dirpath, _, names in os.walk(base):
+            for name in sorted(n for n in names if n.endswith(".rs")):
+                path = os.path.join(dirpath, name)
+                text = strip_comments(open(path, encoding="utf-8").read())
+                for match in sorted(set(forbidden.findall(text))):
+                    rel = os.path.relpath(path, ROOT)
+                    found.append(f"src/{rel} names {match or 'axum'}: {why}")
+    return found
+
+
 def main():
+    violations = layer_violations()
+    for line in violations:
+        print(line)
     deps = dependencies(top_level_modules())
     cycles = [c for c in strongly_connected(deps) if len(c) > 1]
     if cycles:
@@ -85,6 +113,8 @@ def main():
             inside = set(comp)
             edges = [f"{a} -> {b}" for a in comp for b in sorted(deps[a] & inside)]
             print(f"import cycle among {', '.join(comp)}: {'; '.join(edges)}")
+        return 1
+    if violations:
         return 1
     # Tarjan's components come out leaves first: print them as layers from the bottom.
     print("no import cycle between top-level modules; from the bottom up:")
