@@ -159,7 +159,8 @@ fn every_route_is_documented_and_every_documented_route_is_served() {
         }
     }
     let allowed = |entry: &String| {
-        entry.starts_with("routes/console.rs:") || entry.contains(".route(\"/mqtt\", get(mqtt_bridge))")
+        entry.starts_with("routes/console.rs:")
+            || entry.contains(".route(\"/mqtt\", get(mqtt_bridge))")
     };
     let undocumented: Vec<&String> = outside.iter().filter(|e| !allowed(e)).collect();
     assert!(

@@ -14,6 +14,7 @@ pub(crate) mod flows;
 pub(crate) mod groups;
 pub(crate) mod historian;
 pub(crate) mod info;
+pub(crate) mod logs;
 pub(crate) mod metrics;
 pub(crate) mod namespaces;
 pub(crate) mod openapi;
@@ -54,7 +55,7 @@ fn api_routes() -> utoipa_axum::router::OpenApiRouter<AppState> {
         .merge(flows::routes())
         .merge(code::routes())
         .merge(reports::routes())
-        .merge(crate::server::http::request_log::routes())
+        .merge(logs::routes())
         .merge(audit::routes())
         .merge(backup::routes())
         .merge(records::routes())
