@@ -48,8 +48,6 @@ pub struct Shared {
     /// The other instances sharing the store (none on SQLite).
     pub peers: services::peers::Peers,
     pub upstreams: Arc<crate::upstream::supervisor::Supervisor>,
-    /// The run log of functions and flows, written by groups (see [`RunLog`]).
-    pub run_log: RunLog,
     /// REST record writes, committed in groups (see [`services::record_writer::RecordWriter`]).
     pub records: services::record_writer::RecordWriter,
     /// Recent requests for `GET /svc/logs`.
@@ -57,10 +55,6 @@ pub struct Shared {
     /// The newest snapshot of the store, for `GET /svc/`.
     pub backups: Arc<services::backups::Backups>,
 }
-
-/// Runs of functions and flows (domain, owner, run), written by one thread in groups.
-pub type RunLog =
-    crate::group_commit::GroupCommit<(String, crate::store::RunOwner, crate::functions::RunRecord)>;
 
 impl AppState {
     /// Every domain's name, `svc_admin` included, in order.
@@ -187,7 +181,8 @@ async fn serve(settings: Settings) -> Result<()> {
             compressed: services::historize::Series::default(),
         },
         broker: broker_cell.clone(),
-        automation: services::automation::Automation::default(),
+        automation: services::automation::Automation::new(store.clone())
+            .context("cannot start the run log writer")?,
         peers: services::peers::Peers::start(store.cluster()),
         upstreams: crate::upstream::supervisor::Supervisor::new(
             store.clone(),
@@ -197,13 +192,6 @@ async fn serve(settings: Settings) -> Result<()> {
         .context("cannot start the upstreams")?,
         records: services::record_writer::RecordWriter::start(store.clone())
             .context("cannot start the record writer")?,
-        run_log: {
-            let store = store.clone();
-            crate::group_commit::GroupCommit::start("svc-run-log", 512, move |runs| {
-                store.record_runs(runs).map_err(|e| e.to_string())
-            })
-            .context("cannot start the run log writer")?
-        },
     }));
     spawn_retention(&state);
     services::audit_retention::spawn_retention(&state);

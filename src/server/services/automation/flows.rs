@@ -302,7 +302,7 @@ impl Context {
             output: None,
         };
         let logged = (self.domain.clone(), RunOwner::Flow, run);
-        if let Err(e) = self.state.run_log.write(logged).await {
+        if let Err(e) = self.state.automation.run_log.write(logged).await {
             tracing::warn!("cannot log a run of flow `{}`: {e}", self.flow.name);
         }
     }

@@ -16,6 +16,7 @@ use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::system_tables::FLOWS;
 use crate::server::services::tag_registry::TagOwner;
 use crate::server::AppState;
+use crate::store::{RunOwner, Store};
 use crate::topic::filter_matches;
 use functions::{Deployed, Job};
 use serde_json::Value;
@@ -66,17 +67,27 @@ pub struct Automation {
     subscriptions: RwLock<Vec<TagSubscription>>,
     /// Sandboxed runs at once, server-wide; the rest wait their turn.
     pub slots: Semaphore,
+    /// The run log of functions and flows, written by groups (see [`RunLog`]).
+    pub run_log: RunLog,
 }
 
-impl Default for Automation {
-    fn default() -> Self {
+/// Runs of functions and flows (domain, owner, run), written by one thread in groups.
+pub type RunLog = crate::group_commit::GroupCommit<(String, RunOwner, crate::functions::RunRecord)>;
+
+impl Automation {
+    /// Nothing deployed yet; runs are logged to `store` in groups.
+    pub fn new(store: Store) -> std::io::Result<Automation> {
         let cores = std::thread::available_parallelism().map_or(2, usize::from);
-        Automation {
+        let run_log = crate::group_commit::GroupCommit::start("svc-run-log", 512, move |runs| {
+            store.record_runs(runs).map_err(|e| e.to_string())
+        })?;
+        Ok(Automation {
             functions: RwLock::default(),
             flows: RwLock::default(),
             subscriptions: RwLock::default(),
             slots: Semaphore::new((cores * 2).max(4)),
-        }
+            run_log,
+        })
     }
 }
 
