@@ -150,7 +150,7 @@ pub async fn domain_exists(state: &AppState, domain: &str) -> ApiResult<bool> {
     if cache.read().is_ok_and(|d| d.contains(domain)) {
         return Ok(true);
     }
-    let domains = state.store.read(|s| s.list_domains()).await?;
+    let domains = state.store.reads().list_domains().await?;
     let exists = domains.iter().any(|d| d.name == domain);
     if let Ok(mut set) = cache.write() {
         set.extend(domains.into_iter().map(|d| d.name));
@@ -233,10 +233,10 @@ pub async fn user_of_api_key(
     let owner = match cached(&state.auth_cache.keys, &hash) {
         Some(owner) => owner,
         None => {
-            let lookup = hash.clone();
             let owner = state
                 .store
-                .read(move |s| s.api_key_owner(&lookup))
+                .reads()
+                .api_key_owner(&hash)
                 .await?
                 .ok_or_else(invalid)?;
             remember(&state.auth_cache.keys, hash, owner.clone());
@@ -277,8 +277,7 @@ async fn user_by_key(state: &AppState, key: String) -> ApiResult<Option<Arc<Auth
     if let Some(user) = cached(&state.auth_cache.users, &key) {
         return Ok(Some(user));
     }
-    let lookup = key.clone();
-    let Some(user) = state.store.read(move |s| s.user_by_key(&lookup)).await? else {
+    let Some(user) = state.store.reads().user_by_key(&key).await? else {
         return Ok(None);
     };
     let user = Arc::new(user);
@@ -296,13 +295,7 @@ pub async fn grants_of(state: &AppState, user_key: &str, domain: &str) -> ApiRes
     if let Some(grants) = known {
         return Ok(grants);
     }
-    let (user, in_domain) = (user_key.to_string(), domain.to_string());
-    let grants = Arc::new(
-        state
-            .store
-            .run(move |s| s.grants_of(&user, &in_domain))
-            .await?,
-    );
+    let grants = Arc::new(state.store.reads().grants_of(user_key, domain).await?);
     if let Ok(mut users) = state.auth_cache.grants.write() {
         users
             .entry(user_key.to_string())

@@ -1,15 +1,19 @@
 //! The PostgreSQL engine: for sites that outgrow one box, and for several `svc serve`
 //! instances sharing one database. tokio-postgres connections in a deadpool pool, driven by a
 //! small runtime of the engine's own so that the storage interface stays synchronous (callers
-//! run it on the blocking pool, as with SQLite). The schema is the versioned files of
-//! `migrations/`, applied at open.
+//! run it on the blocking pool, as with SQLite); the hot reads are also futures
+//! ([`AsyncReads`](crate::store::interface::AsyncReads), `async_reads.rs`) that the server
+//! awaits on its own workers, while the connections stay on the engine's runtime (`connect.rs`).
+//! The schema is the versioned files of `migrations/`, applied at open.
 
+mod async_reads;
 mod audit;
 mod auth;
 mod auth_groups;
 mod auth_profiles;
 mod automation;
 mod cluster;
+mod connect;
 mod filter_sql;
 mod hist_blocks;
 mod hist_journal;
@@ -20,6 +24,7 @@ mod leadership;
 mod migrations;
 mod mqtt_state;
 pub(super) mod names;
+mod record_reads;
 mod record_writes;
 mod records;
 mod report;
@@ -175,9 +180,9 @@ impl PgStore {
             .connect_timeout(CONNECT_TIMEOUT)
             .application_name("svc")
             .options(&options);
-        let manager = Manager::from_config(
+        let manager = Manager::from_connect(
             config.clone(),
-            tls.clone(),
+            connect::OnEngineRuntime::new(tls.clone(), runtime.handle().clone()),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -247,11 +252,14 @@ impl PgStore {
 
     /// Every row of one statement.
     pub(super) fn query(&self, sql: &str, params: Params) -> StoreResult<Vec<Row>> {
-        self.block(async {
-            let client = self.client().await?;
-            let statement = client.prepare_cached(sql).await?;
-            Ok(client.query(&statement, params).await?)
-        })
+        self.block(self.query_async(sql, params))
+    }
+
+    /// [`PgStore::query`] as a future, awaited on whichever runtime the caller runs.
+    pub(super) async fn query_async(&self, sql: &str, params: Params<'_>) -> StoreResult<Vec<Row>> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await?;
+        Ok(client.query(&statement, params).await?)
     }
 
     /// The row of a statement that returns exactly one.
@@ -265,11 +273,18 @@ impl PgStore {
 
     /// The row of a statement that returns at most one.
     pub(super) fn query_opt(&self, sql: &str, params: Params) -> StoreResult<Option<Row>> {
-        self.block(async {
-            let client = self.client().await?;
-            let statement = client.prepare_cached(sql).await?;
-            Ok(client.query_opt(&statement, params).await?)
-        })
+        self.block(self.query_opt_async(sql, params))
+    }
+
+    /// [`PgStore::query_opt`] as a future, awaited on whichever runtime the caller runs.
+    pub(super) async fn query_opt_async(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> StoreResult<Option<Row>> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await?;
+        Ok(client.query_opt(&statement, params).await?)
     }
 
     /// Runs one statement; the rows it changed.
@@ -386,6 +401,11 @@ impl Maintenance for PgStore {
     /// network.
     fn has_idle_connection(&self) -> bool {
         false
+    }
+
+    /// The hot reads as futures: they wait on the network, not on a thread.
+    fn async_reads(&self) -> Option<&dyn crate::store::interface::AsyncReads> {
+        Some(self)
     }
 
     /// A snapshot of a shared PostgreSQL database is the database administrator's (pg_dump,
