@@ -4,8 +4,8 @@
 //! [`Store::run`] (the blocking pool), so SQLite keeps its measured behaviour.
 
 use super::interface::AsyncReads;
-use super::types::{ApiKeyOwner, AuthUser, GrantSet};
-use super::{Store, StoreResult};
+use super::types::{ApiKeyOwner, AuthUser, GrantSet, HistoryPoint};
+use super::{Store, StoreError, StoreResult};
 use crate::ids::TableRef;
 use crate::model::Domain;
 use crate::query::{Filter, ListQuery};
@@ -13,13 +13,17 @@ use serde_json::Value;
 use std::future::Future;
 use std::time::Instant;
 
+/// Points from which an answer is written on the blocking pool rather than on a server worker
+/// (a few milliseconds of JSON).
+const LARGE_ANSWER: usize = 10_000;
+
 /// The hot reads of one [`Store`]; see the module's documentation.
 pub struct Reads<'s> {
     store: &'s Store,
 }
 
 impl Store {
-    /// The hot reads (records, identity), each on the cheapest path the engine offers.
+    /// The hot reads (records, identity, raw historian values), each on the cheapest path the engine offers.
     pub fn reads(&self) -> Reads<'_> {
         Reads { store: self }
     }
@@ -141,5 +145,55 @@ impl Reads<'_> {
             return timed(engine.list_domains()).await;
         }
         self.store.read(|s| s.list_domains()).await
+    }
+
+    /// The values of `[start_ms, end_ms)`, at most `limit`, made into `finish`'s answer. Without
+    /// async reads the read and `finish` run together on the blocking pool, as before. With
+    /// them the read is awaited here, and a large answer is still made on the blocking pool: it
+    /// takes longer to write than to read, and would hold a server worker that long.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn history_range_with<R: Send + 'static>(
+        &self,
+        domain: &str,
+        topic: &str,
+        start_ms: i64,
+        end_ms: i64,
+        limit: Option<u64>,
+        finish: impl FnOnce(Vec<HistoryPoint>) -> R + Send + 'static,
+    ) -> StoreResult<R> {
+        if let Some(engine) = self.engine() {
+            let points =
+                timed(engine.history_range(domain, topic, start_ms, end_ms, limit)).await?;
+            if points.len() < LARGE_ANSWER {
+                return Ok(finish(points));
+            }
+            return tokio::task::spawn_blocking(move || finish(points))
+                .await
+                .map_err(|e| StoreError::Internal(format!("store task failed: {e}")));
+        }
+        let (domain, topic) = (domain.to_string(), topic.to_string());
+        self.store
+            .run(move |s| {
+                Ok(finish(
+                    s.history_range(&domain, &topic, start_ms, end_ms, limit)?,
+                ))
+            })
+            .await
+    }
+
+    /// The newest `n` values, newest first (else on the blocking pool).
+    pub async fn history_last(
+        &self,
+        domain: &str,
+        topic: &str,
+        n: u64,
+    ) -> StoreResult<Vec<HistoryPoint>> {
+        if let Some(engine) = self.engine() {
+            return timed(engine.history_last(domain, topic, n)).await;
+        }
+        let (domain, topic) = (domain.to_string(), topic.to_string());
+        self.store
+            .run(move |s| s.history_last(&domain, &topic, n))
+            .await
     }
 }

@@ -10,12 +10,12 @@
 use crate::ids::TableRef;
 use crate::model::Domain;
 use crate::query::{Filter, ListQuery};
-use crate::store::types::{ApiKeyOwner, AuthUser, GrantSet};
+use crate::store::types::{ApiKeyOwner, AuthUser, GrantSet, HistoryPoint};
 use crate::store::StoreResult;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-/// Reads of records and identity, as futures that need no thread of their own. Object safe,
+/// Reads of records, identity and raw historian values, as futures that need no thread of their own. Object safe,
 /// so a [`Store`](crate::store::Store) reaches them through its `dyn Engine`.
 pub trait AsyncReads: Send + Sync {
     /// As [`Records::get_record`](super::Records::get_record): the record `key` of `table`.
@@ -71,4 +71,22 @@ pub trait AsyncReads: Send + Sync {
     ) -> BoxFuture<'a, StoreResult<GrantSet>>;
     /// As [`Identity::list_domains`](super::Identity::list_domains): every domain.
     fn list_domains(&self) -> BoxFuture<'_, StoreResult<Vec<Domain>>>;
+    /// As [`HistorianReads::history_range`](super::HistorianReads::history_range): values
+    /// with `start_ms <= ts < end_ms`, oldest first, at most `limit`.
+    fn history_range<'a>(
+        &'a self,
+        domain: &'a str,
+        topic: &'a str,
+        start_ms: i64,
+        end_ms: i64,
+        limit: Option<u64>,
+    ) -> BoxFuture<'a, StoreResult<Vec<HistoryPoint>>>;
+    /// As [`HistorianReads::history_last`](super::HistorianReads::history_last): the newest
+    /// `n` values, newest first.
+    fn history_last<'a>(
+        &'a self,
+        domain: &'a str,
+        topic: &'a str,
+        n: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<HistoryPoint>>>;
 }

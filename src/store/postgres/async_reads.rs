@@ -1,5 +1,5 @@
 //! PostgreSQL's [`AsyncReads`]: the hot reads as the futures the synchronous interface blocks
-//! on (`record_reads.rs`, `auth.rs`), handed to the server to await on its own workers. The
+//! on (`record_reads.rs`, `auth.rs`, `hist_reads.rs`), handed to the server to await on its own workers. The
 //! connections they use stay on the engine's runtime (`connect.rs`); a read only sends its
 //! statement there and awaits the answer.
 
@@ -8,7 +8,7 @@ use crate::ids::TableRef;
 use crate::model::Domain;
 use crate::query::{Filter, ListQuery};
 use crate::store::interface::AsyncReads;
-use crate::store::types::{ApiKeyOwner, AuthUser, GrantSet};
+use crate::store::types::{ApiKeyOwner, AuthUser, GrantSet, HistoryPoint};
 use crate::store::StoreResult;
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -76,5 +76,25 @@ impl AsyncReads for PgStore {
 
     fn list_domains(&self) -> BoxFuture<'_, StoreResult<Vec<Domain>>> {
         Box::pin(self.list_domains_async())
+    }
+
+    fn history_range<'a>(
+        &'a self,
+        domain: &'a str,
+        topic: &'a str,
+        start_ms: i64,
+        end_ms: i64,
+        limit: Option<u64>,
+    ) -> BoxFuture<'a, StoreResult<Vec<HistoryPoint>>> {
+        Box::pin(self.history_range_async(domain, topic, start_ms, end_ms, limit))
+    }
+
+    fn history_last<'a>(
+        &'a self,
+        domain: &'a str,
+        topic: &'a str,
+        n: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<HistoryPoint>>> {
+        Box::pin(self.history_last_async(domain, topic, n))
     }
 }

@@ -17,6 +17,7 @@ mod connect;
 mod filter_sql;
 mod hist_blocks;
 mod hist_journal;
+mod hist_reads;
 mod historian;
 mod import;
 mod instances;
