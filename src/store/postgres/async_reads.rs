@@ -9,9 +9,22 @@ use crate::model::Domain;
 use crate::query::{Filter, ListQuery};
 use crate::store::interface::AsyncReads;
 use crate::store::types::{ApiKeyOwner, AuthUser, GrantSet, HistoryPoint};
-use crate::store::StoreResult;
+use crate::store::{StoreError, StoreResult};
 use futures::future::BoxFuture;
 use serde_json::Value;
+use std::future::Future;
+
+impl PgStore {
+    /// Runs `read` once one of the read slots is free (see `read_slots` in `mod.rs`).
+    async fn slotted<T>(&self, read: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+        let _slot = self
+            .read_slots
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Unavailable("the store is closed".into()))?;
+        read.await
+    }
+}
 
 impl AsyncReads for PgStore {
     fn get_record<'a>(
@@ -19,7 +32,7 @@ impl AsyncReads for PgStore {
         table: &'a TableRef,
         key: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<Value>>> {
-        Box::pin(self.record_async(table, key))
+        Box::pin(self.slotted(self.record_async(table, key)))
     }
 
     fn get_record_text<'a>(
@@ -27,7 +40,7 @@ impl AsyncReads for PgStore {
         table: &'a TableRef,
         key: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<String>>> {
-        Box::pin(self.record_text_async(table, key))
+        Box::pin(self.slotted(self.record_text_async(table, key)))
     }
 
     fn list_records<'a>(
@@ -35,7 +48,7 @@ impl AsyncReads for PgStore {
         table: &'a TableRef,
         query: &'a ListQuery,
     ) -> BoxFuture<'a, StoreResult<Vec<Value>>> {
-        Box::pin(self.records_async(table, query))
+        Box::pin(self.slotted(self.records_async(table, query)))
     }
 
     fn list_records_text<'a>(
@@ -43,7 +56,7 @@ impl AsyncReads for PgStore {
         table: &'a TableRef,
         query: &'a ListQuery,
     ) -> BoxFuture<'a, StoreResult<Vec<String>>> {
-        Box::pin(self.records_text_async(table, query))
+        Box::pin(self.slotted(self.records_text_async(table, query)))
     }
 
     fn count_records<'a>(
@@ -52,18 +65,18 @@ impl AsyncReads for PgStore {
         filters: &'a [Filter],
         or_filters: &'a [Filter],
     ) -> BoxFuture<'a, StoreResult<u64>> {
-        Box::pin(self.count_async(table, filters, or_filters))
+        Box::pin(self.slotted(self.count_async(table, filters, or_filters)))
     }
 
     fn user_by_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, StoreResult<Option<AuthUser>>> {
-        Box::pin(self.user_by_key_async(key))
+        Box::pin(self.slotted(self.user_by_key_async(key)))
     }
 
     fn api_key_owner<'a>(
         &'a self,
         secret_hash: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<ApiKeyOwner>>> {
-        Box::pin(self.api_key_owner_async(secret_hash))
+        Box::pin(self.slotted(self.api_key_owner_async(secret_hash)))
     }
 
     fn grants_of<'a>(
@@ -71,11 +84,11 @@ impl AsyncReads for PgStore {
         user_key: &'a str,
         domain: &'a str,
     ) -> BoxFuture<'a, StoreResult<GrantSet>> {
-        Box::pin(self.grants_of_async(user_key, domain))
+        Box::pin(self.slotted(self.grants_of_async(user_key, domain)))
     }
 
     fn list_domains(&self) -> BoxFuture<'_, StoreResult<Vec<Domain>>> {
-        Box::pin(self.list_domains_async())
+        Box::pin(self.slotted(self.list_domains_async()))
     }
 
     fn history_range<'a>(
@@ -86,7 +99,7 @@ impl AsyncReads for PgStore {
         end_ms: i64,
         limit: Option<u64>,
     ) -> BoxFuture<'a, StoreResult<Vec<HistoryPoint>>> {
-        Box::pin(self.history_range_async(domain, topic, start_ms, end_ms, limit))
+        Box::pin(self.slotted(self.history_range_async(domain, topic, start_ms, end_ms, limit)))
     }
 
     fn history_last<'a>(
@@ -95,6 +108,6 @@ impl AsyncReads for PgStore {
         topic: &'a str,
         n: u64,
     ) -> BoxFuture<'a, StoreResult<Vec<HistoryPoint>>> {
-        Box::pin(self.history_last_async(domain, topic, n))
+        Box::pin(self.slotted(self.history_last_async(domain, topic, n)))
     }
 }

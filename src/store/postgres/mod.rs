@@ -91,6 +91,8 @@ pub struct PgStore {
     leads: Arc<watch::Sender<bool>>,
     /// Whether another instance was seen alive in the last seconds.
     peers_present: Arc<AtomicBool>,
+    /// How many async reads may be at the server at once (see [`read_slots`]).
+    read_slots: tokio::sync::Semaphore,
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -220,6 +222,7 @@ impl PgStore {
             record_cache,
             leads: Arc::new(watch::channel(false).0),
             peers_present: Arc::default(),
+            read_slots: tokio::sync::Semaphore::new(read_slots()),
         };
         store.server_version = store
             .query_one("SHOW server_version", &[])?
@@ -316,6 +319,15 @@ impl Drop for PgStore {
             runtime.shutdown_background();
         }
     }
+}
+
+/// Async reads in flight at once: twice the cores. Under a load of many clients the machine's
+/// cores, not the pool, are the limit; more statements at the server at once only make more
+/// PostgreSQL backends share them, and a request then waits in the kernel's run queue behind
+/// all of them (the filtered list's p99, issue 34). Waiting for a slot here is first come,
+/// first served, and the pool's other connections stay free for writes and the historian.
+fn read_slots() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * 2
 }
 
 /// The TLS side of connections to `target`.
