@@ -2,7 +2,9 @@
 //! handle over one of two engines: SQLite (`sqlite/`, embedded, the default) or PostgreSQL
 //! (`postgres/`, for sites that outgrow one box). Nothing outside this module knows which one
 //! runs: both implement the same traits, one per area ([`interface`]), and return the same
-//! [`types`]. Calls are synchronous and meant to run on the blocking pool through [`Store::run`].
+//! [`types`]. Calls are synchronous and meant to run on the blocking pool through [`Store::run`];
+//! the hot reads go through [`Store::reads`], which awaits an engine's futures where it has
+//! them (PostgreSQL) instead.
 
 pub mod blocks;
 mod collection_cache;
@@ -11,6 +13,7 @@ pub mod interface;
 mod location;
 pub mod migrate;
 mod postgres;
+mod reads;
 mod record_cache;
 mod report_historian;
 mod sqlite;

@@ -103,18 +103,15 @@ async fn list(
     let table = table_of(&caller, &table)?;
     caller.require_table(&state, &table, Access::Read).await?;
     let query = parse_query(raw)?;
-    let lookup = (table.clone(), query.clone());
     if query.expand.is_empty() && query.fields.is_none() {
         let records = state
             .store
-            .run(move |s| s.list_records_text(&lookup.0, &lookup.1))
+            .reads()
+            .list_records_text(&table, &query)
             .await?;
         return Ok(json_text(format!("[{}]", records.join(","))));
     }
-    let mut records = state
-        .store
-        .run(move |s| s.list_records(&lookup.0, &lookup.1))
-        .await?;
+    let mut records = state.store.reads().list_records(&table, &query).await?;
     if !query.expand.is_empty() {
         expand(&state, &caller, &mut records, &query.expand).await?;
     }
@@ -144,7 +141,8 @@ async fn count(
     let query = parse_query(raw)?;
     let count = state
         .store
-        .run(move |s| s.count_records(&table, &query.filters, &query.or_filters))
+        .reads()
+        .count_records(&table, &query.filters, &query.or_filters)
         .await?;
     Ok(Json(CountResponse { count }))
 }
@@ -164,14 +162,12 @@ async fn get_one(
     let shape = RecordShape::parse(raw)?;
     let text = match state.store.cached_record_text(&id.table, &id.key) {
         Some(text) => text,
-        None => {
-            let (table, key) = (id.table.clone(), id.key.clone());
-            state
-                .store
-                .read(move |s| s.get_record_text(&table, &key))
-                .await?
-                .ok_or_else(|| not_found(&id))?
-        }
+        None => state
+            .store
+            .reads()
+            .get_record_text(&id.table, &id.key)
+            .await?
+            .ok_or_else(|| not_found(&id))?,
     };
     let Some(shape) = shape else {
         return Ok(json_text(text));
@@ -371,10 +367,7 @@ async fn remove(
     let system = system_tables::of(&table);
     let _declaring = write_lock(&state, system).await;
     let before = match system {
-        Some(_) => {
-            let (table, key) = (table.clone(), key.clone());
-            state.store.run(move |s| s.get_record(&table, &key)).await?
-        }
+        Some(_) => state.store.reads().get_record(&table, &key).await?,
         None => None,
     };
     let removed = if table.table == COLLECTIONS {

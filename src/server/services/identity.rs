@@ -115,7 +115,7 @@ impl Identities {
         if cache.read().is_ok_and(|d| d.contains(domain)) {
             return Ok(true);
         }
-        let domains = self.store.read(|s| s.list_domains()).await?;
+        let domains = self.store.reads().list_domains().await?;
         let exists = domains.iter().any(|d| d.name == domain);
         if let Ok(mut set) = cache.write() {
             set.extend(domains.into_iter().map(|d| d.name));
@@ -157,10 +157,10 @@ impl Identities {
         let owner = match cached(&self.cache.keys, &hash) {
             Some(owner) => owner,
             None => {
-                let lookup = hash.clone();
                 let owner = self
                     .store
-                    .read(move |s| s.api_key_owner(&lookup))
+                    .reads()
+                    .api_key_owner(&hash)
                     .await?
                     .ok_or_else(invalid)?;
                 remember(&self.cache.keys, hash, owner.clone());
@@ -202,8 +202,7 @@ impl Identities {
         if let Some(user) = cached(&self.cache.users, &key) {
             return Ok(Some(user));
         }
-        let lookup = key.clone();
-        let Some(user) = self.store.read(move |s| s.user_by_key(&lookup)).await? else {
+        let Some(user) = self.store.reads().user_by_key(&key).await? else {
             return Ok(None);
         };
         let user = Arc::new(user);
@@ -221,12 +220,7 @@ impl Identities {
         if let Some(grants) = known {
             return Ok(grants);
         }
-        let (user, in_domain) = (user_key.to_string(), domain.to_string());
-        let grants = Arc::new(
-            self.store
-                .run(move |s| s.grants_of(&user, &in_domain))
-                .await?,
-        );
+        let grants = Arc::new(self.store.reads().grants_of(user_key, domain).await?);
         if let Ok(mut users) = self.cache.grants.write() {
             users
                 .entry(user_key.to_string())

@@ -11,6 +11,7 @@
 //! through an index on their start.
 
 mod buckets;
+pub mod fetch;
 pub mod merge;
 mod pages;
 
@@ -21,6 +22,7 @@ use crate::store::interface::HistorianReads;
 use crate::store::Aggregation;
 
 pub use buckets::Accumulator;
+use fetch::Now;
 use std::collections::HashMap;
 
 /// A block's plain columns: where it lies and what it sums up to.
@@ -81,10 +83,12 @@ pub trait HistoryLayout {
         start_ms: i64,
         end_ms: i64,
     ) -> StoreResult<Vec<BlockMeta>> {
-        let mut metas =
-            self.block_metas(series, start_ms.saturating_sub(blocks::MAX_SPAN_MS), end_ms)?;
-        metas.retain(|m| m.end_ms >= start_ms);
-        Ok(metas)
+        fetch::now(fetch::blocks_overlapping(
+            &Now(self),
+            series,
+            start_ms,
+            end_ms,
+        ))
     }
 
     /// For late points, their times per series (any order, repeats allowed): the `seq` a new
@@ -128,16 +132,11 @@ pub trait HistoryLayout {
 
     /// The points of the blocks `keys`, decoded.
     fn decode_blocks(&self, series: i64, keys: &[BlockKey]) -> StoreResult<Vec<Vec<BlockPoint>>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.block_data(series, keys)?
-            .iter()
-            .map(|data| blocks::decode(data).map_err(internal))
-            .collect()
+        fetch::now(fetch::decode_blocks(&Now(self), series, keys))
     }
 
-    /// Points with `start_ms <= ts < end_ms` in (ts, seq) order, at most `limit`.
+    /// Points with `start_ms <= ts < end_ms` in (ts, seq) order, at most `limit`
+    /// ([`fetch::read_range`]).
     fn read_range(
         &self,
         series: i64,
@@ -145,65 +144,18 @@ pub trait HistoryLayout {
         end_ms: i64,
         limit: Option<u64>,
     ) -> StoreResult<Vec<BlockPoint>> {
-        if start_ms >= end_ms {
-            return Ok(Vec::new());
-        }
-        let metas = self.blocks_overlapping(series, start_ms, end_ms)?;
-        let keys = blocks_for_range(&metas, start_ms, end_ms, limit);
-        let by_key: HashMap<BlockKey, &BlockMeta> = metas.iter().map(|m| (m.key(), m)).collect();
-        let chosen: Vec<&BlockMeta> = keys
-            .iter()
-            .filter_map(|key| by_key.get(key).copied())
-            .collect();
-        let data = self.block_data(series, &keys)?;
-        let blocks = pages::points_for_range(&chosen, &data, start_ms, end_ms, limit)?;
-        let hot = self.hot_range(series, start_ms, end_ms, limit)?;
-        // Sized once: growing a vector of a hundred thousand points copied it several times.
-        let mut points = Vec::with_capacity(blocks.iter().map(Vec::len).sum::<usize>() + hot.len());
-        for block in blocks {
-            points.extend(
-                block
-                    .into_iter()
-                    .filter(|p| (start_ms..end_ms).contains(&p.ts_ms)),
-            );
-        }
-        points.extend(hot);
-        Ok(in_order(points, limit))
+        fetch::now(fetch::read_range(
+            &Now(self),
+            series,
+            start_ms,
+            end_ms,
+            limit,
+        ))
     }
 
-    /// The newest `n` points, newest first: the hot tail first, then blocks newest first for
-    /// as long as one can still hold a point newer than the n-th newest found so far.
+    /// The newest `n` points, newest first ([`fetch::read_last`]).
     fn read_last(&self, series: i64, n: u64) -> StoreResult<Vec<BlockPoint>> {
-        let wanted = usize::try_from(n).unwrap_or(usize::MAX);
-        if wanted == 0 {
-            return Ok(Vec::new());
-        }
-        let mut points = self.hot_last(series, n)?;
-        let mut cursor = i64::MAX;
-        'pages: loop {
-            let page = self.newest_blocks(series, cursor, 64)?;
-            let Some(oldest) = page.last() else {
-                break;
-            };
-            cursor = oldest.start_ms;
-            for meta in &page {
-                if let Some(horizon) = nth_newest(&points, wanted) {
-                    if meta.start_ms.saturating_add(blocks::MAX_SPAN_MS) < horizon {
-                        break 'pages; // this block and every older one end before it
-                    }
-                    if meta.end_ms < horizon {
-                        continue;
-                    }
-                }
-                for block in self.decode_blocks(series, &[meta.key()])? {
-                    points.extend(block);
-                }
-            }
-        }
-        let mut points = in_order(points, None);
-        points.reverse();
-        points.truncate(wanted);
-        Ok(points)
+        fetch::now(fetch::read_last(&Now(self), series, n))
     }
 
     /// Summaries of up to `limit` blocks starting before `before_ms`, newest start first.

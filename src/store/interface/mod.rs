@@ -5,6 +5,7 @@
 //! Engine-neutral logic lives in default methods or blanket implementations (the historian's
 //! reads, from `store::history`), not in either engine.
 
+mod async_reads;
 mod audit;
 mod auth;
 mod auth_groups;
@@ -22,6 +23,7 @@ mod tags;
 mod upstream_queue;
 mod upstream_secrets;
 
+pub use async_reads::AsyncReads;
 pub use audit::AuditTrail;
 pub use auth::Identity;
 pub use auth_groups::GroupChanges;
@@ -51,6 +53,11 @@ pub trait Maintenance {
     /// Whether a short read may run on the caller's own thread (an idle SQLite connection)
     /// rather than on the blocking pool.
     fn has_idle_connection(&self) -> bool;
+    /// The engine's reads that run as futures on the caller's own runtime, if it has them
+    /// (PostgreSQL); `None` (SQLite) sends them to the synchronous traits.
+    fn async_reads(&self) -> Option<&dyn AsyncReads> {
+        None
+    }
     /// Bytes of record text kept in memory for reads by id; 0 keeps none.
     fn set_record_cache_capacity(&self, bytes: usize);
     /// A trivial query, for the readiness check.

@@ -22,6 +22,71 @@ fn user_from_row(row: &Row) -> AuthUser {
     }
 }
 
+/// The identity reads the server makes on every request whose credentials it has not cached,
+/// as futures: awaited on the server's workers
+/// ([`AsyncReads`](crate::store::interface::AsyncReads)), and blocked on by the synchronous
+/// [`Identity`] calls below.
+impl PgStore {
+    pub(super) async fn user_by_key_async(&self, key: &str) -> StoreResult<Option<AuthUser>> {
+        Ok(self
+            .query_opt_async(
+                &format!("SELECT {USER_COLUMNS} FROM auth_users WHERE key = $1"),
+                &[&key],
+            )
+            .await?
+            .map(|row| user_from_row(&row)))
+    }
+
+    pub(super) async fn list_domains_async(&self) -> StoreResult<Vec<Domain>> {
+        Ok(self
+            .query_async(
+                "SELECT name, created_dt FROM auth_domains ORDER BY name",
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|row| domain_model(row.get(0), row.get(1)))
+            .collect())
+    }
+
+    pub(super) async fn grants_of_async(
+        &self,
+        user_key: &str,
+        domain: &str,
+    ) -> StoreResult<GrantSet> {
+        let mut grants = Vec::new();
+        for row in self
+            .query_async(
+                "SELECT g.grants FROM auth_groups g JOIN auth_group_members m \
+                 ON m.domain = g.domain AND m.group_key = g.key \
+                 WHERE m.user_key = $1 AND m.domain = $2",
+                &[&user_key, &domain],
+            )
+            .await?
+        {
+            grants.extend(serde_json::from_str::<Vec<Grant>>(row.get(0))?);
+        }
+        Ok(GrantSet(grants))
+    }
+
+    pub(super) async fn api_key_owner_async(
+        &self,
+        secret_hash: &str,
+    ) -> StoreResult<Option<ApiKeyOwner>> {
+        Ok(self
+            .query_opt_async(
+                "SELECT key, user_key, domain FROM auth_api_keys WHERE secret_hash = $1",
+                &[&secret_hash],
+            )
+            .await?
+            .map(|row| ApiKeyOwner {
+                key: row.get(0),
+                user_key: row.get(1),
+                domain: row.get(2),
+            }))
+    }
+}
+
 fn group_from_row(row: &Row) -> Group {
     let domain: String = row.get(0);
     let key: String = row.get(1);
@@ -85,12 +150,7 @@ impl Identity for PgStore {
     }
 
     fn user_by_key(&self, key: &str) -> StoreResult<Option<AuthUser>> {
-        Ok(self
-            .query_opt(
-                &format!("SELECT {USER_COLUMNS} FROM auth_users WHERE key = $1"),
-                &[&key],
-            )?
-            .map(|row| user_from_row(&row)))
+        self.block(self.user_by_key_async(key))
     }
 
     fn user_with_password(&self, username: &str) -> StoreResult<Option<(AuthUser, String)>> {
@@ -146,14 +206,7 @@ impl Identity for PgStore {
     }
 
     fn list_domains(&self) -> StoreResult<Vec<Domain>> {
-        Ok(self
-            .query(
-                "SELECT name, created_dt FROM auth_domains ORDER BY name",
-                &[],
-            )?
-            .iter()
-            .map(|row| domain_model(row.get(0), row.get(1)))
-            .collect())
+        self.block(self.list_domains_async())
     }
 
     fn create_group(&self, domain: &str, name: &str, grants: &[Grant]) -> StoreResult<Group> {
@@ -204,16 +257,7 @@ impl Identity for PgStore {
     }
 
     fn grants_of(&self, user_key: &str, domain: &str) -> StoreResult<GrantSet> {
-        let mut grants = Vec::new();
-        for row in self.query(
-            "SELECT g.grants FROM auth_groups g JOIN auth_group_members m \
-             ON m.domain = g.domain AND m.group_key = g.key \
-             WHERE m.user_key = $1 AND m.domain = $2",
-            &[&user_key, &domain],
-        )? {
-            grants.extend(serde_json::from_str::<Vec<Grant>>(row.get(0))?);
-        }
-        Ok(GrantSet(grants))
+        self.block(self.grants_of_async(user_key, domain))
     }
 
     fn add_permissions(
@@ -314,16 +358,7 @@ impl Identity for PgStore {
     }
 
     fn api_key_owner(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyOwner>> {
-        Ok(self
-            .query_opt(
-                "SELECT key, user_key, domain FROM auth_api_keys WHERE secret_hash = $1",
-                &[&secret_hash],
-            )?
-            .map(|row| ApiKeyOwner {
-                key: row.get(0),
-                user_key: row.get(1),
-                domain: row.get(2),
-            }))
+        self.block(self.api_key_owner_async(secret_hash))
     }
 
     fn touch_api_key(&self, key: &str, when: &str) -> StoreResult<()> {

@@ -6,13 +6,14 @@
 
 use super::PgStore;
 use crate::store::blocks::{BlockPoint, MERGED_MAX_POINTS};
+use crate::store::history::fetch::Fetch;
 use crate::store::history::merge::{self, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
 use crate::store::interface::HistorianBlocks;
 use crate::store::types::{DayToMerge, HotTail, Sealed};
-use crate::store::{StoreError, StoreResult};
+use crate::store::StoreResult;
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
@@ -29,45 +30,9 @@ pub(super) struct Layout<'a> {
     pub tx: &'a Transaction<'a>,
 }
 
-/// Every column of the covering index `hist_blocks_summaries`: reading summaries reads no
-/// block data.
-const META_COLUMNS: &str = "id, start_ts, end_ts, count, num_count, min, max, sum, \
-     first_seq, last_seq";
-
-fn meta_of(row: &Row) -> BlockMeta {
-    BlockMeta {
-        id: row.get(0),
-        start_ms: row.get(1),
-        end_ms: row.get(2),
-        count: row.get(3),
-        num_count: row.get(4),
-        min: row.get(5),
-        max: row.get(6),
-        sum: row.get(7),
-        first_seq: row.get(8),
-        last_seq: row.get(9),
-    }
-}
-
-fn hot_points(rows: &[Row]) -> StoreResult<Vec<BlockPoint>> {
-    rows.iter()
-        .map(|row| {
-            Ok(BlockPoint {
-                ts_ms: row.get(0),
-                seq: i64::from(row.get::<_, i32>(1)),
-                value: serde_json::from_str(row.get(2))?,
-                quality: u32::try_from(row.get::<_, i64>(3)).unwrap_or(0),
-            })
-        })
-        .collect()
-}
-
 impl Layout<'_> {
     pub(super) fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Row>> {
-        self.store.block(async {
-            let statement = self.tx.prepare_cached(sql).await?;
-            Ok(self.tx.query(&statement, params).await?)
-        })
+        self.store.block(self.rows(sql, params))
     }
 
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
@@ -78,16 +43,12 @@ impl Layout<'_> {
     }
 }
 
+/// The synchronous layout blocks on the reads' futures (`hist_reads.rs`): one SQL text and one
+/// decoding of each, whether the server awaits them or a blocking caller waits.
 impl HistoryLayout for Layout<'_> {
     fn block_metas(&self, series: i64, from_ms: i64, to_ms: i64) -> StoreResult<Vec<BlockMeta>> {
-        let rows = self.query(
-            &format!(
-                "SELECT {META_COLUMNS} FROM hist_blocks \
-                 WHERE series = $1 AND start_ts >= $2 AND start_ts < $3 ORDER BY start_ts"
-            ),
-            &[&series, &from_ms, &to_ms],
-        )?;
-        Ok(rows.iter().map(meta_of).collect())
+        self.store
+            .block(Fetch::block_metas(self, series, from_ms, to_ms))
     }
 
     fn newest_blocks(
@@ -96,33 +57,12 @@ impl HistoryLayout for Layout<'_> {
         before_ms: i64,
         limit: u32,
     ) -> StoreResult<Vec<BlockMeta>> {
-        let rows = self.query(
-            &format!(
-                "SELECT {META_COLUMNS} FROM hist_blocks \
-                 WHERE series = $1 AND start_ts < $2 ORDER BY start_ts DESC LIMIT $3"
-            ),
-            &[&series, &before_ms, &i64::from(limit)],
-        )?;
-        Ok(rows.iter().map(meta_of).collect())
+        self.store
+            .block(Fetch::newest_blocks(self, series, before_ms, limit))
     }
 
     fn block_data(&self, series: i64, keys: &[BlockKey]) -> StoreResult<Vec<Vec<u8>>> {
-        let ids: Vec<i64> = keys.iter().map(|k| k.id).collect();
-        let starts: Vec<i64> = keys.iter().map(|k| k.start_ms).collect();
-        let rows = self.query(
-            "SELECT b.id, b.data FROM hist_blocks b \
-             WHERE b.series = $1 AND b.start_ts = ANY($2) AND b.id = ANY($3)",
-            &[&series, &starts, &ids],
-        )?;
-        let mut by_id: std::collections::HashMap<i64, Vec<u8>> =
-            rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        keys.iter()
-            .map(|k| {
-                by_id.remove(&k.id).ok_or_else(|| {
-                    StoreError::Internal(format!("historian block {} is missing", k.id))
-                })
-            })
-            .collect()
+        self.store.block(Fetch::block_data(self, series, keys))
     }
 
     fn hot_range(
@@ -132,21 +72,12 @@ impl HistoryLayout for Layout<'_> {
         end_ms: i64,
         limit: Option<u64>,
     ) -> StoreResult<Vec<BlockPoint>> {
-        let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        hot_points(&self.query(
-            "SELECT ts, seq, value, quality FROM hist_points \
-             WHERE series = $1 AND ts >= $2 AND ts < $3 ORDER BY ts, seq LIMIT $4",
-            &[&series, &start_ms, &end_ms, &limit],
-        )?)
+        self.store
+            .block(Fetch::hot_range(self, series, start_ms, end_ms, limit))
     }
 
     fn hot_last(&self, series: i64, n: u64) -> StoreResult<Vec<BlockPoint>> {
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
-        hot_points(&self.query(
-            "SELECT ts, seq, value, quality FROM hist_points \
-             WHERE series = $1 ORDER BY ts DESC, seq DESC LIMIT $2",
-            &[&series, &n],
-        )?)
+        self.store.block(Fetch::hot_last(self, series, n))
     }
 }
 
@@ -240,15 +171,10 @@ impl PgStore {
     ) -> StoreResult<T> {
         let mut client = self.block(self.client())?;
         let tx = self.block(async {
-            let builder = client.build_transaction();
             Ok(if lock {
-                builder.start().await?
+                client.build_transaction().start().await?
             } else {
-                builder
-                    .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-                    .read_only(true)
-                    .start()
-                    .await?
+                super::hist_reads::read_snapshot(&mut client).await?
             })
         })?;
         if lock {

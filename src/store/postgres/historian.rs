@@ -211,15 +211,34 @@ impl PgStore {
     }
 
     pub(super) fn series_id(&self, domain: &str, topic: &str) -> StoreResult<Option<i64>> {
+        // Known series answer without entering the engine's runtime.
+        match self.known_series_id(domain, topic) {
+            Some(id) => Ok(Some(id)),
+            None => self.block(self.series_id_async(domain, topic)),
+        }
+    }
+
+    /// The id of a series this instance has seen, from memory.
+    fn known_series_id(&self, domain: &str, topic: &str) -> Option<i64> {
         let key = (domain.to_string(), topic.to_string());
-        if let Some(id) = self.series.lock().ok().and_then(|c| c.get(&key).copied()) {
+        self.series.lock().ok().and_then(|c| c.get(&key).copied())
+    }
+
+    /// The id of a series, if it was ever written: from memory once seen.
+    pub(super) async fn series_id_async(
+        &self,
+        domain: &str,
+        topic: &str,
+    ) -> StoreResult<Option<i64>> {
+        if let Some(id) = self.known_series_id(domain, topic) {
             return Ok(Some(id));
         }
         Ok(self
-            .query_opt(
+            .query_opt_async(
                 "SELECT id FROM hist_series WHERE domain = $1 AND topic = $2",
                 &[&domain, &topic],
-            )?
+            )
+            .await?
             .map(|row| row.get(0)))
     }
 

@@ -1,18 +1,23 @@
 //! The PostgreSQL engine: for sites that outgrow one box, and for several `svc serve`
 //! instances sharing one database. tokio-postgres connections in a deadpool pool, driven by a
 //! small runtime of the engine's own so that the storage interface stays synchronous (callers
-//! run it on the blocking pool, as with SQLite). The schema is the versioned files of
-//! `migrations/`, applied at open.
+//! run it on the blocking pool, as with SQLite); the hot reads are also futures
+//! ([`AsyncReads`](crate::store::interface::AsyncReads), `async_reads.rs`) that the server
+//! awaits on its own workers, while the connections stay on the engine's runtime (`connect.rs`).
+//! The schema is the versioned files of `migrations/`, applied at open.
 
+mod async_reads;
 mod audit;
 mod auth;
 mod auth_groups;
 mod auth_profiles;
 mod automation;
 mod cluster;
+mod connect;
 mod filter_sql;
 mod hist_blocks;
 mod hist_journal;
+mod hist_reads;
 mod historian;
 mod import;
 mod instances;
@@ -20,6 +25,7 @@ mod leadership;
 mod migrations;
 mod mqtt_state;
 pub(super) mod names;
+mod record_reads;
 mod record_writes;
 mod records;
 mod report;
@@ -85,6 +91,8 @@ pub struct PgStore {
     leads: Arc<watch::Sender<bool>>,
     /// Whether another instance was seen alive in the last seconds.
     peers_present: Arc<AtomicBool>,
+    /// How many async reads may be at the server at once (see [`read_slots`]).
+    read_slots: tokio::sync::Semaphore,
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -175,9 +183,9 @@ impl PgStore {
             .connect_timeout(CONNECT_TIMEOUT)
             .application_name("svc")
             .options(&options);
-        let manager = Manager::from_config(
+        let manager = Manager::from_connect(
             config.clone(),
-            tls.clone(),
+            connect::OnEngineRuntime::new(tls.clone(), runtime.handle().clone()),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -214,6 +222,7 @@ impl PgStore {
             record_cache,
             leads: Arc::new(watch::channel(false).0),
             peers_present: Arc::default(),
+            read_slots: tokio::sync::Semaphore::new(read_slots()),
         };
         store.server_version = store
             .query_one("SHOW server_version", &[])?
@@ -247,11 +256,14 @@ impl PgStore {
 
     /// Every row of one statement.
     pub(super) fn query(&self, sql: &str, params: Params) -> StoreResult<Vec<Row>> {
-        self.block(async {
-            let client = self.client().await?;
-            let statement = client.prepare_cached(sql).await?;
-            Ok(client.query(&statement, params).await?)
-        })
+        self.block(self.query_async(sql, params))
+    }
+
+    /// [`PgStore::query`] as a future, awaited on whichever runtime the caller runs.
+    pub(super) async fn query_async(&self, sql: &str, params: Params<'_>) -> StoreResult<Vec<Row>> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await?;
+        Ok(client.query(&statement, params).await?)
     }
 
     /// The row of a statement that returns exactly one.
@@ -265,11 +277,18 @@ impl PgStore {
 
     /// The row of a statement that returns at most one.
     pub(super) fn query_opt(&self, sql: &str, params: Params) -> StoreResult<Option<Row>> {
-        self.block(async {
-            let client = self.client().await?;
-            let statement = client.prepare_cached(sql).await?;
-            Ok(client.query_opt(&statement, params).await?)
-        })
+        self.block(self.query_opt_async(sql, params))
+    }
+
+    /// [`PgStore::query_opt`] as a future, awaited on whichever runtime the caller runs.
+    pub(super) async fn query_opt_async(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> StoreResult<Option<Row>> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await?;
+        Ok(client.query_opt(&statement, params).await?)
     }
 
     /// Runs one statement; the rows it changed.
@@ -300,6 +319,15 @@ impl Drop for PgStore {
             runtime.shutdown_background();
         }
     }
+}
+
+/// Async reads in flight at once: twice the cores. Under a load of many clients the machine's
+/// cores, not the pool, are the limit; more statements at the server at once only make more
+/// PostgreSQL backends share them, and a request then waits in the kernel's run queue behind
+/// all of them (the filtered list's p99, issue 34). Waiting for a slot here is first come,
+/// first served, and the pool's other connections stay free for writes and the historian.
+fn read_slots() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * 2
 }
 
 /// The TLS side of connections to `target`.
@@ -390,6 +418,11 @@ impl Maintenance for PgStore {
     /// network.
     fn has_idle_connection(&self) -> bool {
         false
+    }
+
+    /// The hot reads as futures: they wait on the network, not on a thread.
+    fn async_reads(&self) -> Option<&dyn crate::store::interface::AsyncReads> {
+        Some(self)
     }
 
     /// A snapshot of a shared PostgreSQL database is the database administrator's (pg_dump,

@@ -4,7 +4,7 @@
 //! indexes of their table (unique ones answer 409) and the GIN word indexes of their
 //! searchable fields.
 
-use super::filter_sql::{as_params, build_order, build_where, index_expr};
+use super::filter_sql::index_expr;
 use super::{names, PgStore};
 use crate::ids::TableRef;
 use crate::query::{Filter, ListQuery};
@@ -22,12 +22,12 @@ use tokio_postgres::Row;
 /// What marks an index as built by a collection (so replacing or deleting it finds them).
 const COLLECTION_INDEX: &str = "svc collection index";
 
-const ROW_COLUMNS: &str = "key, data, created_dt, updated_dt";
+pub(super) const ROW_COLUMNS: &str = "key, data, created_dt, updated_dt";
 /// The same with the document as text, for answers sent as they are read (no parse).
-const ROW_TEXT_COLUMNS: &str = "key, data::text, created_dt, updated_dt";
+pub(super) const ROW_TEXT_COLUMNS: &str = "key, data::text, created_dt, updated_dt";
 
 /// The record a row holds, as the API returns it (members in the order SQLite's give).
-fn row_to_record(table: &TableRef, row: &Row) -> StoreResult<Value> {
+pub(super) fn row_to_record(table: &TableRef, row: &Row) -> StoreResult<Value> {
     let key: String = row.try_get(0).map_err(StoreError::from)?;
     let data: Value = row.try_get(1).map_err(StoreError::from)?;
     let Value::Object(fields) = data else {
@@ -46,7 +46,7 @@ fn row_to_record(table: &TableRef, row: &Row) -> StoreResult<Value> {
 }
 
 /// A row of [`ROW_TEXT_COLUMNS`] as the record's JSON text.
-fn row_to_text(table: &TableRef, row: &Row) -> StoreResult<String> {
+pub(super) fn row_to_text(table: &TableRef, row: &Row) -> StoreResult<String> {
     let text = |i: usize| row.try_get::<_, &str>(i).map_err(StoreError::from);
     let data = compact_json(text(1)?);
     Ok(record_text(table, text(0)?, &data, text(2)?, text(3)?))
@@ -133,49 +133,9 @@ impl PgStore {
         Ok(())
     }
 
-    /// The record `key` of `table` as `columns` of it, decoded by `decode`.
-    fn get_row<T>(
-        &self,
-        table: &TableRef,
-        key: &str,
-        columns: &str,
-        decode: fn(&TableRef, &Row) -> StoreResult<T>,
-    ) -> StoreResult<Option<T>> {
-        let sql = format!(
-            "SELECT {columns} FROM {} WHERE key = $1",
-            names::table(table)
-        );
-        let rows = self.block(async {
-            let client = self.client().await?;
-            rows_of(&client, &sql, &[&key]).await
-        })?;
-        rows.first().map(|row| decode(table, row)).transpose()
-    }
-
     /// Drops what is cached of `table`, after this instance wrote it.
     pub(super) fn written(&self, table: &TableRef) {
         self.record_cache.invalidate(&cache_key(table));
-    }
-
-    fn list_rows(
-        &self,
-        table: &TableRef,
-        query: &ListQuery,
-        columns: &str,
-    ) -> StoreResult<Vec<Row>> {
-        let filter = build_where(table, &query.filters, &query.or_filters);
-        let sql = format!(
-            "SELECT {columns} FROM {} WHERE {} ORDER BY {} LIMIT {} OFFSET {}",
-            names::table(table),
-            filter.sql,
-            build_order(table, &query.sort),
-            query.limit,
-            query.offset
-        );
-        self.block(async {
-            let client = self.client().await?;
-            rows_of(&client, &sql, &as_params(&filter.params)).await
-        })
     }
 
     /// Stores a definition and (re)builds its indexes in one transaction: a taken name, or
@@ -436,22 +396,13 @@ impl Records for PgStore {
     }
 
     fn get_record(&self, table: &TableRef, key: &str) -> StoreResult<Option<Value>> {
-        self.get_row(table, key, ROW_COLUMNS, row_to_record)
+        self.block(self.record_async(table, key))
     }
 
     /// A record as JSON text, read from the database and kept in memory for the next read
     /// (see [`PgStore::cached_record_text`]).
     fn get_record_text(&self, table: &TableRef, key: &str) -> StoreResult<Option<String>> {
-        let cached_as = cache_key(table);
-        let read = self
-            .cache_listening()
-            .then(|| self.record_cache.begin_read(&cached_as, key))
-            .flatten();
-        let text = self.get_row(table, key, ROW_TEXT_COLUMNS, row_to_text)?;
-        if let (Some(read), Some(text)) = (read, &text) {
-            self.record_cache.finish_read(read, &cached_as, key, text);
-        }
-        Ok(text)
+        self.block(self.record_text_async(table, key))
     }
 
     /// The record's JSON text if memory holds it; never asks the server. The cache is the
@@ -495,17 +446,11 @@ impl Records for PgStore {
     }
 
     fn list_records(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<Value>> {
-        self.list_rows(table, query, ROW_COLUMNS)?
-            .iter()
-            .map(|row| row_to_record(table, row))
-            .collect()
+        self.block(self.records_async(table, query))
     }
 
     fn list_records_text(&self, table: &TableRef, query: &ListQuery) -> StoreResult<Vec<String>> {
-        self.list_rows(table, query, ROW_TEXT_COLUMNS)?
-            .iter()
-            .map(|row| row_to_text(table, row))
-            .collect()
+        self.block(self.records_text_async(table, query))
     }
 
     fn count_records(
@@ -514,19 +459,7 @@ impl Records for PgStore {
         filters: &[Filter],
         or_filters: &[Filter],
     ) -> StoreResult<u64> {
-        let filter = build_where(table, filters, or_filters);
-        let sql = format!(
-            "SELECT COUNT(*) FROM {} WHERE {}",
-            names::table(table),
-            filter.sql
-        );
-        let rows = self.block(async {
-            let client = self.client().await?;
-            rows_of(&client, &sql, &as_params(&filter.params)).await
-        })?;
-        Ok(rows
-            .first()
-            .map_or(0, |row| row.get::<_, i64>(0).max(0) as u64))
+        self.block(self.count_async(table, filters, or_filters))
     }
 
     fn create_collection(&self, domain: &str, collection: &Collection) -> StoreResult<Value> {
