@@ -112,6 +112,8 @@ files_listing() { find "$@" -type f -printf '%p %s\n' 2>/dev/null | sort; }
 start_ready() {
     local name=$1
     shift
+    # Made before the background job opens it, so the first look below finds the file.
+    : >"$WORK/$name.out"
     "$@" >"$WORK/$name.out" 2>"$WORK/$name.log" &
     PID=$!
     PIDS+=("$PID")
