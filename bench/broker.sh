@@ -97,7 +97,7 @@ if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" -lt "$NEED_FDS" ]; then
 log "RLIMIT_NOFILE $(ulimit -Sn) (hard $(ulimit -Hn))"
 
 build_tools mqtt_load
-LOADER="$ROOT/target/release/examples/mqtt_load"
+LOADER="$TARGET/release/examples/mqtt_load"
 
 # --- brokers ------------------------------------------------------------------------------
 bench_workdir broker-bench
