@@ -125,7 +125,7 @@ END {
     s = has(hwm["svc"]) ? hwm["svc"] / 1024 : "-"; m = has(hwm["mosquitto"]) ? hwm["mosquitto"] / 1024 : "-"
     b = has(hwm["baseline"]) ? hwm["baseline"] / 1024 : "-"
     row("peak resident memory (VmHWM)", s, m, b, "%.1f MB", "svc ≤ 100 MB", has(s) ? (s <= 100) : "")
-    out = sprintf("| values in svc's historian (`hist_points` rows) | %d of %d | — | — |", hist, hist_expected)
+    out = sprintf("| values in svc's historian (hot rows and blocks) | %d of %d | — | — |", hist, hist_expected)
     if (B) out = out " — | — |"
     verdict = hist >= hist_expected
     if (!verdict) failed++
