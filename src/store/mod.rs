@@ -71,6 +71,16 @@ impl From<serde_json::Error> for StoreError {
     }
 }
 
+/// Runs `work` on tokio's blocking pool: for calls that block on the store (or on its engine's
+/// runtime) and for answers too long to make on a server worker.
+pub async fn on_blocking_pool<R: Send + 'static>(
+    work: impl FnOnce() -> R + Send + 'static,
+) -> StoreResult<R> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))
+}
+
 /// A handle on the platform's storage; cheap to clone (all clones share the engine). Every
 /// call of the interface ([`interface`]) is made on it as on the engine it holds.
 #[derive(Clone)]
@@ -118,9 +128,7 @@ impl Store {
     {
         let store = self.clone();
         let started = std::time::Instant::now();
-        let done = tokio::task::spawn_blocking(move || work(&store))
-            .await
-            .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?;
+        let done = on_blocking_pool(move || work(&store)).await?;
         crate::telemetry::get().store_call("run", started.elapsed());
         done
     }

@@ -5,7 +5,7 @@
 
 use super::interface::AsyncReads;
 use super::types::{ApiKeyOwner, AuthUser, GrantSet, HistoryPoint};
-use super::{Store, StoreError, StoreResult};
+use super::{Store, StoreResult};
 use crate::ids::TableRef;
 use crate::model::Domain;
 use crate::query::{Filter, ListQuery};
@@ -167,9 +167,7 @@ impl Reads<'_> {
             if points.len() < LARGE_ANSWER {
                 return Ok(finish(points));
             }
-            return tokio::task::spawn_blocking(move || finish(points))
-                .await
-                .map_err(|e| StoreError::Internal(format!("store task failed: {e}")));
+            return super::on_blocking_pool(move || finish(points)).await;
         }
         let (domain, topic) = (domain.to_string(), topic.to_string());
         self.store

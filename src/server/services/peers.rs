@@ -15,7 +15,7 @@ use crate::broker::Message;
 use crate::server::services::system_tables::{self, SystemTable};
 use crate::server::AppState;
 use crate::store::interface::Cluster;
-use crate::store::{Leadership, PeerNotice, StoreError, StoreResult};
+use crate::store::{on_blocking_pool, Leadership, PeerNotice, StoreResult};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use bytes::Bytes;
@@ -149,9 +149,7 @@ async fn tell(
     body: Vec<u8>,
 ) -> StoreResult<()> {
     let cluster = cluster.clone();
-    tokio::task::spawn_blocking(move || cluster.tell_peers(kind, &body))
-        .await
-        .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
+    on_blocking_pool(move || cluster.tell_peers(kind, &body)).await?
 }
 
 async fn send_messages(
