@@ -8,6 +8,9 @@
 #                      /usr/bin/python3 first: a pyenv or venv shim is not an interpreter)
 #   python3-venv, python3-pip  a venv under target/ holding schemathesis (pinned), which
 #                      tests/it/schemathesis.rs runs against the served OpenAPI document
+#   (PyPI, pinned) asyncua and pymodbus in target/peers-venv: the OPC UA and Modbus TCP
+#                      servers the connector tests start (tests/peers/)
+#   (npm, pinned) node-opcua-server in target/peers-node: the second OPC UA server
 #   postgresql         the PostgreSQL engine's tests start a private server of their own
 #                      (initdb in a temporary directory, as an unprivileged user)
 # Needs only the Rust toolchain; system packages come from apt (as root, or through sudo).
@@ -38,6 +41,29 @@ venv="${CARGO_TARGET_DIR:-target}/schemathesis-venv"
 if [ "$("$venv/bin/schemathesis" --version 2>/dev/null | grep -o '[0-9][0-9.]*$')" != "$SCHEMATHESIS_VERSION" ]; then
   /usr/bin/python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+# The connector tests' device peers: Python's asyncua and pymodbus, and npm's node-opcua.
+PEERS_PY="asyncua==2.1.0 pymodbus==3.16.1"
+peers="${CARGO_TARGET_DIR:-target}/peers-venv"
+if [ "$(cat "$peers/.pinned" 2>/dev/null)" != "$PEERS_PY" ]; then
+  /usr/bin/python3 -m venv "$peers"
+  # shellcheck disable=SC2086
+  "$peers/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir $PEERS_PY
+  echo "$PEERS_PY" >"$peers/.pinned"
+fi
+PEERS_NODE="node-opcua-server@2.186.4"
+peers_node="${CARGO_TARGET_DIR:-target}/peers-node"
+if [ "$(cat "$peers_node/.pinned" 2>/dev/null)" != "$PEERS_NODE" ]; then
+  command -v npm >/dev/null 2>&1 || need_node=1
+  if [ -n "${need_node:-}" ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get install -y -qq nodejs npm
+  fi
+  mkdir -p "$peers_node"
+  (cd "$peers_node" && npm install --silent --no-audit --no-fund "$PEERS_NODE")
+  echo "$PEERS_NODE" >"$peers_node/.pinned"
 fi
 
 # The whole suite on each store engine: SQLite (the embedded default), then PostgreSQL, where

@@ -3,6 +3,7 @@
 //! binary around it; a library target lets tests and tools build parts of svc in process.
 
 mod broker;
+mod connectors;
 mod cli;
 mod client;
 mod duration;
