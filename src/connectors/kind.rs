@@ -23,8 +23,14 @@ pub trait Kind: Send + Sync + 'static {
     fn check_settings(&self, settings: &mut Map<String, Value>) -> Result<(), String>;
 
     /// Checks one point's `address` object and fills in its defaults (the sentence of a 400,
-    /// naming the member, otherwise). `index` is the point's place, for the sentence.
-    fn check_address(&self, index: usize, address: &mut Map<String, Value>) -> Result<(), String>;
+    /// naming the field as `points[<index>].address.<member>`, otherwise); `writable` is the
+    /// point's, so an address that cannot be written (a Modbus input register) is refused.
+    fn check_address(
+        &self,
+        index: usize,
+        address: &mut Map<String, Value>,
+        writable: bool,
+    ) -> Result<(), String>;
 
     /// Connects to the device (within the settings' timeout) and readies the points. `Err`
     /// says why it could not; the supervisor retries after its backoff.
@@ -100,6 +106,9 @@ pub struct Target {
     pub identity: Option<Identity>,
     /// The server certificates (DER) the connector's domain trusts.
     pub trusted: Vec<Vec<u8>>,
+    /// A directory of this connector's own under the data dir, for files a protocol crate
+    /// insists on keeping on disk (a PKI directory); its content may be replaced at any time.
+    pub scratch: std::path::PathBuf,
 }
 
 /// One point as its kind sees it.
