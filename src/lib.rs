@@ -2,11 +2,13 @@
 //! store and the API clients, with [`run`] the whole command line. `src/main.rs` is the thin
 //! binary around it; a library target lets tests and tools build parts of svc in process.
 
+mod backoff;
 mod broker;
 mod connectors;
 mod cli;
 mod client;
 mod duration;
+mod fields;
 mod flows;
 mod functions;
 mod group_commit;

@@ -2,7 +2,7 @@
 //! what is stored is always complete. The password is not part of the record (it is kept
 //! aside, write-only); the record says only whether one is set.
 
-use crate::duration::parse_duration;
+use crate::fields::*;
 use crate::topic::{validate_topic_filter, validate_topic_name};
 use serde_json::{json, Map, Value};
 
@@ -133,18 +133,6 @@ pub fn normalise(
     Ok(())
 }
 
-/// Takes the write-only `password` out of a record: `Some(new)` when the body set one (an
-/// empty string or null clears it), `None` when it did not mention it.
-pub fn take_password(fields: &mut Map<String, Value>) -> Result<Option<Option<String>>, String> {
-    match fields.remove("password") {
-        None => Ok(None),
-        Some(Value::Null) => Ok(Some(None)),
-        Some(Value::String(p)) if p.is_empty() => Ok(Some(None)),
-        Some(Value::String(p)) => Ok(Some(Some(p))),
-        Some(_) => Err("field `password` must be a string".into()),
-    }
-}
-
 /// The `local` paths of an upstream's bindings (checked against the domain's namespaces).
 pub fn binding_locals(fields: &Map<String, Value>) -> Vec<(usize, String)> {
     fields
@@ -158,64 +146,6 @@ pub fn binding_locals(fields: &Map<String, Value>) -> Vec<(usize, String)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn is_system(key: &str) -> bool {
-    matches!(key, "id" | "created_dt" | "updated_dt")
-}
-
-fn text(fields: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("field `{name}` must be a string")),
-    }
-}
-
-fn flag(fields: &Map<String, Value>, name: &str) -> Result<Option<bool>, String> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(format!("field `{name}` must be true or false")),
-    }
-}
-
-fn number(
-    fields: &Map<String, Value>,
-    name: &str,
-    min: u64,
-    max: u64,
-) -> Result<Option<u64>, String> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v.as_u64() {
-            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
-            _ => Err(format!(
-                "field `{name}` must be a whole number from {min} to {max}, not {v}"
-            )),
-        },
-    }
-}
-
-/// An object field (`{}` when absent).
-fn object(value: Option<&Value>, name: &str) -> Result<Map<String, Value>, String> {
-    match value {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(map)) => Ok(map.clone()),
-        Some(_) => Err(format!("field `{name}` must be an object")),
-    }
-}
-
-/// Renames `field `x`` in an error to `field `<parent>.x``, for fields of an object field.
-fn within(parent: &str) -> impl Fn(String) -> String + Copy + '_ {
-    move |e| e.replace("field `", &format!("field `{parent}."))
-}
-
-fn only(map: &Map<String, Value>, name: &str, known: &[&str]) -> Result<(), String> {
-    match map.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(unknown) => Err(format!("unknown field `{name}.{unknown}`")),
-        None => Ok(()),
-    }
 }
 
 fn tls(value: Option<&Value>) -> Result<Value, String> {
@@ -247,38 +177,6 @@ fn tls(value: Option<&Value>) -> Result<Value, String> {
         .unwrap_or(false);
     out.insert("insecure_skip_verify".into(), json!(insecure));
     Ok(Value::Object(out))
-}
-
-fn duration_field(
-    map: &Map<String, Value>,
-    parent: &str,
-    name: &str,
-    default: &str,
-) -> Result<Value, String> {
-    let text = text(map, name)
-        .map_err(|_| format!("field `{parent}.{name}` must be a duration such as \"5s\""))?
-        .unwrap_or_else(|| default.into());
-    parse_duration(&text).map_err(|e| format!("field `{parent}.{name}`: {e}"))?;
-    Ok(json!(text))
-}
-
-fn reconnect(value: Option<&Value>) -> Result<Value, String> {
-    let reconnect = object(value, "reconnect")?;
-    only(&reconnect, "reconnect", &["initial", "max", "jitter"])?;
-    let initial = duration_field(&reconnect, "reconnect", "initial", "1s")?;
-    let max = duration_field(&reconnect, "reconnect", "max", "60s")?;
-    let jitter = match reconnect.get("jitter") {
-        None | Some(Value::Null) => 0.2,
-        Some(v) => match v.as_f64() {
-            Some(j) if (0.0..=1.0).contains(&j) => j,
-            _ => {
-                return Err(format!(
-                    "field `reconnect.jitter` must be a fraction from 0 to 1, not {v}"
-                ))
-            }
-        },
-    };
-    Ok(json!({"initial": initial, "max": max, "jitter": jitter}))
 }
 
 fn buffer(value: Option<&Value>) -> Result<Value, String> {

@@ -15,11 +15,10 @@ use super::queue::{Limits, UpstreamMessage};
 use super::queue_writer::QueueWriter;
 use super::relay::{Local, Outbound, Outbox, Relay, Traffic};
 use super::session::Open;
-use crate::duration::parse_duration;
+use crate::backoff::Backoff;
 use crate::store::Store;
-use rand::Rng;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -357,50 +356,6 @@ fn record_id(domain: &str, key: &str) -> String {
     format!("{domain}.{}:{key}", super::config::UPSTREAMS)
 }
 
-/// Reconnect delays: `initial` doubling up to `max`, each varied by ± `jitter` of itself so
-/// that many edges do not reconnect in step after an outage.
-struct Backoff {
-    initial: Duration,
-    max: Duration,
-    jitter: f64,
-}
-
-impl Backoff {
-    fn of(fields: &Map<String, Value>) -> Backoff {
-        let reconnect = fields.get("reconnect");
-        let duration = |name: &str, default: u64| {
-            reconnect
-                .and_then(|r| r.get(name))
-                .and_then(Value::as_str)
-                .and_then(|text| parse_duration(text).ok())
-                .unwrap_or(Duration::from_secs(default))
-        };
-        Backoff {
-            initial: duration("initial", 1),
-            max: duration("max", 60),
-            jitter: reconnect
-                .and_then(|r| r.get("jitter"))
-                .and_then(Value::as_f64)
-                .unwrap_or(0.2),
-        }
-    }
-
-    /// The delay after the `failures`-th failure in a row (1 = the first).
-    fn delay(&self, failures: u32) -> Duration {
-        let doubled = self
-            .initial
-            .saturating_mul(1u32 << failures.saturating_sub(1).min(20));
-        let base = doubled.min(self.max).as_secs_f64();
-        let spread = base * self.jitter;
-        let varied = if spread > 0.0 {
-            base + rand::thread_rng().gen_range(-spread..=spread)
-        } else {
-            base
-        };
-        Duration::from_secs_f64(varied.max(0.05))
-    }
-}
-
 /// An upstream's status and where its changes are told.
 struct Report {
     domain: String,
@@ -468,30 +423,5 @@ async fn run(target: Target, how: Open, backoff: Backoff, report: Report, local:
             status.enter(state);
         });
         tokio::time::sleep(delay).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn delays_double_up_to_the_cap_within_the_jitter() {
-        let backoff = Backoff {
-            initial: Duration::from_secs(1),
-            max: Duration::from_secs(8),
-            jitter: 0.0,
-        };
-        let delays: Vec<u64> = (1..=6).map(|n| backoff.delay(n).as_secs()).collect();
-        assert_eq!(delays, [1, 2, 4, 8, 8, 8]);
-        let jittered = Backoff {
-            jitter: 0.5,
-            ..backoff
-        };
-        for _ in 0..100 {
-            let d = jittered.delay(3).as_secs_f64();
-            assert!((2.0..=6.0).contains(&d), "{d}");
-        }
-        assert!(jittered.delay(u32::MAX) <= Duration::from_secs(12));
     }
 }

@@ -209,7 +209,7 @@ async fn test_unsaved(
     JsonBody(mut fields): JsonBody<Map<String, Value>>,
 ) -> ApiResult<Json<Probe>> {
     caller.require(&state, FEATURE, "*", Access::Write).await?;
-    let password = config::take_password(&mut fields)
+    let password = crate::fields::take_password(&mut fields)
         .map_err(ApiError::bad_request)?
         .flatten();
     fields.remove("password_set");

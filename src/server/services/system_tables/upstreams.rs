@@ -103,7 +103,7 @@ impl SystemTable for UpstreamsTable {
     /// The `password`; a `password_set` in the body is never taken as it is.
     fn take_secret(&self, fields: &mut Map<String, Value>) -> ApiResult<Option<Option<String>>> {
         fields.remove("password_set");
-        let secret = upstream::take_password(fields).map_err(ApiError::bad_request)?;
+        let secret = crate::fields::take_password(fields).map_err(ApiError::bad_request)?;
         if let Some(password) = &secret {
             fields.insert("password_set".into(), Value::Bool(password.is_some()));
         }
