@@ -465,27 +465,29 @@ pub struct HistorianPoint {
     pub status: Option<u32>,
 }
 
-/// What an upstream's connection is doing (`state` of `GET /svc/upstreams/status`).
+/// What a supervised link (an upstream's connection, a connector's) is doing (`state` of
+/// `GET /svc/upstreams/status` and `GET /svc/connectors/status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum UpstreamState {
+pub enum LinkState {
     Disabled,
-    /// Connecting, or connected and waiting for the SUBACK of the incoming bindings.
+    /// Connecting (an upstream: or connected and waiting for the SUBACK of the incoming
+    /// bindings).
     Connecting,
-    /// The upstream accepted the connection and every incoming binding's subscription: what
-    /// it publishes under them from now on arrives.
+    /// Connected: an upstream accepted the connection and every incoming binding's
+    /// subscription; a connector's device answered and its points are read.
     Connected,
     /// Waiting to try again after a failure that may pass (network, timeout).
     Backoff,
-    /// Waiting to try again after a refusal that needs a change (credentials, TLS, protocol,
-    /// a refused subscription).
+    /// Waiting to try again after a refusal that needs a change (credentials, TLS, security,
+    /// protocol, a refused subscription).
     Error,
 }
 
-/// The part of an upstream's status the monitor shows (the server sends more: times, error,
-/// traffic).
+/// The part of an upstream's or connector's status the monitor shows (the server sends more:
+/// times, error, traffic).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
-pub struct UpstreamBrief {
+pub struct LinkBrief {
     pub name: String,
-    pub state: UpstreamState,
+    pub state: LinkState,
 }

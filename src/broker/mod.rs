@@ -92,6 +92,16 @@ pub struct Message {
     /// The client that published it (a will: the client that left it); `None` for messages
     /// from inside svc.
     pub publisher: Option<Arc<Principal>>,
+    /// Where an MQTT 5 publisher asked for an answer (its Response Topic and Correlation
+    /// Data): a write to a device tells its result there.
+    pub response: Option<Arc<Response>>,
+}
+
+/// An MQTT 5 request's Response Topic and Correlation Data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub topic: String,
+    pub correlation: Option<Bytes>,
 }
 
 /// Why the policy refused a CONNECT's credential.
@@ -335,6 +345,35 @@ impl Broker {
             .deliver_all(&[publication], Vec::new())
             .await
             .map_err(|e| anyhow::anyhow!("cannot deliver the message: {e}"))
+    }
+
+    /// Publishes several messages from the in-process writer `origin` at once (a connector's
+    /// values): the policy stores them as one batch, then they are delivered in order.
+    pub async fn publish_batch(
+        &self,
+        origin: Option<Arc<str>>,
+        messages: Vec<(String, Bytes)>,
+        qos: u8,
+        retain: bool,
+    ) -> Result<()> {
+        let now = crate::time::now_ms();
+        let publications: Vec<Arc<Publication>> = messages
+            .into_iter()
+            .map(|(topic, payload)| inside(&topic, payload, qos, retain, None, now))
+            .collect();
+        let accepted = publications
+            .iter()
+            .map(|p| p.message(origin.clone(), None))
+            .collect();
+        self.hub
+            .policy
+            .on_messages(accepted)
+            .await
+            .map_err(|e| anyhow::anyhow!("the messages were not stored: {e}"))?;
+        self.hub
+            .deliver_all(&publications, Vec::new())
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot deliver the messages: {e}"))
     }
 
     /// Delivers a message another instance on the same store accepted (and stored, and acted

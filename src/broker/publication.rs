@@ -1,7 +1,7 @@
 //! A message inside the broker: what was published, once, shared by every subscriber it goes
 //! to, and the PUBLISH packet each delivery of it becomes.
 
-use super::{Message, Principal};
+use super::{Message, Principal, Response};
 use bytes::Bytes;
 use bytestring::ByteString;
 use rmqtt_codec::types::{Publish, QoS};
@@ -66,6 +66,12 @@ impl Publication {
             hops: self.hops(),
             origin,
             publisher,
+            response: self.properties.as_ref().and_then(|p| {
+                Some(Arc::new(Response {
+                    topic: p.response_topic.as_ref()?.to_string(),
+                    correlation: p.correlation_data.clone(),
+                }))
+            }),
         }
     }
 

@@ -7,7 +7,7 @@ use super::history::{HistoryEvent, HistoryRequest, Trend};
 use super::mqtt::{ConnState, MqttEvent};
 use super::snapshot::LastValue;
 use super::tree::{NodeId, Tree};
-use crate::model::UpstreamBrief;
+use crate::model::LinkBrief;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -75,7 +75,7 @@ pub struct App {
     pub historized_error: Option<String>,
     historized_at: Option<Instant>,
     /// The domain's upstreams, for the status bar (empty when there are none or no rights).
-    pub upstreams: Vec<UpstreamBrief>,
+    pub upstreams: Vec<LinkBrief>,
     upstreams_at: Option<Instant>,
     /// The server's last values are to be read (the subscription was just acknowledged).
     last_values_due: bool,

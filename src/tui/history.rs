@@ -7,7 +7,7 @@
 
 use super::snapshot::{self, LastValue};
 use crate::client::{Client, Credential};
-use crate::model::{DeviceInfo, UpstreamBrief};
+use crate::model::{DeviceInfo, LinkBrief};
 use anyhow::anyhow;
 use reqwest::blocking::RequestBuilder;
 use reqwest::Method;
@@ -96,7 +96,7 @@ impl Rest {
     }
 
     /// `GET /svc/upstreams/status`: the domain's upstreams and their states.
-    pub fn upstreams(&self) -> anyhow::Result<Vec<UpstreamBrief>> {
+    pub fn upstreams(&self) -> anyhow::Result<Vec<LinkBrief>> {
         self.send(
             self.client.request(Method::GET, "/svc/upstreams/status"),
             "GET /svc/upstreams/status",
@@ -173,7 +173,7 @@ pub enum HistoryEvent {
         at: Instant,
     },
     /// The domain's upstreams; `None` when they cannot be read (no rights, an older server).
-    Upstreams(Option<Vec<UpstreamBrief>>),
+    Upstreams(Option<Vec<LinkBrief>>),
 }
 
 /// Starts the history thread; it ends when either channel's other side is dropped. Requests

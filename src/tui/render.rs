@@ -5,7 +5,7 @@ use super::app::{App, Mode, TrendState};
 use super::mqtt::ConnState;
 use super::payload::truncate;
 use super::tree::{NodeId, Origin, Tag};
-use crate::model::{UpstreamBrief, UpstreamState};
+use crate::model::{LinkBrief, LinkState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
 use ratatui::symbols::Marker;
@@ -360,17 +360,17 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
 const UPSTREAMS_SHOWN: usize = 4;
 
 /// ` ⇅ name state ` per upstream, coloured by state.
-fn upstream_spans(upstreams: &[UpstreamBrief]) -> Vec<Span<'static>> {
+fn upstream_spans(upstreams: &[LinkBrief]) -> Vec<Span<'static>> {
     let mut spans: Vec<Span<'static>> = upstreams
         .iter()
         .take(UPSTREAMS_SHOWN)
         .map(|u| {
             let text = format!(" ⇅ {} {} ", truncate(&u.name, 20), state_name(u.state));
             match u.state {
-                UpstreamState::Connected => text.black().on_green(),
-                UpstreamState::Connecting | UpstreamState::Backoff => text.black().on_yellow(),
-                UpstreamState::Error => text.white().on_red(),
-                UpstreamState::Disabled => text.dark_gray(),
+                LinkState::Connected => text.black().on_green(),
+                LinkState::Connecting | LinkState::Backoff => text.black().on_yellow(),
+                LinkState::Error => text.white().on_red(),
+                LinkState::Disabled => text.dark_gray(),
             }
         })
         .collect();
@@ -380,13 +380,13 @@ fn upstream_spans(upstreams: &[UpstreamBrief]) -> Vec<Span<'static>> {
     spans
 }
 
-fn state_name(state: UpstreamState) -> &'static str {
+fn state_name(state: LinkState) -> &'static str {
     match state {
-        UpstreamState::Disabled => "disabled",
-        UpstreamState::Connecting => "connecting",
-        UpstreamState::Connected => "connected",
-        UpstreamState::Backoff => "backoff",
-        UpstreamState::Error => "error",
+        LinkState::Disabled => "disabled",
+        LinkState::Connecting => "connecting",
+        LinkState::Connected => "connected",
+        LinkState::Backoff => "backoff",
+        LinkState::Error => "error",
     }
 }
 

@@ -267,17 +267,17 @@ fn empty_tree_says_what_it_waits_for() {
 
 #[test]
 fn the_status_bar_shows_each_upstreams_state() {
-    use crate::model::{UpstreamBrief, UpstreamState};
+    use crate::model::{LinkBrief, LinkState};
     let t0 = Instant::now();
     let mut app = stream(t0);
-    let brief = |name: &str, state| UpstreamBrief {
+    let brief = |name: &str, state| LinkBrief {
         name: name.into(),
         state,
     };
     app.on_history(
         HistoryEvent::Upstreams(Some(vec![
-            brief("plant", UpstreamState::Connected),
-            brief("cloud", UpstreamState::Error),
+            brief("plant", LinkState::Connected),
+            brief("cloud", LinkState::Error),
         ])),
         t0,
     );

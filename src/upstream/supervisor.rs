@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 /// How long one connection attempt may take.
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 
-pub use crate::model::UpstreamState as State;
+pub use crate::model::LinkState as State;
 
 /// The last failure: its cause (`dns|tcp|tls|auth|protocol|subscribe|timeout`) and the
 /// sentence.

@@ -21,6 +21,7 @@ mod records;
 mod report;
 mod tags;
 mod upstream_queue;
+mod connector_secrets;
 mod upstream_secrets;
 
 pub use async_reads::AsyncReads;
@@ -39,6 +40,7 @@ pub use records::Records;
 pub use report::Reports;
 pub use tags::Tags;
 pub use upstream_queue::UpstreamQueue;
+pub use connector_secrets::ConnectorSecrets;
 pub use upstream_secrets::UpstreamSecrets;
 
 use super::types::StorageDescription;
@@ -84,6 +86,7 @@ pub trait Engine:
     + RecordWrites
     + Tags
     + UpstreamSecrets
+    + ConnectorSecrets
     + HistorianJournal
     + HistorianReads
     + HistorianBlocks

@@ -177,6 +177,38 @@ pub fn system_tables() -> Vec<TableCopy> {
             vec!["domain", "upstream"],
             None,
         ),
+        table(
+            "connector_secrets",
+            vec![
+                col("domain", Text),
+                col("connector", Text),
+                col("password", Text),
+            ],
+            vec!["domain", "connector"],
+            None,
+        ),
+        table(
+            "connector_identity",
+            vec![
+                col("id", Int),
+                col("certificate", Bytes),
+                col("private_key", Bytes),
+            ],
+            vec!["id"],
+            None,
+        ),
+        table(
+            "connector_certificates",
+            vec![
+                col("domain", Text),
+                col("thumbprint", Text),
+                col("certificate", Bytes),
+                col("state", Text),
+                col("first_seen_ms", BigInt),
+            ],
+            vec!["domain", "thumbprint"],
+            None,
+        ),
     ]
 }
 

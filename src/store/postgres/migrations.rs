@@ -22,6 +22,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (12, include_str!("migrations/0012_record_changes.sql")),
     (13, include_str!("migrations/0013_api_key_domain.sql")),
     (14, include_str!("migrations/0014_historian_blocks.sql")),
+    (15, include_str!("migrations/0015_connectors.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").

@@ -32,6 +32,7 @@ mod report;
 mod report_historian;
 mod tags;
 mod upstream_queue;
+mod connector_secrets;
 mod upstream_secrets;
 
 use super::location::PostgresTarget;

@@ -31,14 +31,37 @@ impl UpstreamSecrets for PgStore {
     /// Every upstream record of `domain` (its fields, without id and times) by key, with its
     /// password.
     fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
+        self.records_with_secret(domain, crate::store::UPSTREAMS, "upstream_secrets", "upstream")
+    }
+
+    fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>> {
+        Ok(self
+            .query_opt(
+                "SELECT password FROM upstream_secrets WHERE domain = $1 AND upstream = $2",
+                &[&domain, &key],
+            )?
+            .map(|r| r.get(0)))
+    }
+}
+
+impl PgStore {
+    /// Every record of the system table `table` of `domain` by key, with the password
+    /// `secrets` keeps for it (in its column `password`, keyed by `domain` and `key_column`).
+    pub(super) fn records_with_secret(
+        &self,
+        domain: &str,
+        table: &str,
+        secrets: &str,
+        key_column: &str,
+    ) -> StoreResult<Vec<StoredUpstream>> {
         let rows = self.system_rows(
             domain,
-            crate::store::UPSTREAMS,
+            table,
             |t| {
                 format!(
-                    "SELECT u.key, u.data, s.password FROM {t} AS u \
-                     LEFT JOIN upstream_secrets AS s ON s.domain = $1 AND s.upstream = u.key \
-                     ORDER BY u.key COLLATE \"C\""
+                    "SELECT r.key, r.data, s.password FROM {t} AS r \
+                     LEFT JOIN {secrets} AS s ON s.domain = $1 AND s.{key_column} = r.key \
+                     ORDER BY r.key COLLATE \"C\""
                 )
             },
             &[&domain],
@@ -52,14 +75,5 @@ impl UpstreamSecrets for PgStore {
                 Ok((r.get(0), fields, r.get(2)))
             })
             .collect()
-    }
-
-    fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>> {
-        Ok(self
-            .query_opt(
-                "SELECT password FROM upstream_secrets WHERE domain = $1 AND upstream = $2",
-                &[&domain, &key],
-            )?
-            .map(|r| r.get(0)))
     }
 }

@@ -23,6 +23,7 @@ mod report;
 mod report_historian;
 mod tags;
 mod upstream_queue;
+mod connector_secrets;
 mod upstream_secrets;
 
 pub use backup::check_svc_database;

@@ -34,32 +34,7 @@ impl UpstreamSecrets for SqliteStore {
     /// Every upstream record of `domain` (its fields, without id and times) by key, with its
     /// password.
     fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
-        let Ok(table) = TableRef::new(domain, crate::store::UPSTREAMS) else {
-            return Ok(Vec::new());
-        };
-        let conn = self.conn()?;
-        let sql = format!(
-            "SELECT u.key, u.data, s.password FROM {} AS u LEFT JOIN upstream_secrets AS s \
-             ON s.domain = ?1 AND s.upstream = u.key ORDER BY u.key",
-            quoted(&table.qualified())
-        );
-        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
-            return Ok(Vec::new());
-        };
-        let rows = stmt.query_map(params![domain], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<String>>(2)?,
-            ))
-        })?;
-        let mut upstreams = Vec::new();
-        for row in rows {
-            let (key, data, password) = row?;
-            let fields = serde_json::from_str(&data)?;
-            upstreams.push((key, fields, password));
-        }
-        Ok(upstreams)
+        self.records_with_secret(domain, crate::store::UPSTREAMS, "upstream_secrets", "upstream")
     }
 
     /// The password of the upstream record `key` of `domain`, if one is set.
@@ -72,6 +47,45 @@ impl UpstreamSecrets for SqliteStore {
                 |r| r.get(0),
             )
             .optional()?)
+    }
+}
+
+impl SqliteStore {
+    /// Every record of the system table `table` of `domain` by key, with the password
+    /// `secrets` keeps for it (in its column `password`, keyed by `domain` and `key_column`).
+    pub(super) fn records_with_secret(
+        &self,
+        domain: &str,
+        table: &str,
+        secrets: &str,
+        key_column: &str,
+    ) -> StoreResult<Vec<StoredUpstream>> {
+        let Ok(table) = TableRef::new(domain, table) else {
+            return Ok(Vec::new());
+        };
+        let conn = self.conn()?;
+        let sql = format!(
+            "SELECT r.key, r.data, s.password FROM {} AS r LEFT JOIN {secrets} AS s \
+             ON s.domain = ?1 AND s.{key_column} = r.key ORDER BY r.key",
+            quoted(&table.qualified())
+        );
+        let Some(mut stmt) = prepare_on_table(&conn, &sql)? else {
+            return Ok(Vec::new());
+        };
+        let rows = stmt.query_map(params![domain], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })?;
+        let mut records = Vec::new();
+        for row in rows {
+            let (key, data, password) = row?;
+            let fields = serde_json::from_str(&data)?;
+            records.push((key, fields, password));
+        }
+        Ok(records)
     }
 }
 

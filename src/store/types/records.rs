@@ -214,6 +214,8 @@ pub const TAGS: &str = "tags";
 pub const NAMESPACES: &str = "namespaces";
 /// Name of the per-domain system table holding upstreams.
 pub const UPSTREAMS: &str = "upstreams";
+/// Name of the per-domain system table holding connectors (OPC UA, Modbus).
+pub const CONNECTORS: &str = "connectors";
 
 /// What the registry keeps of a tag record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -285,4 +287,16 @@ mod compact_tests {
             prop_assert_eq!(compact_json(&pretty), value.to_string());
         }
     }
+}
+
+/// A server certificate a domain's connectors met (`GET /svc/connectors/certificates`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ServerCertificate {
+    /// SHA-1 of the DER, in hex (as OPC UA tools show it).
+    pub thumbprint: String,
+    #[serde(skip)]
+    pub der: Vec<u8>,
+    /// `pending`, `trusted` or `rejected`.
+    pub state: String,
+    pub first_seen_ms: i64,
 }
