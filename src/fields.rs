@@ -106,4 +106,3 @@ pub fn reconnect(value: Option<&Value>) -> Result<Value, String> {
     };
     Ok(json!({"initial": initial, "max": max, "jitter": jitter}))
 }
-

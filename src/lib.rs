@@ -4,9 +4,9 @@
 
 mod backoff;
 mod broker;
-mod connectors;
 mod cli;
 mod client;
+mod connectors;
 mod duration;
 mod fields;
 mod flows;

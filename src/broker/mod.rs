@@ -328,6 +328,30 @@ impl Broker {
                 ..Default::default()
             })
         });
+        self.publish_with(origin, topic, payload, qos, retain, properties)
+            .await
+    }
+
+    /// Publishes the answer to an MQTT 5 request on its response topic, with the request's
+    /// correlation data.
+    pub async fn publish_response(&self, response: &Response, payload: Bytes) -> Result<()> {
+        let properties = Box::new(rmqtt_codec::v5::PublishProperties {
+            correlation_data: response.correlation.clone(),
+            ..Default::default()
+        });
+        self.publish_with(None, &response.topic, payload, 1, false, Some(properties))
+            .await
+    }
+
+    async fn publish_with(
+        &self,
+        origin: Option<Arc<str>>,
+        topic: &str,
+        payload: Bytes,
+        qos: u8,
+        retain: bool,
+        properties: Option<Box<rmqtt_codec::v5::PublishProperties>>,
+    ) -> Result<()> {
         let publication = inside(
             topic,
             payload,

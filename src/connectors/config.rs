@@ -169,7 +169,10 @@ fn point(kind: &dyn Kind, i: usize, value: &Value) -> Result<Value, String> {
         return Err(format!("field `points[{i}].scale` cannot be 0"));
     }
     out.insert("scale".into(), json!(scale));
-    out.insert("offset".into(), json!(real(point, "offset", 0.0).map_err(field)?));
+    out.insert(
+        "offset".into(),
+        json!(real(point, "offset", 0.0).map_err(field)?),
+    );
     let deadband = real(point, "deadband", 0.0).map_err(field)?;
     if deadband < 0.0 {
         return Err(format!("field `points[{i}].deadband` cannot be negative"));

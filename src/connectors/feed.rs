@@ -22,7 +22,8 @@ use tokio::sync::mpsc;
 pub trait Uns: Send + Sync + 'static {
     /// Publishes tag values as svc's own messages (`origin` names the connector), stored and
     /// delivered like any publish; `Ok` once stored.
-    async fn publish(&self, origin: Arc<str>, messages: Vec<(String, Bytes)>) -> Result<(), String>;
+    async fn publish(&self, origin: Arc<str>, messages: Vec<(String, Bytes)>)
+        -> Result<(), String>;
 }
 
 /// The most messages published in one batch.

@@ -49,7 +49,11 @@ pub trait Kind: Send + Sync + 'static {
     }
 
     /// One level of the device's address space under `node` (its root when `None`).
-    async fn browse(&self, target: &Target, node: Option<&str>) -> Result<Vec<BrowseEntry>, Failure> {
+    async fn browse(
+        &self,
+        target: &Target,
+        node: Option<&str>,
+    ) -> Result<Vec<BrowseEntry>, Failure> {
         let _ = (target, node);
         Err(Failure::new(
             FailureKind::Protocol,
@@ -68,7 +72,11 @@ pub trait Link: Send {
     /// Reads the points (subscriptions or polls) into `sink` and carries out the writes that
     /// arrive on `writes`, until the connection fails or stalls (the kind's own watchdog:
     /// missing keep-alives or publish responses, requests that keep timing out). Returns why.
-    async fn run(self: Box<Self>, sink: Arc<dyn Sink>, writes: &mut mpsc::Receiver<Write>) -> Failure;
+    async fn run(
+        self: Box<Self>,
+        sink: Arc<dyn Sink>,
+        writes: &mut mpsc::Receiver<Write>,
+    ) -> Failure;
 }
 
 /// Where a link delivers what it reads (never blocks: the supervisor's sink queues).
@@ -244,6 +252,10 @@ pub struct Identity {
 impl fmt::Debug for Identity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never the key, not even in a debug print.
-        write!(f, "Identity({} bytes of certificate)", self.certificate.len())
+        write!(
+            f,
+            "Identity({} bytes of certificate)",
+            self.certificate.len()
+        )
     }
 }

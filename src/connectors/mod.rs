@@ -7,7 +7,13 @@
 //! This module depends downward only (the store's types, the historian's compression
 //! settings, topics); the server implements [`supervisor::Uns`] to give it the broker.
 
+pub mod config;
+pub mod feed;
 pub mod kind;
+pub mod point;
+pub mod status;
+pub mod supervised;
+pub mod supervisor;
 
 use kind::Kind;
 

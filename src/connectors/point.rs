@@ -17,14 +17,22 @@ pub struct Point {
 impl Point {
     /// The point of a normalised record's `points[i]`.
     pub fn of(fields: &Map<String, Value>) -> Point {
-        let real = |name: &str, default: f64| fields.get(name).and_then(Value::as_f64).unwrap_or(default);
+        let real =
+            |name: &str, default: f64| fields.get(name).and_then(Value::as_f64).unwrap_or(default);
         Point {
-            tag: fields.get("tag").and_then(Value::as_str).unwrap_or_default().to_string(),
+            tag: fields
+                .get("tag")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             scale: real("scale", 1.0),
             offset: real("offset", 0.0),
             deadband: real("deadband", 0.0),
             writable: fields.get("writable") == Some(&Value::Bool(true)),
-            write_topic: fields.get("write_topic").and_then(Value::as_str).map(str::to_string),
+            write_topic: fields
+                .get("write_topic")
+                .and_then(Value::as_str)
+                .map(str::to_string),
         }
     }
 
@@ -43,7 +51,9 @@ impl Point {
                 .as_f64()
                 .map(|x| number(x * self.scale + self.offset))
                 .unwrap_or(Value::Number(n)),
-            Value::Array(items) => Value::Array(items.into_iter().map(|v| self.engineering(v)).collect()),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|v| self.engineering(v)).collect())
+            }
             other => other,
         }
     }
@@ -80,7 +90,9 @@ fn number(x: f64) -> Value {
     if x.fract() == 0.0 && x.abs() < 9.0e15 {
         Value::Number(Number::from(x as i64))
     } else {
-        Number::from_f64(x).map(Value::Number).unwrap_or(Value::Null)
+        Number::from_f64(x)
+            .map(Value::Number)
+            .unwrap_or(Value::Null)
     }
 }
 

@@ -10,7 +10,7 @@ pub mod compression;
 mod export;
 mod export_writer;
 mod journal;
-mod payload;
+pub mod payload;
 mod points_json;
 mod sealer;
 mod window;

@@ -48,6 +48,8 @@ pub struct Shared {
     /// The other instances sharing the store (none on SQLite).
     pub peers: services::peers::Peers,
     pub upstreams: Arc<crate::upstream::supervisor::Supervisor>,
+    /// The devices (OPC UA, Modbus) read into tags and written back.
+    pub connectors: Arc<crate::connectors::supervisor::Supervisor>,
     /// REST record writes, committed in groups (see [`services::record_writer::RecordWriter`]).
     pub records: services::record_writer::RecordWriter,
     /// Recent requests for `GET /svc/logs`.
@@ -157,6 +159,13 @@ async fn serve(settings: Settings) -> Result<()> {
     };
     let broker_cell: Arc<OnceLock<Broker>> = Arc::default();
     let seal_idle = settings.historian_seal_idle;
+    let connectors = crate::connectors::supervisor::Supervisor::new(
+        store.clone(),
+        Arc::new(services::device_links::BrokerUns(broker_cell.clone())),
+        services::link_status::status_publisher(broker_cell.clone(), "connectors"),
+        settings.data_dir.clone(),
+        &settings.device_name,
+    );
     let state = AppState(Arc::new(Shared {
         identities: Arc::new(Identities::new(
             store.clone(),
@@ -186,10 +195,11 @@ async fn serve(settings: Settings) -> Result<()> {
         peers: services::peers::Peers::start(store.cluster()),
         upstreams: crate::upstream::supervisor::Supervisor::new(
             store.clone(),
-            routes::upstreams::status_publisher(broker_cell.clone()),
+            services::link_status::status_publisher(broker_cell.clone(), "upstreams"),
             Arc::new(routes::upstreams::LocalBroker(broker_cell)),
         )
         .context("cannot start the upstreams")?,
+        connectors,
         records: services::record_writer::RecordWriter::start(store.clone())
             .context("cannot start the record writer")?,
     }));
@@ -235,6 +245,7 @@ async fn serve(settings: Settings) -> Result<()> {
     .await
     .context("HTTP server failed")?;
     state.upstreams.stop_all();
+    state.connectors.stop_all();
     services::historize::close(&state).await;
     state.uns.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;
@@ -307,7 +318,7 @@ fn announce_ready(bound: &[(&str, SocketAddr)]) {
     println!("ready {json}");
 }
 
-/// Connects every enabled upstream of every domain.
+/// Connects every enabled upstream and connector of every domain.
 async fn start_upstreams(state: &AppState) -> Result<()> {
     let domains = state
         .store
@@ -316,6 +327,7 @@ async fn start_upstreams(state: &AppState) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot list the domains: {e}"))?;
     for domain in domains {
         state.upstreams.reload_domain(&domain.name).await;
+        state.connectors.reload_domain(&domain.name).await;
     }
     Ok(())
 }

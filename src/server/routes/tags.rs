@@ -6,6 +6,7 @@ use crate::model::{Success, TagValue};
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
+use crate::server::services::device_links;
 use crate::server::services::system_tables::TAGS_FEATURE;
 use crate::server::AppState;
 use crate::topic::validate_topic_name;
@@ -76,10 +77,13 @@ fn default_qos() -> u8 {
 }
 
 /// Publishes a value through the broker, as a device would: subscribers, the last-value store
-/// and the historian all see it.
+/// and the historian all see it. A tag a connector reads is written to the device instead:
+/// 200 once the device accepted it (the tag then follows what the device reports), 422 with
+/// the device's refusal, 503 when the device cannot be reached.
 #[utoipa::path(post, path = "/svc/tag/write", tag = "tags", request_body = WriteRequest,
     responses((status = 404, description = "The body names a tag, flow, process, group or record that does not exist"),
-        (status = 200, description = "The value is published", body = Success),
+        (status = 200, description = "The value is published (or the device accepted it)", body = Success),
+        (status = 422, description = "The device refused the write"),
         (status = 503, description = "The MQTT broker is not running")))]
 async fn write(
     State(state): State<AppState>,
@@ -104,6 +108,20 @@ async fn write(
             "`{}` is not a tag of domain `{}`",
             request.topic, caller.domain
         )));
+    }
+    // A tag a connector reads is written to its device; the answer waits for the device.
+    if let Some(domain) = state.uns.tags.domain_of(&request.topic) {
+        if let Some(result) = state
+            .connectors
+            .write(&domain, &request.topic, request.value.clone())
+            .await
+        {
+            return result.map(|()| Json(Success::yes())).map_err(|e| {
+                let status = StatusCode::from_u16(device_links::write_status(&e))
+                    .unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                ApiError::new(status, e.to_string())
+            });
+        }
     }
     let payload = serde_json::to_vec(&request.value)
         .map_err(|_| ApiError::bad_request("`value` cannot be encoded"))?;

@@ -17,7 +17,7 @@ use crate::server::AppState;
 use crate::upstream::config::{self, FEATURE, UPSTREAMS};
 use crate::upstream::connect::{Probe, Target};
 use crate::upstream::relay::{Inbound, Local};
-use crate::upstream::supervisor::{OnStatus, Status};
+use crate::upstream::supervisor::Status;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
@@ -26,29 +26,6 @@ use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use utoipa_axum::{router::OpenApiRouter, routes};
-
-/// Publishes every upstream status change retained on
-/// `$SYS/svc/upstreams/<domain>/<name>/state` (cleared when the upstream is gone), for
-/// dashboards and other brokers' bridges; only administrators may read `$SYS` topics. One task
-/// publishes them in the order they happened, so the retained value is always the latest.
-pub fn status_publisher(broker: Arc<OnceLock<Broker>>) -> OnStatus {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Vec<u8>)>();
-    tokio::spawn(async move {
-        while let Some((topic, payload)) = rx.recv().await {
-            let Some(broker) = broker.get() else { continue };
-            if let Err(e) = broker.publish(&topic, payload.into(), 1, true).await {
-                tracing::debug!(topic, error = %e, "cannot publish an upstream status");
-            }
-        }
-    });
-    Arc::new(move |domain: &str, name: &str, status: Option<&Status>| {
-        let topic = format!("$SYS/svc/upstreams/{domain}/{name}/state");
-        let payload = status
-            .and_then(|s| serde_json::to_vec(s).ok())
-            .unwrap_or_default();
-        let _ = tx.send((topic, payload));
-    })
-}
 
 /// The local broker as the upstreams see it: messages from an upstream are published like a
 /// client's, marked with the upstream they came from.

@@ -8,6 +8,7 @@
 
 use crate::broker::{AuthRefusal, Message, Policy, Principal};
 use crate::server::services::credentials::API_KEY_PREFIX;
+use crate::server::services::device_links;
 use crate::server::services::historize;
 use crate::server::services::identity::{READ, READ_WRITE};
 use crate::server::services::system_tables::TAGS_FEATURE;
@@ -168,7 +169,10 @@ impl Policy for PlatformPolicy {
         for message in &messages {
             let owner = self.state.uns.tags.owner(&message.topic);
             // `$` topics are the broker's own (status, statistics), never tags.
+            // A write topic carries a write to a device, not a tag's value.
+            let write = device_links::write_from_mqtt(&self.state, message);
             if owner.is_none()
+                && !write
                 && !message.topic.starts_with('$')
                 && crate::topic::validate_topic_name(&message.topic).is_ok()
             {

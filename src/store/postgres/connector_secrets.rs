@@ -28,7 +28,12 @@ impl ConnectorSecrets for PgStore {
     }
 
     fn connectors_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
-        self.records_with_secret(domain, crate::store::CONNECTORS, "connector_secrets", "connector")
+        self.records_with_secret(
+            domain,
+            crate::store::CONNECTORS,
+            "connector_secrets",
+            "connector",
+        )
     }
 
     fn connector_identity(&self) -> StoreResult<Option<(Vec<u8>, Vec<u8>)>> {

@@ -14,6 +14,7 @@ mod auth_profiles;
 mod automation;
 mod cluster;
 mod connect;
+mod connector_secrets;
 mod filter_sql;
 mod hist_blocks;
 mod hist_journal;
@@ -32,7 +33,6 @@ mod report;
 mod report_historian;
 mod tags;
 mod upstream_queue;
-mod connector_secrets;
 mod upstream_secrets;
 
 use super::location::PostgresTarget;

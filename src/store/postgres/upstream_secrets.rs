@@ -31,7 +31,12 @@ impl UpstreamSecrets for PgStore {
     /// Every upstream record of `domain` (its fields, without id and times) by key, with its
     /// password.
     fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
-        self.records_with_secret(domain, crate::store::UPSTREAMS, "upstream_secrets", "upstream")
+        self.records_with_secret(
+            domain,
+            crate::store::UPSTREAMS,
+            "upstream_secrets",
+            "upstream",
+        )
     }
 
     fn upstream_password(&self, domain: &str, key: &str) -> StoreResult<Option<String>> {

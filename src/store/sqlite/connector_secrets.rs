@@ -29,7 +29,12 @@ impl ConnectorSecrets for SqliteStore {
     }
 
     fn connectors_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
-        self.records_with_secret(domain, crate::store::CONNECTORS, "connector_secrets", "connector")
+        self.records_with_secret(
+            domain,
+            crate::store::CONNECTORS,
+            "connector_secrets",
+            "connector",
+        )
     }
 
     fn connector_identity(&self) -> StoreResult<Option<(Vec<u8>, Vec<u8>)>> {
@@ -124,18 +129,27 @@ mod tests {
         let second = store.keep_connector_identity(b"cert2", b"key2").unwrap();
         assert_eq!(first, (b"cert1".to_vec(), b"key1".to_vec()));
         assert_eq!(second, first);
-        store.note_server_certificate("acme", "ab", b"der", 5).unwrap();
-        store.note_server_certificate("acme", "ab", b"other", 6).unwrap();
+        store
+            .note_server_certificate("acme", "ab", b"der", 5)
+            .unwrap();
+        store
+            .note_server_certificate("acme", "ab", b"other", 6)
+            .unwrap();
         assert!(store.server_certificates("beta").unwrap().is_empty());
         let listed = store.server_certificates("acme").unwrap();
         assert_eq!((listed.len(), listed[0].state.as_str()), (1, "pending"));
         assert_eq!(listed[0].der, b"der");
         assert!(!store.judge_server_certificate("beta", "ab", true).unwrap());
         assert!(store.judge_server_certificate("acme", "ab", true).unwrap());
-        assert_eq!(store.server_certificates("acme").unwrap()[0].state, "trusted");
+        assert_eq!(
+            store.server_certificates("acme").unwrap()[0].state,
+            "trusted"
+        );
         assert!(store.forget_server_certificate("acme", "ab").unwrap());
         assert!(store.server_certificates("acme").unwrap().is_empty());
-        store.set_connector_password("acme", "k", Some("pw")).unwrap();
+        store
+            .set_connector_password("acme", "k", Some("pw"))
+            .unwrap();
         store.set_connector_password("acme", "k", None).unwrap();
     }
 }

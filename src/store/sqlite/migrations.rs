@@ -56,7 +56,10 @@ const STEPS: &[(i64, Step)] = &[
             Ok(c.execute_batch(include_str!("migrations/0012_historian_blocks.sql"))?)
         }),
     ),
-    (13, Step::Sql(include_str!("migrations/0013_connectors.sql"))),
+    (
+        13,
+        Step::Sql(include_str!("migrations/0013_connectors.sql")),
+    ),
 ];
 
 /// Adds a column the table lacks; a table that has it is left alone, so a database whose

@@ -9,6 +9,7 @@ mod auth_profiles;
 mod automation;
 mod backup;
 mod cluster;
+mod connector_secrets;
 mod filter_sql;
 mod fulltext;
 mod hist_blocks;
@@ -23,7 +24,6 @@ mod report;
 mod report_historian;
 mod tags;
 mod upstream_queue;
-mod connector_secrets;
 mod upstream_secrets;
 
 pub use backup::check_svc_database;

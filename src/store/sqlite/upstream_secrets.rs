@@ -34,7 +34,12 @@ impl UpstreamSecrets for SqliteStore {
     /// Every upstream record of `domain` (its fields, without id and times) by key, with its
     /// password.
     fn upstreams_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {
-        self.records_with_secret(domain, crate::store::UPSTREAMS, "upstream_secrets", "upstream")
+        self.records_with_secret(
+            domain,
+            crate::store::UPSTREAMS,
+            "upstream_secrets",
+            "upstream",
+        )
     }
 
     /// The password of the upstream record `key` of `domain`, if one is set.

@@ -1,10 +1,12 @@
 //! The built-in tables that live among a domain's records and are written through the generic
-//! record routes: `tags`, `namespaces`, `upstreams`, `processes` (functions) and `flows`. Each
+//! record routes: `tags`, `namespaces`, `upstreams`, `processes` (functions), `flows` and
+//! `connectors`. Each
 //! is one implementation of [`SystemTable`] in a file of its own: its permission feature, the
 //! schema svc creates on first use, the rules checked on every write, and the derived state
 //! (tag registry, bridges, deployed functions and flows) refreshed after every write. A new
 //! system table is a new file here and one line in [`ALL`].
 
+mod connectors;
 mod flows;
 mod namespaces;
 mod processes;
@@ -27,14 +29,16 @@ pub const NAMESPACES_TABLE: &dyn SystemTable = &namespaces::NamespacesTable;
 pub const UPSTREAMS_TABLE: &dyn SystemTable = &upstreams::UpstreamsTable;
 pub const PROCESSES_TABLE: &dyn SystemTable = &processes::ProcessesTable;
 pub const FLOWS_TABLE: &dyn SystemTable = &flows::FlowsTable;
+pub const CONNECTORS_TABLE: &dyn SystemTable = &connectors::ConnectorsTable;
 
 /// Every system table, in the order peers reload them.
-pub const ALL: [&dyn SystemTable; 5] = [
+pub const ALL: [&dyn SystemTable; 6] = [
     TAGS_TABLE,
     NAMESPACES_TABLE,
     UPSTREAMS_TABLE,
     PROCESSES_TABLE,
     FLOWS_TABLE,
+    CONNECTORS_TABLE,
 ];
 
 /// The system table `table` is, if it is one.

@@ -1,0 +1,169 @@
+//! The `connectors` system table: the devices (OPC UA servers, Modbus TCP devices) a domain
+//! reads into its tags, under the `connectors` feature. Every point's tag and write topic lie
+//! in the domain's namespaces; the password is write-only (kept apart, the record says only
+//! `password_set`); a write creates the points' missing tags with their `historize`, `unit`
+//! and compression, then restarts the domain's changed connectors.
+
+use super::{SystemTable, TAGS_TABLE};
+use crate::connectors::{config, FEATURE};
+use crate::ids::TableRef;
+use crate::server::error::{ApiError, ApiResult};
+use crate::server::AppState;
+use crate::store::{CONNECTORS, TAGS};
+use async_trait::async_trait;
+use serde_json::{json, Map, Value};
+
+pub struct ConnectorsTable;
+
+#[async_trait]
+impl SystemTable for ConnectorsTable {
+    fn name(&self) -> &'static str {
+        CONNECTORS
+    }
+
+    fn feature(&self) -> &'static str {
+        FEATURE
+    }
+
+    fn definition(&self) -> Value {
+        json!({
+            "name": CONNECTORS,
+            "description": "devices (OPC UA, Modbus TCP) read into the domain's tags and written back",
+            "fields": [
+                {"name": "name", "type": "string", "required": true},
+                {"name": "description", "type": "string"},
+                {"name": "kind", "type": "string", "required": true},
+                {"name": "enabled", "type": "boolean"},
+                {"name": "settings", "type": "json"},
+                {"name": "password_set", "type": "boolean"},
+                {"name": "reconnect", "type": "json"},
+                {"name": "points", "type": "json"}
+            ],
+            "indexDetails": [{"fields": ["name"], "isUnique": true}]
+        })
+    }
+
+    /// Points are checked against the namespaces, so writes take the declaring lock too.
+    fn claims_topics(&self) -> bool {
+        true
+    }
+
+    /// Every point's tag and write topic lie inside one of the domain's namespaces (400
+    /// naming the field).
+    fn check_owner(
+        &self,
+        state: &AppState,
+        domain: &str,
+        fields: &Map<String, Value>,
+    ) -> ApiResult<()> {
+        for (field, topic) in config::point_topics(fields) {
+            if state.uns.tags.namespace_owner(&topic).as_deref() != Some(domain) {
+                return Err(ApiError::bad_request(format!(
+                    "field `{field}`: `{topic}` is not inside a namespace of this domain"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare_create(
+        &self,
+        fields: &mut Map<String, Value>,
+        _device: &str,
+        _domain: &str,
+        _creator: &str,
+    ) -> Result<(), String> {
+        config::normalise(fields)
+    }
+
+    fn prepare_update(
+        &self,
+        stored: &Map<String, Value>,
+        merged: &mut Map<String, Value>,
+    ) -> Result<(), String> {
+        for (name, value) in merged.iter_mut() {
+            if value.is_null() {
+                if let Some(kept) = stored.get(name) {
+                    *value = kept.clone();
+                }
+            }
+        }
+        config::normalise(merged)
+    }
+
+    /// The `password`; a `password_set` in the body is never taken as it is.
+    fn take_secret(&self, fields: &mut Map<String, Value>) -> ApiResult<Option<Option<String>>> {
+        fields.remove("password_set");
+        let secret = crate::fields::take_password(fields).map_err(ApiError::bad_request)?;
+        if let Some(password) = &secret {
+            fields.insert("password_set".into(), Value::Bool(password.is_some()));
+        }
+        Ok(secret)
+    }
+
+    async fn keep_secret(
+        &self,
+        state: &AppState,
+        table: &TableRef,
+        key: &str,
+        secret: Option<String>,
+    ) -> ApiResult<()> {
+        let (domain, key) = (table.domain.clone(), key.to_string());
+        state
+            .store
+            .run(move |s| s.set_connector_password(&domain, &key, secret.as_deref()))
+            .await?;
+        Ok(())
+    }
+
+    /// Creates the tags the points name that the domain does not have yet.
+    async fn written(&self, state: &AppState, domain: &str, record: &Value) -> ApiResult<()> {
+        let Some(points) = record.get("points").and_then(Value::as_array) else {
+            return Ok(());
+        };
+        let table = TableRef::new(domain, TAGS).map_err(ApiError::internal)?;
+        let mut created = false;
+        for point in points {
+            let Some(tag) = point.get("tag").and_then(Value::as_str) else {
+                continue;
+            };
+            if state.uns.tags.is_owner(tag, domain) {
+                continue;
+            }
+            let mut fields = Map::new();
+            fields.insert("path".into(), json!(tag));
+            for member in ["historize", "unit", "compression", "description"] {
+                if let Some(value) = point.get(member).filter(|v| !v.is_null()) {
+                    fields.insert(member.into(), value.clone());
+                }
+            }
+            TAGS_TABLE
+                .prepare_create(&mut fields, "", domain, "")
+                .map_err(ApiError::bad_request)?;
+            let key = crate::ids::new_key();
+            let table = table.clone();
+            let inserted = state
+                .store
+                .run(move |s| {
+                    TAGS_TABLE.ensure_collection(s, &table.domain)?;
+                    s.insert_record(&table, &key, &fields)
+                })
+                .await;
+            match inserted {
+                // Another write declared it meanwhile: the tag is there.
+                Ok(_) | Err(crate::store::StoreError::Conflict(_)) => created = true,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if created {
+            TAGS_TABLE.reload(state, domain).await?;
+            state.peers.changed(domain, TAGS_TABLE).await;
+        }
+        Ok(())
+    }
+
+    async fn reload(&self, state: &AppState, domain: &str) -> ApiResult<()> {
+        state.connectors.reload_domain(domain).await;
+        Ok(())
+    }
+}
