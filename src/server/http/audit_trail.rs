@@ -1,16 +1,18 @@
 //! What the audit trail records of a request, known from its method and route: which requests
 //! are administrative changes (users, groups, grants, API keys, domains, and the system tables
-//! namespaces, upstreams, processes, flows, collections, tags) and the secret-free summary kept
+//! namespaces, upstreams, connectors, processes, flows, collections, tags, and the trust list
+//! of connector certificates) and the secret-free summary kept
 //! of each body. `observe` writes the entries; `GET /svc/audit` is `routes::audit`.
 
 use axum::http::Method;
 use serde_json::{Map, Value};
 
 /// Record tables whose writes are administrative (the others hold a plant's data).
-const ADMIN_TABLES: [&str; 6] = [
+const ADMIN_TABLES: [&str; 7] = [
     "tags",
     "namespaces",
     "upstreams",
+    "connectors",
     "processes",
     "flows",
     "collections",
@@ -103,6 +105,21 @@ pub fn classify(method: &Method, route: &str, params: &[(String, String)]) -> Op
         "/svc/flows/{name}/stop" => Some(change("stop", "flows", param("name"))),
         "/svc/upstreams/{id}/connect" => Some(change("connect", "upstreams", param("id"))),
         "/svc/upstreams/{id}/disconnect" => Some(change("disconnect", "upstreams", param("id"))),
+        "/svc/connectors/certificates/{thumbprint}/trust" => Some(change(
+            "trust",
+            "connector_certificates",
+            param("thumbprint"),
+        )),
+        "/svc/connectors/certificates/{thumbprint}/reject" => Some(change(
+            "reject",
+            "connector_certificates",
+            param("thumbprint"),
+        )),
+        "/svc/connectors/certificates/{thumbprint}" => Some(change(
+            "forget",
+            "connector_certificates",
+            param("thumbprint"),
+        )),
         // The answer is the snapshot itself, never read for an id.
         "/svc/backup" => Some(change("create", "backups", Some(String::new()))),
         _ => None,

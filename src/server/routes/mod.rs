@@ -8,6 +8,7 @@ pub(crate) mod auth;
 pub(crate) mod backup;
 pub(crate) mod broker_clients;
 pub(crate) mod code;
+pub(crate) mod connectors;
 pub(crate) mod console;
 pub(crate) mod files;
 pub(crate) mod flows;
@@ -49,6 +50,7 @@ fn api_routes() -> utoipa_axum::router::OpenApiRouter<AppState> {
         .merge(tag_stream::routes())
         .merge(namespaces::routes())
         .merge(upstreams::routes())
+        .merge(connectors::routes())
         .merge(broker_clients::routes())
         .merge(historian::routes())
         .merge(processes::routes())
