@@ -3,6 +3,7 @@
 
 mod auth;
 mod backup;
+mod connectors;
 mod csv_typed;
 mod export;
 mod filters;
@@ -94,6 +95,10 @@ pub enum Command {
     /// List, create, update, delete and test the domain's upstream brokers.
     #[command(subcommand)]
     Upstreams(UpstreamsCommand),
+    /// List, create, update, delete, test and browse the domain's device connectors (OPC UA,
+    /// Modbus TCP); their status; the OPC UA server certificates to trust.
+    #[command(subcommand)]
+    Connectors(ConnectorsCommand),
     /// Deploy, run and inspect functions (JavaScript run by the server on triggers).
     #[command(subcommand)]
     Functions(FunctionsCommand),
@@ -471,6 +476,57 @@ pub enum UpstreamsCommand {
         upstream: Option<String>,
         #[arg(long, short = 'f', value_parser = non_empty())]
         file: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConnectorsCommand {
+    /// List the connectors of the domain (passwords are never shown).
+    List,
+    /// Create a connector from a JSON file (`-`: standard input).
+    Create {
+        #[arg(long, short = 'f', value_parser = non_empty())]
+        file: String,
+    },
+    /// Change a connector (by name or record id) with the fields of a JSON file.
+    Update {
+        #[arg(value_parser = non_empty())]
+        connector: String,
+        #[arg(long, short = 'f', value_parser = non_empty())]
+        file: String,
+    },
+    /// Delete a connector, by name or record id.
+    Delete {
+        #[arg(value_parser = non_empty())]
+        connector: String,
+    },
+    /// Show the status of one connector (with its points), or of all of them.
+    Status { connector: Option<String> },
+    /// Connect to the device a JSON file describes (nothing is stored) and print what it says
+    /// of itself, or why it cannot be reached.
+    Test {
+        #[arg(long, short = 'f', value_parser = non_empty())]
+        file: String,
+    },
+    /// List one level of a connector's address space (OPC UA), under NODE or the Objects
+    /// folder.
+    Browse {
+        #[arg(value_parser = non_empty())]
+        connector: String,
+        #[arg(long, short = 'n', value_parser = non_empty())]
+        node: Option<String>,
+    },
+    /// List the server certificates the domain's connectors met: pending, trusted, rejected.
+    Certificates,
+    /// Trust a listed server certificate (by thumbprint): connectors to that server connect.
+    Trust {
+        #[arg(value_parser = non_empty())]
+        thumbprint: String,
+    },
+    /// Reject a listed server certificate (by thumbprint).
+    Reject {
+        #[arg(value_parser = non_empty())]
+        thumbprint: String,
     },
 }
 

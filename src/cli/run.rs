@@ -4,8 +4,8 @@
 use super::client::Client;
 use super::error::{CliError, CliResult};
 use super::{
-    auth, backup, flows, functions, historian, keys, migrate, namespaces, output, records, tags,
-    upstreams,
+    auth, backup, connectors, flows, functions, historian, keys, migrate, namespaces, output,
+    records, tags, upstreams,
 };
 use super::{Cli, Command};
 use crate::model::DeviceInfo;
@@ -49,6 +49,7 @@ fn dispatch(cli: Cli) -> CliResult<()> {
         Command::Tags(c) => tags::run(&Client::from_args(&global)?, format, c),
         Command::Namespaces(c) => namespaces::run(&Client::from_args(&global)?, format, c),
         Command::Upstreams(c) => upstreams::run(&Client::from_args(&global)?, format, c),
+        Command::Connectors(c) => connectors::run(&Client::from_args(&global)?, format, c),
         Command::Functions(c) => functions::run(&Client::from_args(&global)?, format, c),
         Command::Flows(c) => flows::run(&Client::from_args(&global)?, format, c),
         Command::Backup { file } => backup::backup(&Client::from_args(&global)?, &file),
