@@ -76,6 +76,8 @@ pub struct App {
     historized_at: Option<Instant>,
     /// The domain's upstreams, for the status bar (empty when there are none or no rights).
     pub upstreams: Vec<LinkBrief>,
+    /// The domain's connectors, for the status bar (empty when there are none or no rights).
+    pub connectors: Vec<LinkBrief>,
     upstreams_at: Option<Instant>,
     /// The server's last values are to be read (the subscription was just acknowledged).
     last_values_due: bool,
@@ -106,6 +108,7 @@ impl App {
             historized_error: None,
             historized_at: None,
             upstreams: Vec::new(),
+            connectors: Vec::new(),
             upstreams_at: None,
             last_values_due: false,
             last_values_error: None,
@@ -175,6 +178,7 @@ impl App {
             }
             HistoryEvent::Historized(Err(error)) => self.historized_error = Some(error),
             HistoryEvent::Upstreams(list) => self.upstreams = list.unwrap_or_default(),
+            HistoryEvent::Connectors(list) => self.connectors = list.unwrap_or_default(),
             HistoryEvent::Trend { topic, result, at } => {
                 if let Some(view) = self.trend.as_mut().filter(|v| v.topic == topic) {
                     view.state = match result {

@@ -1,6 +1,7 @@
 //! The REST side of the monitor: device discovery (`GET /svc/`), the server's last values
 //! (`GET /svc/tag/stream`'s snapshot, see `snapshot.rs`), the domain's historized tags
-//! (`GET /svc/historian/list`), its upstreams' states (`GET /svc/upstreams/status`) and the
+//! (`GET /svc/historian/list`), its upstreams' and connectors' states (`GET /svc/upstreams/status`,
+//! `GET /svc/connectors/status`) and the
 //! last hour of one tag (`PATCH /svc/historian`: raw values, or 10-second means when the hour
 //! holds more than [`RAW_LIMIT`]), fetched with blocking reqwest on a background thread so the
 //! UI never waits on HTTP.
@@ -103,6 +104,14 @@ impl Rest {
         )
     }
 
+    /// `GET /svc/connectors/status`: the domain's connectors and their states.
+    pub fn connectors(&self) -> anyhow::Result<Vec<LinkBrief>> {
+        self.send(
+            self.client.request(Method::GET, "/svc/connectors/status"),
+            "GET /svc/connectors/status",
+        )
+    }
+
     fn query(&self, body: &Value) -> anyhow::Result<Value> {
         self.send(
             self.client
@@ -174,6 +183,8 @@ pub enum HistoryEvent {
     },
     /// The domain's upstreams; `None` when they cannot be read (no rights, an older server).
     Upstreams(Option<Vec<LinkBrief>>),
+    /// The domain's connectors; `None` when they cannot be read.
+    Connectors(Option<Vec<LinkBrief>>),
 }
 
 /// Starts the history thread; it ends when either channel's other side is dropped. Requests
@@ -210,6 +221,10 @@ pub fn spawn(
                 if upstreams {
                     let list = rest.upstreams().ok();
                     if events.send(HistoryEvent::Upstreams(list)).is_err() {
+                        return;
+                    }
+                    let list = rest.connectors().ok();
+                    if events.send(HistoryEvent::Connectors(list)).is_err() {
                         return;
                     }
                 }

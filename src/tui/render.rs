@@ -347,7 +347,8 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     if let Some(error) = &app.historized_error {
         spans.push(format!(" historian: {} ", truncate(error, 40)).red());
     }
-    spans.extend(upstream_spans(&app.upstreams));
+    spans.extend(link_spans("⇅", "upstreams", &app.upstreams));
+    spans.extend(link_spans("⚙", "connectors", &app.connectors));
     let help = " ? help  q quit ";
     let [left, right] =
         Layout::horizontal([Constraint::Fill(1), Constraint::Length(help.len() as u16)])
@@ -356,16 +357,20 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(help).dark_gray(), right);
 }
 
-/// Upstreams shown by name in the status bar; more are summed up.
-const UPSTREAMS_SHOWN: usize = 4;
+/// Upstreams (and connectors) shown by name in the status bar; more are summed up.
+const LINKS_SHOWN: usize = 4;
 
-/// ` ⇅ name state ` per upstream, coloured by state.
-fn upstream_spans(upstreams: &[LinkBrief]) -> Vec<Span<'static>> {
-    let mut spans: Vec<Span<'static>> = upstreams
+/// ` ⇅ name state ` per upstream (` ⚙ name state ` per connector), coloured by state.
+fn link_spans(glyph: &str, noun: &str, links: &[LinkBrief]) -> Vec<Span<'static>> {
+    let mut spans: Vec<Span<'static>> = links
         .iter()
-        .take(UPSTREAMS_SHOWN)
+        .take(LINKS_SHOWN)
         .map(|u| {
-            let text = format!(" ⇅ {} {} ", truncate(&u.name, 20), state_name(u.state));
+            let text = format!(
+                " {glyph} {} {} ",
+                truncate(&u.name, 20),
+                state_name(u.state)
+            );
             match u.state {
                 LinkState::Connected => text.black().on_green(),
                 LinkState::Connecting | LinkState::Backoff => text.black().on_yellow(),
@@ -374,8 +379,8 @@ fn upstream_spans(upstreams: &[LinkBrief]) -> Vec<Span<'static>> {
             }
         })
         .collect();
-    if upstreams.len() > UPSTREAMS_SHOWN {
-        spans.push(format!(" +{} upstreams ", upstreams.len() - UPSTREAMS_SHOWN).into());
+    if links.len() > LINKS_SHOWN {
+        spans.push(format!(" +{} {noun} ", links.len() - LINKS_SHOWN).into());
     }
     spans
 }
