@@ -44,6 +44,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
     scrape_broker(&state, &mut registry);
     scrape_historian(&state, &mut registry);
     scrape_upstreams(&state, &mut registry);
+    scrape_connectors(&state, &mut registry);
     let mut body = String::with_capacity(16 * 1024);
     prometheus_text::encode(&mut body, &registry)
         .map_err(|_| ApiError::internal("cannot encode the metrics"))?;
@@ -183,19 +184,37 @@ fn scrape_historian(state: &AppState, registry: &mut Registry) {
 }
 
 fn scrape_upstreams(state: &AppState, registry: &mut Registry) {
-    let family = Family::<StateLabels, Gauge>::default();
-    for (upstream_state, count) in state.upstreams.state_counts() {
-        family
-            .get_or_create(&StateLabels {
-                state: upstream_state,
-            })
-            .set(count as i64);
-    }
-    registry.register(
+    link_states(
+        registry,
         "upstreams",
         "Upstream connections by state (connected, connecting, backoff, error, disabled)",
-        family,
+        state.upstreams.state_counts(),
     );
+}
+
+fn scrape_connectors(state: &AppState, registry: &mut Registry) {
+    link_states(
+        registry,
+        "connectors",
+        "Device connectors by state (connected, connecting, backoff, error, disabled)",
+        state.connectors.state_counts(),
+    );
+}
+
+/// A gauge family of supervised links by state.
+fn link_states(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    counts: Vec<(&'static str, usize)>,
+) {
+    let family = Family::<StateLabels, Gauge>::default();
+    for (link_state, count) in counts {
+        family
+            .get_or_create(&StateLabels { state: link_state })
+            .set(count as i64);
+    }
+    registry.register(name, help, family);
 }
 
 /// The process is up and serving HTTP.
