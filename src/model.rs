@@ -482,6 +482,9 @@ pub enum LinkState {
     /// Waiting to try again after a refusal that needs a change (credentials, TLS, security,
     /// protocol, a refused subscription).
     Error,
+    /// A connector another instance on the same store runs (the one that leads); this one
+    /// takes over if it comes to lead.
+    Standby,
 }
 
 /// The part of an upstream's or connector's status the monitor shows (the server sends more:

@@ -8,7 +8,7 @@ use super::kind::{Failure, FailureKind, Kind, Target, Write, WriteError};
 use super::status::{self, LastError, State, Status};
 use super::supervisor::OnStatus;
 use crate::backoff::Backoff;
-use crate::store::Store;
+use crate::store::{Leadership, Store};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -109,6 +109,9 @@ pub(super) struct Supervised {
     pub backoff: Backoff,
     pub shared: Arc<Shared>,
     pub store: Store,
+    /// Only the instance that leads talks to devices (one connection per device, each value
+    /// once, whatever the number of instances sharing the store).
+    pub leadership: Leadership,
 }
 
 impl Supervised {
@@ -119,6 +122,10 @@ impl Supervised {
             tracing::warn!(connector = self.target.name, error = %e, "cannot make the connector's scratch directory");
         }
         loop {
+            if !self.leadership.is_leader() {
+                self.shared.update(|status| status.enter(State::Standby));
+                self.standby(&mut writes).await;
+            }
             self.shared.update(|status| {
                 status.attempts += 1;
                 status.next_retry = None;
@@ -155,6 +162,23 @@ impl Supervised {
                 status.enter(status::state_after(&failure));
             });
             self.wait(delay, &mut writes, &failure).await;
+        }
+    }
+
+    /// Waits until this instance leads, answering the writes that arrive meanwhile.
+    async fn standby(&self, writes: &mut mpsc::Receiver<Write>) {
+        let leads = self.leadership.until(true);
+        tokio::pin!(leads);
+        loop {
+            tokio::select! {
+                _ = &mut leads => return,
+                Some(write) = writes.recv() => {
+                    let _ = write.reply.send(Err(WriteError::Unreachable(format!(
+                        "connector `{}` runs on the instance that leads, not this one",
+                        self.target.name
+                    ))));
+                }
+            }
         }
     }
 

@@ -247,6 +247,7 @@ impl Supervisor {
                 backoff: Backoff::of(&fields),
                 shared: shared.clone(),
                 store: self.store.clone(),
+                leadership: self.store.cluster().leadership(),
             };
             tokio::spawn(supervised.run(queue))
         });
@@ -527,6 +528,7 @@ impl Supervisor {
             (State::Backoff, "backoff", 0),
             (State::Error, "error", 0),
             (State::Disabled, "disabled", 0),
+            (State::Standby, "standby", 0),
         ];
         for run in self.running().values() {
             let state = run.shared.state();

@@ -375,7 +375,7 @@ fn link_spans(glyph: &str, noun: &str, links: &[LinkBrief]) -> Vec<Span<'static>
                 LinkState::Connected => text.black().on_green(),
                 LinkState::Connecting | LinkState::Backoff => text.black().on_yellow(),
                 LinkState::Error => text.white().on_red(),
-                LinkState::Disabled => text.dark_gray(),
+                LinkState::Disabled | LinkState::Standby => text.dark_gray(),
             }
         })
         .collect();
@@ -392,6 +392,7 @@ fn state_name(state: LinkState) -> &'static str {
         LinkState::Connected => "connected",
         LinkState::Backoff => "backoff",
         LinkState::Error => "error",
+        LinkState::Standby => "standby",
     }
 }
 

@@ -17,7 +17,7 @@ pub enum PeerNotice {
 }
 
 /// Whether this instance is the one that runs what must happen once for all instances (the
-/// timers of functions and flows). Cheap to clone and to ask.
+/// timers of functions and flows, the connectors to devices). Cheap to clone and to ask.
 #[derive(Debug, Clone)]
 pub struct Leadership(watch::Receiver<bool>);
 
@@ -34,6 +34,15 @@ impl Leadership {
 
     pub fn is_leader(&self) -> bool {
         *self.0.borrow()
+    }
+
+    /// Waits until this instance leads (`true`) or follows (`false`); forever when the sender
+    /// is gone without it happening.
+    pub async fn until(&self, leading: bool) {
+        let mut receiver = self.0.clone();
+        if receiver.wait_for(|now| *now == leading).await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
