@@ -4,6 +4,7 @@
 //! error and correlation rules of the contract.
 
 mod conformance;
+mod device_peer;
 mod mosquitto;
 mod mqtt;
 mod peer_broker;
@@ -13,6 +14,7 @@ mod raw_clients;
 mod raw_mqtt;
 mod slow_link;
 pub use conformance::*;
+pub use device_peer::*;
 pub use mosquitto::*;
 pub use mqtt::*;
 pub use peer_broker::*;
