@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -27,6 +27,9 @@ fn script(name: &str) -> String {
 
 pub struct DevicePeer {
     child: Option<Child>,
+    /// Held open: a peer exits when its standard input closes, so a test that dies leaves no
+    /// peer behind.
+    stdin: Option<ChildStdin>,
     program: PathBuf,
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -66,6 +69,7 @@ impl DevicePeer {
         all.extend(args.iter().map(|a| a.to_string()));
         let mut peer = DevicePeer {
             child: None,
+            stdin: None,
             program,
             args: all,
             env,
@@ -81,7 +85,7 @@ impl DevicePeer {
         command
             .args(&self.args)
             .args(["--port", &port.to_string()])
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         for (k, v) in &self.env {
@@ -91,6 +95,7 @@ impl DevicePeer {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start the peer {:?}: {e}", self.args));
         let stdout = child.stdout.take().expect("the peer's stdout");
+        self.stdin = child.stdin.take();
         let (tx, rx) = mpsc::channel();
         let output = self.output.clone();
         std::thread::spawn(move || {
@@ -118,6 +123,7 @@ impl DevicePeer {
 
     /// Kills the peer (SIGKILL): the device goes away at once.
     pub fn kill(&mut self) {
+        self.stdin = None;
         if let Some(mut child) = self.child.take() {
             let _ = Command::new("kill").args(["-CONT", &child.id().to_string()]).status();
             let _ = child.kill();
