@@ -25,6 +25,12 @@ fn script(name: &str) -> String {
         .to_string()
 }
 
+/// A TCP port nothing listens on (for a device that is down).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").port()
+}
+
 pub struct DevicePeer {
     child: Option<Child>,
     /// Held open: a peer exits when its standard input closes, so a test that dies leaves no
@@ -41,6 +47,12 @@ pub struct DevicePeer {
 impl DevicePeer {
     /// A Python peer script of `tests/peers/` with `args` (`--port 0` is added).
     pub fn python(name: &str, args: &[&str]) -> DevicePeer {
+        DevicePeer::python_at(0, name, args)
+    }
+
+    /// [`DevicePeer::python`] on port `port` (one [`free_port`] gave: a device that comes up
+    /// after svc tried to reach it).
+    pub fn python_at(port: u16, name: &str, args: &[&str]) -> DevicePeer {
         let python = target_dir().join("peers-venv/bin/python");
         assert!(
             python.is_file(),
@@ -48,7 +60,7 @@ impl DevicePeer {
              (scripts/test.sh), which installs asyncua and pymodbus into it",
             python.display()
         );
-        DevicePeer::start(python, script(name), args, Vec::new())
+        DevicePeer::start(python, script(name), args, Vec::new(), port)
     }
 
     /// A Node.js peer script of `tests/peers/` with `args` (`--port 0` is added).
@@ -61,10 +73,16 @@ impl DevicePeer {
             modules.display()
         );
         let env = vec![("NODE_PATH".to_string(), modules.display().to_string())];
-        DevicePeer::start(PathBuf::from("node"), script(name), args, env)
+        DevicePeer::start(PathBuf::from("node"), script(name), args, env, 0)
     }
 
-    fn start(program: PathBuf, script: String, args: &[&str], env: Vec<(String, String)>) -> DevicePeer {
+    fn start(
+        program: PathBuf,
+        script: String,
+        args: &[&str],
+        env: Vec<(String, String)>,
+        port: u16,
+    ) -> DevicePeer {
         let mut all = vec![script];
         all.extend(args.iter().map(|a| a.to_string()));
         let mut peer = DevicePeer {
@@ -76,7 +94,7 @@ impl DevicePeer {
             port: 0,
             output: Default::default(),
         };
-        peer.spawn(0);
+        peer.spawn(port);
         peer
     }
 
@@ -116,7 +134,10 @@ impl DevicePeer {
             Ok(port) if port > 0 => self.port = port,
             other => {
                 self.kill();
-                panic!("the peer {:?} did not print `ready <port>`: {other:?}", self.args)
+                panic!(
+                    "the peer {:?} did not print `ready <port>`: {other:?}",
+                    self.args
+                )
             }
         }
     }
@@ -125,7 +146,9 @@ impl DevicePeer {
     pub fn kill(&mut self) {
         self.stdin = None;
         if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill").args(["-CONT", &child.id().to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status();
             let _ = child.kill();
             let _ = child.wait();
         }
