@@ -37,7 +37,12 @@ pub fn decode(address: &Address, registers: &[u16]) -> Result<Value, String> {
             let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
             Value::String(String::from_utf8_lossy(&bytes[..end]).into_owned())
         }
-        DataType::Bool | DataType::Bit(_) => unreachable!("handled above"),
+        DataType::Bool | DataType::Bit(_) => {
+            return Err(format!(
+                "a {} point is not read from registers",
+                data_type.name()
+            ))
+        }
     };
     Ok(value)
 }

@@ -33,7 +33,8 @@ pub struct ModbusLink {
     connection: Connection,
     settings: Settings,
     points: Vec<Point>,
-    groups: Vec<Group>,
+    /// Shared with the poll in progress, so a poll borrows no part of the link.
+    groups: Arc<Vec<Group>>,
     /// Whether the unit answered the probe at connect.
     answered: bool,
     /// Requests in a row that got no answer.
@@ -52,7 +53,10 @@ impl ModbusLink {
             max_bits: settings.max_bits,
             max_gap: settings.max_gap,
         };
-        let groups = plan::plan(points.iter().map(|p| &p.address).enumerate(), limits);
+        let groups = Arc::new(plan::plan(
+            points.iter().map(|p| &p.address).enumerate(),
+            limits,
+        ));
         ModbusLink {
             connection,
             settings,
@@ -96,8 +100,8 @@ impl ModbusLink {
                 }
                 () = std::future::ready(()), if !due.is_empty() => {
                     if let Some((group, request)) = due.pop_front() {
-                        let request = self.groups[group].requests[request].clone();
-                        self.poll(&request, sink).await?;
+                        let groups = Arc::clone(&self.groups);
+                        self.poll(&groups[group].requests[request], sink).await?;
                     }
                 }
             }
