@@ -10,6 +10,7 @@
 pub mod config;
 pub mod feed;
 pub mod kind;
+pub mod modbus;
 pub mod point;
 pub mod status;
 pub mod supervised;
@@ -21,7 +22,7 @@ use kind::Kind;
 pub const FEATURE: &str = "connectors";
 
 /// Every kind of connector.
-pub const KINDS: [&dyn Kind; 0] = [];
+pub const KINDS: [&dyn Kind; 1] = [&modbus::Modbus];
 
 /// The kind called `name`.
 pub fn kind(name: &str) -> Option<&'static dyn Kind> {
