@@ -51,17 +51,26 @@ fn create(server: &Server, body: &Value) -> Value {
     json_ok(resp, StatusCode::CREATED)
 }
 
-/// The payload a tag holds now (`{"value","timestamp","quality"}`), if it has one.
+/// The tag's newest value (`{"topic","value","timestamp"}` of `GET /svc/tag/values`) with the
+/// quality its connector's status gives the point, if it has one.
 fn tag_payload(server: &Server, topic: &str) -> Option<Value> {
     let values = server.get_json(DOMAIN, "/svc/tag/values");
-    values
+    let mut newest = values
         .as_array()?
         .iter()
-        .find(|v| v["topic"] == topic)
-        .map(|v| v["value"].clone())
+        .find(|v| v["topic"] == topic)?
+        .clone();
+    let statuses = server.get_json(DOMAIN, "/svc/connectors/status");
+    let point = statuses
+        .as_array()?
+        .iter()
+        .flat_map(|s| s["points"].as_array().cloned().unwrap_or_default())
+        .find(|p| p["tag"] == topic)?;
+    newest["quality"] = point["quality"].clone();
+    Some(newest)
 }
 
-/// Waits until the tag holds a payload `check` accepts.
+/// Waits until the tag holds a value `check` accepts.
 fn wait_tag(server: &Server, topic: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     server.poll(Duration::from_secs(15), what, || {
         tag_payload(server, topic).filter(|p| check(p))

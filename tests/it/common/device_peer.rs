@@ -25,12 +25,6 @@ fn script(name: &str) -> String {
         .to_string()
 }
 
-/// A TCP port nothing listens on (for a device that is down).
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
-}
-
 pub struct DevicePeer {
     child: Option<Child>,
     /// Held open: a peer exits when its standard input closes, so a test that dies leaves no
@@ -50,7 +44,7 @@ impl DevicePeer {
         DevicePeer::python_at(0, name, args)
     }
 
-    /// [`DevicePeer::python`] on port `port` (one [`free_port`] gave: a device that comes up
+    /// [`DevicePeer::python`] on port `port` (one `free_port` gave: a device that comes up
     /// after svc tried to reach it).
     pub fn python_at(port: u16, name: &str, args: &[&str]) -> DevicePeer {
         let python = target_dir().join("peers-venv/bin/python");
