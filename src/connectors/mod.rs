@@ -8,6 +8,7 @@
 //! settings, topics); the server implements [`supervisor::Uns`] to give it the broker.
 
 pub mod kind;
+pub mod opcua;
 
 use kind::Kind;
 
@@ -15,7 +16,7 @@ use kind::Kind;
 pub const FEATURE: &str = "connectors";
 
 /// Every kind of connector.
-pub const KINDS: [&dyn Kind; 0] = [];
+pub const KINDS: [&dyn Kind; 1] = [&opcua::OpcUa];
 
 /// The kind called `name`.
 pub fn kind(name: &str) -> Option<&'static dyn Kind> {

@@ -5,7 +5,7 @@
 
 use crate::connectors::kind::{Failure, FailureKind, Identity};
 use base64::Engine;
-use opcua::crypto::{AlternateNames, CertificateStore, X509Data, X509};
+use opcua::crypto::{CertificateStore, X509Data, X509};
 use std::path::{Path, PathBuf};
 use x509_cert::der::Decode;
 
@@ -15,12 +15,8 @@ pub fn new_identity(application_uri: &str) -> Result<Identity, String> {
     if uri.is_empty() {
         return Err("the application URI is empty".into());
     }
-    let mut alt_host_names = AlternateNames::new();
-    alt_host_names.add_uri(uri);
-    for name in X509Data::computer_hostnames() {
-        alt_host_names.add_dns(name);
-    }
-    alt_host_names.add_dns("localhost");
+    // The URI first, then localhost and this computer's names (no addresses: they change).
+    let alt_host_names = X509Data::alt_host_names(uri, None, true, true, false);
     let data = X509Data {
         key_size: 2048,
         common_name: "svc".into(),
