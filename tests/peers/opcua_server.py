@@ -107,7 +107,7 @@ async def main():
             key,
             cert,
             "urn:svc:test:peer",
-            "localhost",
+            "127.0.0.1",  # the host the tests connect to (a DNS name entry; clients compare text)
             [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
             {"countryName": "CH", "organizationName": "svc", "commonName": "svc test peer"},
         )
