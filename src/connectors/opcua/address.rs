@@ -25,7 +25,9 @@ pub enum Mode {
         /// Absolute data-change deadband; 0 is none.
         deadband: f64,
     },
-    Poll { interval: Duration },
+    Poll {
+        interval: Duration,
+    },
 }
 
 /// A checked address, typed.
@@ -41,9 +43,18 @@ pub fn check(index: usize, address: &mut Map<String, Value>) -> Result<(), Strin
     for key in address.keys() {
         if !matches!(
             key.as_str(),
-            "node_id" | "browse_path" | "mode" | "sampling_interval" | "queue_size" | "deadband" | "poll_interval"
+            "node_id"
+                | "browse_path"
+                | "mode"
+                | "sampling_interval"
+                | "queue_size"
+                | "deadband"
+                | "poll_interval"
         ) {
-            return Err(format!("{} is not a member of an OPC UA address.", field(key)));
+            return Err(format!(
+                "{} is not a member of an OPC UA address.",
+                field(key)
+            ));
         }
     }
     match (address.get("node_id"), address.get("browse_path")) {
@@ -60,10 +71,24 @@ pub fn check(index: usize, address: &mut Map<String, Value>) -> Result<(), Strin
                 field("browse_path")
             ))
         }
-        (Some(_), None) => return Err(format!("{} must be a string like ns=2;s=Temp.", field("node_id"))),
-        (None, Some(_)) => return Err(format!("{} must be a string like 2:Plant/2:Temp.", field("browse_path"))),
+        (Some(_), None) => {
+            return Err(format!(
+                "{} must be a string like ns=2;s=Temp.",
+                field("node_id")
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(format!(
+                "{} must be a string like 2:Plant/2:Temp.",
+                field("browse_path")
+            ))
+        }
         (None, None) => {
-            return Err(format!("{} (or {}) is required.", field("node_id"), field("browse_path")))
+            return Err(format!(
+                "{} (or {}) is required.",
+                field("node_id"),
+                field("browse_path")
+            ))
         }
     }
     let mode = match address.get("mode") {
@@ -77,12 +102,18 @@ pub fn check(index: usize, address: &mut Map<String, Value>) -> Result<(), Strin
         if address.contains_key("poll_interval") {
             return Err(format!("{} is for mode poll only.", field("poll_interval")));
         }
-        duration(address, "sampling_interval", "0s", true).map_err(|e| format!("{}{e}", field("sampling_interval")))?;
+        duration(address, "sampling_interval", "0s", true)
+            .map_err(|e| format!("{}{e}", field("sampling_interval")))?;
         let queue = match address.get("queue_size") {
             None | Some(Value::Null) => 1,
             Some(value) => match value.as_u64() {
                 Some(n) if (1..=u32::MAX as u64).contains(&n) => n,
-                _ => return Err(format!("{} must be a whole number of at least 1.", field("queue_size"))),
+                _ => {
+                    return Err(format!(
+                        "{} must be a whole number of at least 1.",
+                        field("queue_size")
+                    ))
+                }
             },
         };
         address.insert("queue_size".into(), Value::from(queue));
@@ -90,7 +121,12 @@ pub fn check(index: usize, address: &mut Map<String, Value>) -> Result<(), Strin
             None | Some(Value::Null) => 0.0,
             Some(value) => match value.as_f64() {
                 Some(d) if d >= 0.0 && d.is_finite() => d,
-                _ => return Err(format!("{} must be a number of at least 0.", field("deadband"))),
+                _ => {
+                    return Err(format!(
+                        "{} must be a number of at least 0.",
+                        field("deadband")
+                    ))
+                }
             },
         };
         address.insert("deadband".into(), Value::from(deadband));
@@ -100,12 +136,18 @@ pub fn check(index: usize, address: &mut Map<String, Value>) -> Result<(), Strin
                 return Err(format!("{} is for mode subscribe only.", field(member)));
             }
         }
-        duration(address, "poll_interval", "1s", false).map_err(|e| format!("{}{e}", field("poll_interval")))?;
+        duration(address, "poll_interval", "1s", false)
+            .map_err(|e| format!("{}{e}", field("poll_interval")))?;
     }
     Ok(())
 }
 
-fn duration(address: &mut Map<String, Value>, name: &str, default: &str, zero: bool) -> Result<(), String> {
+fn duration(
+    address: &mut Map<String, Value>,
+    name: &str,
+    default: &str,
+    zero: bool,
+) -> Result<(), String> {
     let text = match address.get(name) {
         None | Some(Value::Null) => default.to_string(),
         Some(Value::String(s)) => s.clone(),
@@ -121,7 +163,8 @@ fn duration(address: &mut Map<String, Value>, name: &str, default: &str, zero: b
 
 /// A node id in the OPC UA text form (`ns=2;s=Temp`, `i=2258`).
 pub fn parse_node_id(text: &str) -> Result<NodeId, String> {
-    NodeId::from_str(text.trim()).map_err(|_| format!("`{text}` is not a node id like ns=2;s=Temp or i=2258."))
+    NodeId::from_str(text.trim())
+        .map_err(|_| format!("`{text}` is not a node id like ns=2;s=Temp or i=2258."))
 }
 
 /// `2:Plant/2:Line1/2:Temp` (a step without `ns:` is in namespace 0).
@@ -135,13 +178,17 @@ pub fn parse_browse_path(text: &str) -> Result<Vec<(u16, String)>, String> {
         .map(|step| {
             let (ns, name) = match step.split_once(':') {
                 Some((ns, name)) if !ns.is_empty() && ns.bytes().all(|b| b.is_ascii_digit()) => {
-                    let ns = ns.parse::<u16>().map_err(|_| format!("namespace {ns} is too large."))?;
+                    let ns = ns
+                        .parse::<u16>()
+                        .map_err(|_| format!("namespace {ns} is too large."))?;
                     (ns, name)
                 }
                 _ => (0, step),
             };
             if name.is_empty() {
-                return Err(format!("`{text}` has an empty step (steps are ns:Name, split by /)."));
+                return Err(format!(
+                    "`{text}` has an empty step (steps are ns:Name, split by /)."
+                ));
             }
             Ok((ns, name.to_string()))
         })
@@ -160,7 +207,9 @@ impl Address {
         };
         let text_duration = |name: &str| parse_duration(address[name].as_str().unwrap_or_default());
         let mode = if address["mode"] == "poll" {
-            Mode::Poll { interval: text_duration("poll_interval")? }
+            Mode::Poll {
+                interval: text_duration("poll_interval")?,
+            }
         } else {
             Mode::Subscribe {
                 sampling_interval: text_duration("sampling_interval")?,
@@ -194,14 +243,24 @@ mod tests {
         for id in ["ns=2;i=5", "i=2258"] {
             checked(json!({"node_id": id})).unwrap();
         }
-        let map = checked(json!({"browse_path": "2:Plant/2:Line1/2:Temp", "mode": "poll"})).unwrap();
+        let map =
+            checked(json!({"browse_path": "2:Plant/2:Line1/2:Temp", "mode": "poll"})).unwrap();
         assert_eq!(map["poll_interval"], "1s");
         let address = Address::read(&map).unwrap();
         assert_eq!(
             address.node,
-            Node::Path(vec![(2, "Plant".into()), (2, "Line1".into()), (2, "Temp".into())])
+            Node::Path(vec![
+                (2, "Plant".into()),
+                (2, "Line1".into()),
+                (2, "Temp".into())
+            ])
         );
-        assert_eq!(address.mode, Mode::Poll { interval: Duration::from_secs(1) });
+        assert_eq!(
+            address.mode,
+            Mode::Poll {
+                interval: Duration::from_secs(1)
+            }
+        );
     }
 
     #[test]
@@ -209,15 +268,42 @@ mod tests {
         let cases = [
             (json!({}), "points[3].address.node_id"),
             (json!({"node_id": "Temp"}), "points[3].address.node_id"),
-            (json!({"node_id": "ns=2;s=A", "browse_path": "2:A"}), "points[3].address.node_id"),
-            (json!({"browse_path": "2:A//2:B"}), "points[3].address.browse_path"),
-            (json!({"node_id": "i=1", "mode": "push"}), "points[3].address.mode"),
-            (json!({"node_id": "i=1", "queue_size": 0}), "points[3].address.queue_size"),
-            (json!({"node_id": "i=1", "deadband": -1}), "points[3].address.deadband"),
-            (json!({"node_id": "i=1", "sampling_interval": "x"}), "points[3].address.sampling_interval"),
-            (json!({"node_id": "i=1", "mode": "poll", "poll_interval": "0s"}), "points[3].address.poll_interval"),
-            (json!({"node_id": "i=1", "mode": "poll", "deadband": 1}), "points[3].address.deadband"),
-            (json!({"node_id": "i=1", "colour": 1}), "points[3].address.colour"),
+            (
+                json!({"node_id": "ns=2;s=A", "browse_path": "2:A"}),
+                "points[3].address.node_id",
+            ),
+            (
+                json!({"browse_path": "2:A//2:B"}),
+                "points[3].address.browse_path",
+            ),
+            (
+                json!({"node_id": "i=1", "mode": "push"}),
+                "points[3].address.mode",
+            ),
+            (
+                json!({"node_id": "i=1", "queue_size": 0}),
+                "points[3].address.queue_size",
+            ),
+            (
+                json!({"node_id": "i=1", "deadband": -1}),
+                "points[3].address.deadband",
+            ),
+            (
+                json!({"node_id": "i=1", "sampling_interval": "x"}),
+                "points[3].address.sampling_interval",
+            ),
+            (
+                json!({"node_id": "i=1", "mode": "poll", "poll_interval": "0s"}),
+                "points[3].address.poll_interval",
+            ),
+            (
+                json!({"node_id": "i=1", "mode": "poll", "deadband": 1}),
+                "points[3].address.deadband",
+            ),
+            (
+                json!({"node_id": "i=1", "colour": 1}),
+                "points[3].address.colour",
+            ),
         ];
         for (value, member) in cases {
             let error = checked(value.clone()).unwrap_err();

@@ -19,7 +19,8 @@ use std::collections::HashMap;
 
 /// Browses one level under `node` (`i=85`, the Objects folder, by default).
 pub async fn browse(target: &Target, node: Option<&str>) -> Result<Vec<BrowseEntry>, Failure> {
-    let settings = Settings::read(&target.settings).map_err(|e| Failure::new(FailureKind::Protocol, e))?;
+    let settings =
+        Settings::read(&target.settings).map_err(|e| Failure::new(FailureKind::Protocol, e))?;
     let start = match node {
         Some(text) => parse_node_id(text).map_err(|e| Failure::new(FailureKind::Protocol, e))?,
         None => ObjectId::ObjectsFolder.into(),
@@ -28,7 +29,12 @@ pub async fn browse(target: &Target, node: Option<&str>) -> Result<Vec<BrowseEnt
     let within = settings.timeout * 3;
     let entries = tokio::time::timeout(within, level(&connection.session, &start))
         .await
-        .map_err(|_| Failure::new(FailureKind::Timeout, "the server did not answer the browse in time"))?;
+        .map_err(|_| {
+            Failure::new(
+                FailureKind::Timeout,
+                "the server did not answer the browse in time",
+            )
+        })?;
     drop(connection);
     entries
 }
@@ -44,7 +50,10 @@ fn description(node: &NodeId, max_class_mask: u32) -> BrowseDescription {
     }
 }
 
-async fn references(session: &Session, node: &NodeId) -> Result<Vec<ReferenceDescription>, Failure> {
+async fn references(
+    session: &Session,
+    node: &NodeId,
+) -> Result<Vec<ReferenceDescription>, Failure> {
     let results = session
         .browse(&[description(node, 0)], 1000, None)
         .await
@@ -56,7 +65,10 @@ async fn references(session: &Session, node: &NodeId) -> Result<Vec<ReferenceDes
         if r.status_code.is_bad() {
             return Err(Failure::new(
                 FailureKind::Protocol,
-                format!("the server cannot browse {node} ({})", status_name(r.status_code)),
+                format!(
+                    "the server cannot browse {node} ({})",
+                    status_name(r.status_code)
+                ),
             )
             .with_status(status_name(r.status_code)));
         }
@@ -84,23 +96,39 @@ async fn level(session: &Session, start: &NodeId) -> Result<Vec<BrowseEntry>, Fa
         return Ok(Vec::new());
     }
     // Whether each child has children: one reference each is enough.
-    let children: Vec<BrowseDescription> = refs.iter().map(|r| description(&r.node_id.node_id, 0)).collect();
+    let children: Vec<BrowseDescription> = refs
+        .iter()
+        .map(|r| description(&r.node_id.node_id, 0))
+        .collect();
     let has_children: Vec<bool> = session
         .browse(&children, 1, None)
         .await
-        .map(|results| results.iter().map(|r| r.references.as_ref().is_some_and(|v| !v.is_empty())).collect())
+        .map(|results| {
+            results
+                .iter()
+                .map(|r| r.references.as_ref().is_some_and(|v| !v.is_empty()))
+                .collect()
+        })
         .unwrap_or_else(|_| vec![false; refs.len()]);
     // Data type and access level of the variables.
-    let variables: Vec<usize> = (0..refs.len()).filter(|&i| refs[i].node_class == NodeClass::Variable).collect();
+    let variables: Vec<usize> = (0..refs.len())
+        .filter(|&i| refs[i].node_class == NodeClass::Variable)
+        .collect();
     let mut reads = Vec::new();
     for &i in &variables {
         reads.push(read_id(&refs[i].node_id.node_id, AttributeId::DataType));
-        reads.push(read_id(&refs[i].node_id.node_id, AttributeId::UserAccessLevel));
+        reads.push(read_id(
+            &refs[i].node_id.node_id,
+            AttributeId::UserAccessLevel,
+        ));
     }
     let attributes = if reads.is_empty() {
         Vec::new()
     } else {
-        session.read(&reads, TimestampsToReturn::Neither, 0.0).await.unwrap_or_default()
+        session
+            .read(&reads, TimestampsToReturn::Neither, 0.0)
+            .await
+            .unwrap_or_default()
     };
     let mut data_types: HashMap<usize, NodeId> = HashMap::new();
     let mut access: HashMap<usize, String> = HashMap::new();
@@ -108,7 +136,8 @@ async fn level(session: &Session, start: &NodeId) -> Result<Vec<BrowseEntry>, Fa
         if let Some(Variant::NodeId(id)) = attributes.get(2 * k).and_then(|v| v.value.clone()) {
             data_types.insert(i, *id);
         }
-        if let Some(Variant::Byte(level)) = attributes.get(2 * k + 1).and_then(|v| v.value.clone()) {
+        if let Some(Variant::Byte(level)) = attributes.get(2 * k + 1).and_then(|v| v.value.clone())
+        {
             let text = match (level & 1 != 0, level & 2 != 0) {
                 (true, true) => "read-write",
                 (true, false) => "read",
@@ -127,7 +156,12 @@ async fn level(session: &Session, start: &NodeId) -> Result<Vec<BrowseEntry>, Fa
             browse_name: qualified_name(&r.browse_name),
             display_name: r.display_name.text.as_ref().to_string(),
             node_class: format!("{:?}", r.node_class),
-            data_type: data_types.get(&i).map(|id| type_names.get(id).cloned().unwrap_or_else(|| id.to_string())),
+            data_type: data_types.get(&i).map(|id| {
+                type_names
+                    .get(id)
+                    .cloned()
+                    .unwrap_or_else(|| id.to_string())
+            }),
             access_level: access.get(&i).cloned(),
             has_children: has_children.get(i).copied().unwrap_or(false),
         })
@@ -135,7 +169,10 @@ async fn level(session: &Session, start: &NodeId) -> Result<Vec<BrowseEntry>, Fa
 }
 
 /// The names of data types: built-in ones by their name, the others by their browse name.
-async fn type_names<'a>(session: &Session, ids: impl Iterator<Item = &'a NodeId>) -> HashMap<NodeId, String> {
+async fn type_names<'a>(
+    session: &Session,
+    ids: impl Iterator<Item = &'a NodeId>,
+) -> HashMap<NodeId, String> {
     let mut names = HashMap::new();
     let mut unknown = Vec::new();
     for id in ids {
@@ -152,7 +189,10 @@ async fn type_names<'a>(session: &Session, ids: impl Iterator<Item = &'a NodeId>
     if unknown.is_empty() {
         return names;
     }
-    let reads: Vec<_> = unknown.iter().map(|id| read_id(id, AttributeId::BrowseName)).collect();
+    let reads: Vec<_> = unknown
+        .iter()
+        .map(|id| read_id(id, AttributeId::BrowseName))
+        .collect();
     if let Ok(values) = session.read(&reads, TimestampsToReturn::Neither, 0.0).await {
         for (id, value) in unknown.into_iter().zip(values) {
             if let Some(Variant::QualifiedName(q)) = value.value {

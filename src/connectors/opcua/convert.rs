@@ -76,15 +76,20 @@ fn float(v: f64) -> Value {
 }
 
 fn text(s: &UAString) -> Value {
-    s.value().as_ref().map_or(Value::Null, |s| Value::String(s.clone()))
+    s.value()
+        .as_ref()
+        .map_or(Value::Null, |s| Value::String(s.clone()))
 }
 
 fn bytes(b: &ByteString) -> Value {
-    b.value.as_ref().map_or(Value::Null, |b| Value::String(BASE64.encode(b)))
+    b.value
+        .as_ref()
+        .map_or(Value::Null, |b| Value::String(BASE64.encode(b)))
 }
 
 fn rfc3339(d: &DateTime) -> String {
-    d.as_chrono().to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+    d.as_chrono()
+        .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
 /// Row-major values into nested arrays of `dims` (outermost first).
@@ -123,7 +128,10 @@ fn extension_object(o: &ExtensionObject, ctx: &Context<'_>) -> Value {
         let mut writer = JsonStreamWriter::new(&mut buffer as &mut dyn std::io::Write);
         body.encode_json(&mut writer, ctx).is_ok() && writer.finish_document().is_ok()
     };
-    match encoded.then(|| serde_json::from_slice::<Value>(&buffer).ok()).flatten() {
+    match encoded
+        .then(|| serde_json::from_slice::<Value>(&buffer).ok())
+        .flatten()
+    {
         Some(value) => value,
         None => json!({"type_id": body.data_type_id().to_string(), "body": Value::Null}),
     }
@@ -164,7 +172,11 @@ fn scalar(value: &Value, ty: VariantScalarTypeId) -> Result<Variant, String> {
                 .as_i64()
                 .map(i128::from)
                 .or_else(|| n.as_u64().map(i128::from))
-                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e20).map(|f| f as i128)),
+                .or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 1e20)
+                        .map(|f| f as i128)
+                }),
             _ => None,
         }
         .ok_or_else(wrong)?;
@@ -200,22 +212,30 @@ fn scalar(value: &Value, ty: VariantScalarTypeId) -> Result<Variant, String> {
         }
         T::Guid => {
             let s = value.as_str().ok_or_else(wrong)?;
-            Variant::Guid(Box::new(Guid::from_str(s).map_err(|_| format!("`{s}` is not a GUID"))?))
+            Variant::Guid(Box::new(
+                Guid::from_str(s).map_err(|_| format!("`{s}` is not a GUID"))?,
+            ))
         }
         T::ByteString => {
             let s = value.as_str().ok_or_else(wrong)?;
-            let b = BASE64.decode(s).map_err(|_| format!("`{s}` is not base64"))?;
+            let b = BASE64
+                .decode(s)
+                .map_err(|_| format!("`{s}` is not base64"))?;
             Variant::ByteString(ByteString::from(b))
         }
         T::NodeId => {
             let s = value.as_str().ok_or_else(wrong)?;
-            Variant::NodeId(Box::new(NodeId::from_str(s).map_err(|_| format!("`{s}` is not a node id"))?))
+            Variant::NodeId(Box::new(
+                NodeId::from_str(s).map_err(|_| format!("`{s}` is not a node id"))?,
+            ))
         }
         T::StatusCode => Variant::StatusCode(StatusCode::from(int(0, u32::MAX.into())? as u32)),
         T::QualifiedName => {
             let s = value.as_str().ok_or_else(wrong)?;
             let (ns, name) = match s.split_once(':') {
-                Some((ns, name)) if ns.parse::<u16>().is_ok() => (ns.parse::<u16>().unwrap_or(0), name),
+                Some((ns, name)) if ns.parse::<u16>().is_ok() => {
+                    (ns.parse::<u16>().unwrap_or(0), name)
+                }
                 _ => (0, s),
             };
             Variant::QualifiedName(Box::new(QualifiedName::new(ns, name)))
@@ -242,7 +262,7 @@ pub fn object(pairs: &[(&str, Value)]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opcua::types::{ContextOwned, NamespaceMap, DecodingOptions};
+    use opcua::types::{ContextOwned, DecodingOptions, NamespaceMap};
 
     fn json_of(v: Variant) -> Value {
         let owned = ContextOwned::new_default(NamespaceMap::new(), DecodingOptions::default());
@@ -251,26 +271,49 @@ mod tests {
 
     #[test]
     fn scalars_to_json() {
-        assert_eq!(json_of(Variant::Int64(-9007199254740993)), json!(-9007199254740993i64));
+        assert_eq!(
+            json_of(Variant::Int64(-9007199254740993)),
+            json!(-9007199254740993i64)
+        );
         assert_eq!(json_of(Variant::UInt64(u64::MAX)), json!(u64::MAX));
         assert_eq!(json_of(Variant::Double(f64::NAN)), Value::Null);
         assert_eq!(json_of(Variant::Float(f32::INFINITY)), Value::Null);
-        assert_eq!(json_of(Variant::ByteString(ByteString::from(vec![0u8, 255]))), json!("AP8="));
-        assert_eq!(json_of(Variant::StatusCode(StatusCode::BadNodeIdUnknown)), json!("BadNodeIdUnknown"));
-        assert_eq!(json_of(Variant::QualifiedName(Box::new(QualifiedName::new(2, "Temp")))), json!("2:Temp"));
+        assert_eq!(
+            json_of(Variant::ByteString(ByteString::from(vec![0u8, 255]))),
+            json!("AP8=")
+        );
+        assert_eq!(
+            json_of(Variant::StatusCode(StatusCode::BadNodeIdUnknown)),
+            json!("BadNodeIdUnknown")
+        );
+        assert_eq!(
+            json_of(Variant::QualifiedName(Box::new(QualifiedName::new(
+                2, "Temp"
+            )))),
+            json!("2:Temp")
+        );
         let matrix = Array::new_multi(
             VariantScalarTypeId::Int32,
             (1..=6).map(Variant::Int32).collect::<Vec<_>>(),
             vec![2u32, 3],
         )
         .unwrap();
-        assert_eq!(json_of(Variant::Array(Box::new(matrix))), json!([[1, 2, 3], [4, 5, 6]]));
+        assert_eq!(
+            json_of(Variant::Array(Box::new(matrix))),
+            json!([[1, 2, 3], [4, 5, 6]])
+        );
     }
 
     #[test]
     fn writes_are_range_checked() {
-        let scalar = |s| WriteType { scalar: s, value_rank: -1 };
-        assert_eq!(to_variant(&json!(-12), scalar(VariantScalarTypeId::Int16)), Ok(Variant::Int16(-12)));
+        let scalar = |s| WriteType {
+            scalar: s,
+            value_rank: -1,
+        };
+        assert_eq!(
+            to_variant(&json!(-12), scalar(VariantScalarTypeId::Int16)),
+            Ok(Variant::Int16(-12))
+        );
         assert!(to_variant(&json!(40000), scalar(VariantScalarTypeId::Int16)).is_err());
         assert!(to_variant(&json!(-1), scalar(VariantScalarTypeId::UInt64)).is_err());
         assert_eq!(
@@ -281,8 +324,14 @@ mod tests {
         assert!(to_variant(&json!("x"), scalar(VariantScalarTypeId::Double)).is_err());
         assert!(to_variant(&json!(1e300), scalar(VariantScalarTypeId::Float)).is_err());
         assert!(to_variant(&json!([1.0]), scalar(VariantScalarTypeId::Double)).is_err());
-        let array = WriteType { scalar: VariantScalarTypeId::Double, value_rank: 1 };
-        assert!(matches!(to_variant(&json!([1.0, 2.0]), array), Ok(Variant::Array(_))));
+        let array = WriteType {
+            scalar: VariantScalarTypeId::Double,
+            value_rank: 1,
+        };
+        assert!(matches!(
+            to_variant(&json!([1.0, 2.0]), array),
+            Ok(Variant::Array(_))
+        ));
         assert!(to_variant(&json!(1.0), array).is_err());
     }
 }

@@ -9,15 +9,23 @@ use opcua::types::StatusCode;
 pub fn kind_of(code: StatusCode) -> FailureKind {
     let name = status_name(code);
     match name.as_str() {
-        "BadIdentityTokenRejected" | "BadUserAccessDenied" | "BadIdentityTokenInvalid"
+        "BadIdentityTokenRejected"
+        | "BadUserAccessDenied"
+        | "BadIdentityTokenInvalid"
         | "BadUserSignatureInvalid" => FailureKind::Auth,
-        "BadSecurityChecksFailed" | "BadSecurityPolicyRejected" | "BadSecurityModeRejected"
-        | "BadNoValidCertificates" | "BadApplicationSignatureInvalid" | "BadNonceInvalid" => {
-            FailureKind::Security
-        }
+        "BadSecurityChecksFailed"
+        | "BadSecurityPolicyRejected"
+        | "BadSecurityModeRejected"
+        | "BadNoValidCertificates"
+        | "BadApplicationSignatureInvalid"
+        | "BadNonceInvalid" => FailureKind::Security,
         "BadTimeout" | "BadRequestTimeout" => FailureKind::Timeout,
-        "BadCommunicationError" | "BadConnectionClosed" | "BadNotConnected"
-        | "BadServerNotConnected" | "BadConnectionRejected" | "BadDisconnect"
+        "BadCommunicationError"
+        | "BadConnectionClosed"
+        | "BadNotConnected"
+        | "BadServerNotConnected"
+        | "BadConnectionRejected"
+        | "BadDisconnect"
         | "BadSecureChannelClosed" => FailureKind::Tcp,
         _ if name.starts_with("BadCertificate") => FailureKind::Security,
         _ => FailureKind::Protocol,
@@ -44,9 +52,18 @@ mod tests {
     #[test]
     fn status_codes_sort_into_causes() {
         assert_eq!(kind_of(StatusCode::BadUserAccessDenied), FailureKind::Auth);
-        assert_eq!(kind_of(StatusCode::BadIdentityTokenRejected), FailureKind::Auth);
-        assert_eq!(kind_of(StatusCode::BadCertificateUntrusted), FailureKind::Security);
-        assert_eq!(kind_of(StatusCode::BadSecurityPolicyRejected), FailureKind::Security);
+        assert_eq!(
+            kind_of(StatusCode::BadIdentityTokenRejected),
+            FailureKind::Auth
+        );
+        assert_eq!(
+            kind_of(StatusCode::BadCertificateUntrusted),
+            FailureKind::Security
+        );
+        assert_eq!(
+            kind_of(StatusCode::BadSecurityPolicyRejected),
+            FailureKind::Security
+        );
         assert_eq!(kind_of(StatusCode::BadTimeout), FailureKind::Timeout);
         assert_eq!(kind_of(StatusCode::BadCommunicationError), FailureKind::Tcp);
         let failure = from_status(StatusCode::BadTooManySessions, "connecting");

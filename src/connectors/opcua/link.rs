@@ -44,18 +44,34 @@ pub struct OpcUaLink {
 fn node_unusable(code: StatusCode) -> bool {
     matches!(
         status_name(code).as_str(),
-        "BadNodeIdUnknown" | "BadNodeIdInvalid" | "BadAttributeIdInvalid" | "BadNotReadable"
-            | "BadUserAccessDenied" | "BadNoMatch" | "BadIndexRangeInvalid" | "BadMonitoredItemFilterUnsupported"
-            | "BadFilterNotAllowed" | "BadDeadbandFilterInvalid" | "BadTypeMismatch"
+        "BadNodeIdUnknown"
+            | "BadNodeIdInvalid"
+            | "BadAttributeIdInvalid"
+            | "BadNotReadable"
+            | "BadUserAccessDenied"
+            | "BadNoMatch"
+            | "BadIndexRangeInvalid"
+            | "BadMonitoredItemFilterUnsupported"
+            | "BadFilterNotAllowed"
+            | "BadDeadbandFilterInvalid"
+            | "BadTypeMismatch"
     )
 }
 
 /// The reading of a data value (source time, else server time).
 pub fn reading(value: &DataValue, ctx: &opcua::types::Context<'_>) -> Reading {
-    let time = value.source_timestamp.as_ref().or(value.server_timestamp.as_ref());
+    let time = value
+        .source_timestamp
+        .as_ref()
+        .or(value.server_timestamp.as_ref());
     Reading {
-        value: value.value.as_ref().map_or(Value::Null, |v| to_json(v, ctx)),
-        source_ms: time.filter(|t| !t.is_null()).map(|t| t.as_chrono().timestamp_millis()),
+        value: value
+            .value
+            .as_ref()
+            .map_or(Value::Null, |v| to_json(v, ctx)),
+        source_ms: time
+            .filter(|t| !t.is_null())
+            .map(|t| t.as_chrono().timestamp_millis()),
         quality: Quality(value.status().bits()),
     }
 }
@@ -63,7 +79,9 @@ pub fn reading(value: &DataValue, ctx: &opcua::types::Context<'_>) -> Reading {
 impl OpcUaLink {
     /// The watchdog's bound: publishing interval × keep-alive count × 1.5, at least 3 s.
     fn publish_bound(&self) -> Duration {
-        (self.settings.publishing_interval * self.settings.keep_alive_count).mul_f64(1.5).max(Duration::from_secs(3))
+        (self.settings.publishing_interval * self.settings.keep_alive_count)
+            .mul_f64(1.5)
+            .max(Duration::from_secs(3))
     }
 
     fn deliver(&self, sink: &dyn Sink, failed: &mut [bool], point: usize, value: &DataValue) {
@@ -88,7 +106,14 @@ impl OpcUaLink {
     ) -> Result<Option<mpsc::UnboundedReceiver<(u32, DataValue)>>, Failure> {
         let mut items = Vec::new();
         for (i, point) in self.points.iter().enumerate() {
-            let Mode::Subscribe { sampling_interval, queue_size, deadband } = point.mode else { continue };
+            let Mode::Subscribe {
+                sampling_interval,
+                queue_size,
+                deadband,
+            } = point.mode
+            else {
+                continue;
+            };
             let node = match &point.node {
                 Ok(node) => node.clone(),
                 Err(status) => {
@@ -112,7 +137,11 @@ impl OpcUaLink {
                 requested_parameters: MonitoringParameters {
                     client_handle: i as u32 + 1,
                     // 0 s: as often as the subscription publishes (-1 in OPC UA).
-                    sampling_interval: if sampling_interval.is_zero() { -1.0 } else { sampling_interval.as_secs_f64() * 1000.0 },
+                    sampling_interval: if sampling_interval.is_zero() {
+                        -1.0
+                    } else {
+                        sampling_interval.as_secs_f64() * 1000.0
+                    },
                     filter,
                     queue_size,
                     discard_oldest: true,
@@ -141,15 +170,28 @@ impl OpcUaLink {
             ),
         )
         .await
-        .map_err(|_| Failure::new(FailureKind::Timeout, "the server did not create the subscription in time"))?
+        .map_err(|_| {
+            Failure::new(
+                FailureKind::Timeout,
+                "the server did not create the subscription in time",
+            )
+        })?
         .map_err(|e| from_status(e.status(), "creating the subscription"))?;
-        let handles: Vec<u32> = items.iter().map(|i| i.requested_parameters.client_handle).collect();
+        let handles: Vec<u32> = items
+            .iter()
+            .map(|i| i.requested_parameters.client_handle)
+            .collect();
         let created = tokio::time::timeout(
             settings.timeout,
             session.create_monitored_items(id, TimestampsToReturn::Both, items),
         )
         .await
-        .map_err(|_| Failure::new(FailureKind::Timeout, "the server did not create the monitored items in time"))?
+        .map_err(|_| {
+            Failure::new(
+                FailureKind::Timeout,
+                "the server did not create the monitored items in time",
+            )
+        })?
         .map_err(|e| from_status(e.status(), "creating the monitored items"))?;
         for (handle, result) in handles.into_iter().zip(created) {
             if result.result.status_code.is_bad() {
@@ -165,7 +207,12 @@ impl OpcUaLink {
     }
 
     /// One Read of a poll group's points.
-    async fn poll(&self, sink: &dyn Sink, failed: &mut [bool], group: &[usize]) -> Result<(), Failure> {
+    async fn poll(
+        &self,
+        sink: &dyn Sink,
+        failed: &mut [bool],
+        group: &[usize],
+    ) -> Result<(), Failure> {
         let mut reads = Vec::new();
         let mut which = Vec::new();
         for &i in group {
@@ -185,10 +232,18 @@ impl OpcUaLink {
             return Ok(());
         }
         let session = &self.connection.session;
-        let values = tokio::time::timeout(self.settings.timeout, session.read(&reads, TimestampsToReturn::Both, 0.0))
-            .await
-            .map_err(|_| Failure::new(FailureKind::Timeout, "the server did not answer a poll's Read in time"))?
-            .map_err(|e| from_status(e.status(), "polling"))?;
+        let values = tokio::time::timeout(
+            self.settings.timeout,
+            session.read(&reads, TimestampsToReturn::Both, 0.0),
+        )
+        .await
+        .map_err(|_| {
+            Failure::new(
+                FailureKind::Timeout,
+                "the server did not answer a poll's Read in time",
+            )
+        })?
+        .map_err(|e| from_status(e.status(), "polling"))?;
         for (i, value) in which.into_iter().zip(values) {
             self.deliver(sink, failed, i, &value);
         }
@@ -205,7 +260,10 @@ impl OpcUaLink {
             Some(Err(status)) => return Err(WriteError::Refused(status.clone())),
             Some(Ok(ty)) => *ty,
         };
-        let node = point.node.as_ref().map_err(|status| WriteError::Refused(status.clone()))?;
+        let node = point
+            .node
+            .as_ref()
+            .map_err(|status| WriteError::Refused(status.clone()))?;
         let variant = to_variant(&write.value, ty).map_err(WriteError::Invalid)?;
         let request = WriteValue {
             node_id: node.clone(),
@@ -219,11 +277,15 @@ impl OpcUaLink {
         let session = &self.connection.session;
         let results = tokio::time::timeout(self.settings.timeout, session.write(&[request]))
             .await
-            .map_err(|_| WriteError::Unreachable("the server did not answer the write in time".into()))?
+            .map_err(|_| {
+                WriteError::Unreachable("the server did not answer the write in time".into())
+            })?
             .map_err(|e| {
                 let code = e.status();
                 match kind_of(code) {
-                    FailureKind::Timeout | FailureKind::Tcp => WriteError::Unreachable(status_name(code)),
+                    FailureKind::Timeout | FailureKind::Tcp => {
+                        WriteError::Unreachable(status_name(code))
+                    }
                     _ => WriteError::Refused(status_name(code)),
                 }
             })?;
@@ -241,7 +303,11 @@ impl Link for OpcUaLink {
         self.description.clone()
     }
 
-    async fn run(mut self: Box<Self>, sink: Arc<dyn Sink>, writes: &mut mpsc::Receiver<Write>) -> Failure {
+    async fn run(
+        mut self: Box<Self>,
+        sink: Arc<dyn Sink>,
+        writes: &mut mpsc::Receiver<Write>,
+    ) -> Failure {
         let mut failed = vec![false; self.points.len()];
         let mut values = match self.subscribe(sink.as_ref(), &mut failed).await {
             Ok(values) => values,
@@ -256,8 +322,10 @@ impl Link for OpcUaLink {
                 groups.entry(interval).or_default().push(i);
             }
         }
-        let mut schedule: Vec<(Duration, Vec<usize>, Instant)> =
-            groups.into_iter().map(|(interval, points)| (interval, points, Instant::now())).collect();
+        let mut schedule: Vec<(Duration, Vec<usize>, Instant)> = groups
+            .into_iter()
+            .map(|(interval, points)| (interval, points, Instant::now()))
+            .collect();
         let mut writes_open = true;
         let mut watchdog = tokio::time::interval(Duration::from_millis(250));
         watchdog.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -286,18 +354,16 @@ impl Link for OpcUaLink {
                 }
                 _ = poll_due => {
                     let now = Instant::now();
-                    for g in 0..schedule.len() {
-                        if schedule[g].2 > now {
+                    for (interval, group, due) in schedule.iter_mut() {
+                        if *due > now {
                             continue;
                         }
-                        let group = schedule[g].1.clone();
-                        if let Err(failure) = self.poll(sink.as_ref(), &mut failed, &group).await {
+                        if let Err(failure) = self.poll(sink.as_ref(), &mut failed, group).await {
                             return failure;
                         }
-                        let interval = schedule[g].0;
-                        schedule[g].2 += interval;
-                        if schedule[g].2 < Instant::now() {
-                            schedule[g].2 = Instant::now() + interval;
+                        *due += *interval;
+                        if *due < Instant::now() {
+                            *due = Instant::now() + *interval;
                         }
                     }
                 }

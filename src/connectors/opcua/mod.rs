@@ -40,13 +40,19 @@ impl Kind for OpcUa {
         settings::check(settings)
     }
 
-    fn check_address(&self, index: usize, address: &mut Map<String, Value>, _writable: bool) -> Result<(), String> {
+    fn check_address(
+        &self,
+        index: usize,
+        address: &mut Map<String, Value>,
+        _writable: bool,
+    ) -> Result<(), String> {
         // Whether a node can be written is the server's to say (its access level), at write time.
         address::check(index, address)
     }
 
     async fn connect(&self, target: &Target) -> Result<Box<dyn Link>, Failure> {
-        let settings = Settings::read(&target.settings).map_err(|e| Failure::new(FailureKind::Protocol, e))?;
+        let settings =
+            Settings::read(&target.settings).map_err(|e| Failure::new(FailureKind::Protocol, e))?;
         let mut addresses = Vec::with_capacity(target.points.len());
         for point in &target.points {
             let address = Address::read(&point.address).map_err(|e| {
@@ -60,7 +66,12 @@ impl Kind for OpcUa {
         let step = |what: &'static str| {
             move |e: opcua::types::Error| failure::from_status(e.status(), what)
         };
-        let timed_out = |what: &str| Failure::new(FailureKind::Timeout, format!("the server did not answer in time while {what}"));
+        let timed_out = |what: &str| {
+            Failure::new(
+                FailureKind::Timeout,
+                format!("the server did not answer in time while {what}"),
+            )
+        };
 
         let node_refs: Vec<Node> = addresses.iter().map(|a| a.node.clone()).collect();
         let nodes = tokio::time::timeout(within, nodes::resolve(&session, &node_refs))
@@ -71,7 +82,10 @@ impl Kind for OpcUa {
         let writable: Vec<usize> = (0..target.points.len())
             .filter(|&i| target.points[i].writable && nodes[i].is_ok())
             .collect();
-        let writable_nodes: Vec<_> = writable.iter().filter_map(|&i| nodes[i].clone().ok()).collect();
+        let writable_nodes: Vec<_> = writable
+            .iter()
+            .filter_map(|&i| nodes[i].clone().ok())
+            .collect();
         let types = tokio::time::timeout(within, nodes::write_types(&session, &writable_nodes))
             .await
             .map_err(|_| timed_out("reading the writable points' data types"))?
@@ -86,7 +100,9 @@ impl Kind for OpcUa {
             .zip(&target.points)
             .map(|((address, node), point)| Point {
                 // Replaced below by the type read from the server when the node resolved.
-                write: point.writable.then(|| Err(node.as_ref().err().cloned().unwrap_or_default())),
+                write: point
+                    .writable
+                    .then(|| Err(node.as_ref().err().cloned().unwrap_or_default())),
                 node,
                 mode: address.mode,
             })
@@ -110,7 +126,11 @@ impl Kind for OpcUa {
         security::new_identity(application_uri)
     }
 
-    async fn browse(&self, target: &Target, node: Option<&str>) -> Result<Vec<BrowseEntry>, Failure> {
+    async fn browse(
+        &self,
+        target: &Target,
+        node: Option<&str>,
+    ) -> Result<Vec<BrowseEntry>, Failure> {
         browse::browse(target, node).await
     }
 }

@@ -11,7 +11,7 @@ use opcua::types::custom::DynamicTypeLoader;
 use opcua::types::{
     AttributeId, BrowsePath, DataValue, EndpointDescription, NodeId, ObjectId, QualifiedName,
     ReadValueId, ReferenceTypeId, RelativePath, RelativePathElement, ServerStatusDataType,
-    TimestampsToReturn, Variant, VariableId, VariantScalarTypeId,
+    TimestampsToReturn, VariableId, Variant, VariantScalarTypeId,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -29,7 +29,10 @@ pub fn read_id(node: &NodeId, attribute: AttributeId) -> ReadValueId {
 
 /// The node of each point: its node id, or its browse path resolved (the status name when
 /// it cannot be). `Err` of the whole call is the service's status.
-pub async fn resolve(session: &Session, nodes: &[Node]) -> Result<Vec<Result<NodeId, String>>, opcua::types::Error> {
+pub async fn resolve(
+    session: &Session,
+    nodes: &[Node],
+) -> Result<Vec<Result<NodeId, String>>, opcua::types::Error> {
     let mut out: Vec<Result<NodeId, String>> = Vec::with_capacity(nodes.len());
     let mut paths = Vec::new();
     let mut slots = Vec::new();
@@ -46,7 +49,8 @@ pub async fn resolve(session: &Session, nodes: &[Node]) -> Result<Vec<Result<Nod
                             steps
                                 .iter()
                                 .map(|(ns, name)| RelativePathElement {
-                                    reference_type_id: ReferenceTypeId::HierarchicalReferences.into(),
+                                    reference_type_id: ReferenceTypeId::HierarchicalReferences
+                                        .into(),
                                     is_inverse: false,
                                     include_subtypes: true,
                                     target_name: QualifiedName::new(*ns, name.as_str()),
@@ -91,7 +95,9 @@ pub async fn write_types(
         reads.push(read_id(node, AttributeId::ValueRank));
         reads.push(read_id(node, AttributeId::Value));
     }
-    let values = session.read(&reads, TimestampsToReturn::Neither, 0.0).await?;
+    let values = session
+        .read(&reads, TimestampsToReturn::Neither, 0.0)
+        .await?;
     Ok(values.chunks(3).map(write_type).collect())
 }
 
@@ -112,7 +118,12 @@ fn write_type(values: &[DataValue]) -> Result<WriteType, String> {
         Some(Variant::NodeId(id)) => VariantScalarTypeId::try_from(id.as_ref()).ok(),
         _ => None,
     };
-    let declared = declared.filter(|t| !matches!(t, VariantScalarTypeId::Variant | VariantScalarTypeId::ExtensionObject));
+    let declared = declared.filter(|t| {
+        !matches!(
+            t,
+            VariantScalarTypeId::Variant | VariantScalarTypeId::ExtensionObject
+        )
+    });
     // A subtype (UtcTime, Duration, an enumeration) or an abstract type: the type of the
     // value the node holds now.
     let scalar = declared
@@ -133,25 +144,44 @@ pub async fn load_types(session: &Session, within: Duration) {
 }
 
 /// The server's application, its build info when readable, and the endpoint.
-pub async fn describe(session: &Session, endpoint: &EndpointDescription, configured: &str) -> Value {
+pub async fn describe(
+    session: &Session,
+    endpoint: &EndpointDescription,
+    configured: &str,
+) -> Value {
     let server = &endpoint.server;
     let policy = endpoint.security_policy_uri.as_ref();
     let mut description = object(&[
-        ("application_name", json!(server.application_name.text.as_ref())),
+        (
+            "application_name",
+            json!(server.application_name.text.as_ref()),
+        ),
         ("application_uri", json!(server.application_uri.as_ref())),
         ("product_uri", json!(server.product_uri.as_ref())),
         ("endpoint", json!(configured)),
-        ("security_policy", json!(policy.rsplit('#').next().unwrap_or(policy))),
-        ("security_mode", json!(format!("{:?}", endpoint.security_mode))),
+        (
+            "security_policy",
+            json!(policy.rsplit('#').next().unwrap_or(policy)),
+        ),
+        (
+            "security_mode",
+            json!(format!("{:?}", endpoint.security_mode)),
+        ),
     ]);
     let status = session
         .read(
-            &[read_id(&VariableId::Server_ServerStatus.into(), AttributeId::Value)],
+            &[read_id(
+                &VariableId::Server_ServerStatus.into(),
+                AttributeId::Value,
+            )],
             TimestampsToReturn::Neither,
             0.0,
         )
         .await;
-    let status = status.ok().and_then(|values| values.into_iter().next()).and_then(|v| v.value);
+    let status = status
+        .ok()
+        .and_then(|values| values.into_iter().next())
+        .and_then(|v| v.value);
     if let Some(Variant::ExtensionObject(o)) = status {
         if let Some(status) = o.inner_as::<ServerStatusDataType>() {
             let build = &status.build_info;

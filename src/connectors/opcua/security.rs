@@ -36,7 +36,10 @@ pub fn new_identity(application_uri: &str) -> Result<Identity, String> {
         .map_err(|e| format!("the new private key could not be encoded: {e}"))?
         .as_bytes()
         .to_vec();
-    Ok(Identity { certificate, private_key })
+    Ok(Identity {
+        certificate,
+        private_key,
+    })
 }
 
 /// The application URI in a certificate's subject alternative names.
@@ -81,21 +84,35 @@ pub struct Pki {
 
 impl Pki {
     /// Lays out `own/cert.der`, `private/private.pem` and `trusted/` under a new directory.
-    pub fn create(scratch: &Path, identity: Option<&Identity>, trusted: &[Vec<u8>]) -> Result<Pki, String> {
+    pub fn create(
+        scratch: &Path,
+        identity: Option<&Identity>,
+        trusted: &[Vec<u8>],
+    ) -> Result<Pki, String> {
         let path = scratch.join(format!("pki-{}", uuid::Uuid::new_v4().simple()));
         let pki = Pki { path };
-        let io = |e: std::io::Error| format!("the PKI directory {} could not be written: {e}", pki.path.display());
+        let io = |e: std::io::Error| {
+            format!(
+                "the PKI directory {} could not be written: {e}",
+                pki.path.display()
+            )
+        };
         for dir in ["own", "private", "trusted", "rejected"] {
             std::fs::create_dir_all(pki.path.join(dir)).map_err(io)?;
         }
         if let Some(identity) = identity {
             std::fs::write(pki.path.join("own/cert.der"), &identity.certificate).map_err(io)?;
-            std::fs::write(pki.path.join("private/private.pem"), pem("PRIVATE KEY", &identity.private_key))
-                .map_err(io)?;
+            std::fs::write(
+                pki.path.join("private/private.pem"),
+                pem("PRIVATE KEY", &identity.private_key),
+            )
+            .map_err(io)?;
         }
         for certificate in trusted {
             // The crate finds a trusted certificate by its file name (subject and thumbprint).
-            let Ok(x509) = X509::from_der(certificate) else { continue };
+            let Ok(x509) = X509::from_der(certificate) else {
+                continue;
+            };
             let name = CertificateStore::cert_file_name(&x509);
             std::fs::write(pki.path.join("trusted").join(name), certificate).map_err(io)?;
         }
@@ -131,18 +148,38 @@ mod tests {
     #[test]
     fn identity_names_its_application_uri_and_lays_out_a_pki() {
         let identity = new_identity("urn:svc:test").unwrap();
-        assert_eq!(application_uri(&identity.certificate).as_deref(), Some("urn:svc:test"));
+        assert_eq!(
+            application_uri(&identity.certificate).as_deref(),
+            Some("urn:svc:test")
+        );
         let scratch = tempfile::tempdir().unwrap();
-        let pki = Pki::create(scratch.path(), Some(&identity), &[identity.certificate.clone()]).unwrap();
+        let pki = Pki::create(
+            scratch.path(),
+            Some(&identity),
+            std::slice::from_ref(&identity.certificate),
+        )
+        .unwrap();
         let key = opcua::crypto::PrivateKey::read_pem_file(&pki.path().join("private/private.pem"));
         assert!(key.is_ok());
-        assert_eq!(std::fs::read_dir(pki.path().join("trusted")).unwrap().count(), 1);
+        assert_eq!(
+            std::fs::read_dir(pki.path().join("trusted"))
+                .unwrap()
+                .count(),
+            1
+        );
         let path = pki.path().to_path_buf();
         drop(pki);
         assert!(!path.exists());
         let refused = check_trusted(&identity.certificate, &[]).unwrap_err();
         assert_eq!(refused.kind, FailureKind::Security);
-        assert_eq!(refused.untrusted_certificate.as_deref(), Some(identity.certificate.as_slice()));
-        assert!(check_trusted(&identity.certificate, &[identity.certificate.clone()]).is_ok());
+        assert_eq!(
+            refused.untrusted_certificate.as_deref(),
+            Some(identity.certificate.as_slice())
+        );
+        assert!(check_trusted(
+            &identity.certificate,
+            std::slice::from_ref(&identity.certificate)
+        )
+        .is_ok());
     }
 }

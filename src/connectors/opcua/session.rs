@@ -10,7 +10,9 @@ use crate::connectors::opcua::failure::from_status;
 use crate::connectors::opcua::security::{application_uri, check_trusted, Pki};
 use crate::connectors::opcua::settings::{Settings, UserIdentity};
 use futures::StreamExt;
-use opcua::client::{ClientBuilder, IdentityToken, Session, SessionActivity, SessionPollResult, SubscriptionActivity};
+use opcua::client::{
+    ClientBuilder, IdentityToken, Session, SessionActivity, SessionPollResult, SubscriptionActivity,
+};
 use opcua::crypto::{PrivateKey, SecurityPolicy, X509};
 use opcua::types::{EndpointDescription, MessageSecurityMode};
 use std::str::FromStr;
@@ -53,7 +55,8 @@ impl Drop for Connection {
             // Close the session politely, but never wait long for a server that stopped answering.
             Ok(runtime) => {
                 runtime.spawn(async move {
-                    let _ = tokio::time::timeout(Duration::from_secs(2), session.disconnect()).await;
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(2), session.disconnect()).await;
                     task.abort();
                 });
             }
@@ -68,7 +71,10 @@ pub async fn connect(target: &Target, settings: &Settings) -> Result<Connection,
 
     let identity = target.identity.as_ref();
     if identity.is_none() && (settings.secure() || settings.identity == UserIdentity::Certificate) {
-        return Err(Failure::new(FailureKind::Security, "svc has no application instance certificate yet"));
+        return Err(Failure::new(
+            FailureKind::Security,
+            "svc has no application instance certificate yet",
+        ));
     }
     let pki = Pki::create(&target.scratch, identity, &target.trusted)
         .map_err(|e| Failure::new(FailureKind::Protocol, e))?;
@@ -90,14 +96,20 @@ pub async fn connect(target: &Target, settings: &Settings) -> Result<Connection,
         .request_timeout(settings.timeout)
         .keep_alive_interval(keep_alive_interval(settings))
         .max_failed_keep_alive_count(1);
-    let mut client = builder
-        .client()
-        .map_err(|e| Failure::new(FailureKind::Protocol, format!("the OPC UA client could not be set up: {}", e.join("; "))))?;
+    let mut client = builder.client().map_err(|e| {
+        Failure::new(
+            FailureKind::Protocol,
+            format!("the OPC UA client could not be set up: {}", e.join("; ")),
+        )
+    })?;
 
-    let endpoints = tokio::time::timeout(settings.timeout, client.get_server_endpoints_from_url(settings.endpoint.as_str()))
-        .await
-        .map_err(|_| timeout("asking the server for its endpoints", settings.timeout))?
-        .map_err(|e| from_status(e.status(), "asking the server for its endpoints"))?;
+    let endpoints = tokio::time::timeout(
+        settings.timeout,
+        client.get_server_endpoints_from_url(settings.endpoint.as_str()),
+    )
+    .await
+    .map_err(|_| timeout("asking the server for its endpoints", settings.timeout))?
+    .map_err(|e| from_status(e.status(), "asking the server for its endpoints"))?;
     let mut endpoint = pick_endpoint(&endpoints, settings)?;
     if settings.secure() {
         check_trusted(endpoint.server_certificate.as_ref(), &target.trusted)?;
@@ -111,11 +123,15 @@ pub async fn connect(target: &Target, settings: &Settings) -> Result<Connection,
             IdentityToken::new_user_name(name.clone(), target.password.clone().unwrap_or_default())
         }
         UserIdentity::Certificate => {
-            let identity = identity.ok_or_else(|| Failure::new(FailureKind::Security, "svc has no certificate"))?;
-            let cert = X509::from_der(&identity.certificate)
-                .map_err(|_| Failure::new(FailureKind::Security, "svc's certificate cannot be read"))?;
+            let identity = identity
+                .ok_or_else(|| Failure::new(FailureKind::Security, "svc has no certificate"))?;
+            let cert = X509::from_der(&identity.certificate).map_err(|_| {
+                Failure::new(FailureKind::Security, "svc's certificate cannot be read")
+            })?;
             let key = PrivateKey::from_pem(
-                std::fs::read(pki.path().join("private/private.pem")).unwrap_or_default().as_slice(),
+                std::fs::read(pki.path().join("private/private.pem"))
+                    .unwrap_or_default()
+                    .as_slice(),
             )
             .map_err(|_| Failure::new(FailureKind::Security, "svc's private key cannot be read"))?;
             IdentityToken::new_x509(cert, key)
@@ -129,7 +145,12 @@ pub async fn connect(target: &Target, settings: &Settings) -> Result<Connection,
     let (failed_tx, failed) = watch::channel(None);
     let last_publish = Arc::new(Mutex::new(Instant::now()));
     let (connected_tx, connected_rx) = oneshot::channel();
-    let task = tokio::spawn(drive(event_loop, failed_tx, last_publish.clone(), connected_tx));
+    let task = tokio::spawn(drive(
+        event_loop,
+        failed_tx,
+        last_publish.clone(),
+        connected_tx,
+    ));
     let mut connection = Connection {
         session,
         endpoint,
@@ -152,19 +173,27 @@ pub async fn connect(target: &Target, settings: &Settings) -> Result<Connection,
 
 /// How often the session reads the server's state to know it is alive.
 fn keep_alive_interval(settings: &Settings) -> Duration {
-    (settings.publishing_interval * settings.keep_alive_count).clamp(Duration::from_secs(1), settings.timeout)
+    (settings.publishing_interval * settings.keep_alive_count)
+        .clamp(Duration::from_secs(1), settings.timeout)
 }
 
 fn timeout(what: &str, after: Duration) -> Failure {
     Failure::new(
         FailureKind::Timeout,
-        format!("the server did not answer within {} ms while {what}", after.as_millis()),
+        format!(
+            "the server did not answer within {} ms while {what}",
+            after.as_millis()
+        ),
     )
 }
 
 /// The endpoint of the configured policy and mode, among those the server offers.
-fn pick_endpoint(endpoints: &[EndpointDescription], settings: &Settings) -> Result<EndpointDescription, Failure> {
-    let policy = SecurityPolicy::from_str(&settings.security_policy).unwrap_or(SecurityPolicy::Unknown);
+fn pick_endpoint(
+    endpoints: &[EndpointDescription],
+    settings: &Settings,
+) -> Result<EndpointDescription, Failure> {
+    let policy =
+        SecurityPolicy::from_str(&settings.security_policy).unwrap_or(SecurityPolicy::Unknown);
     let mode = match settings.security_mode.as_str() {
         "Sign" => MessageSecurityMode::Sign,
         "SignAndEncrypt" => MessageSecurityMode::SignAndEncrypt,
@@ -207,19 +236,33 @@ async fn reach(endpoint: &str, within: Duration) -> Result<(), Failure> {
         _ => (authority, 4840),
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<_> = match tokio::time::timeout(within, tokio::net::lookup_host((host, port))).await {
-        Err(_) => return Err(timeout(&format!("resolving {host}"), within)),
-        Ok(Err(e)) => return Err(Failure::new(FailureKind::Dns, format!("{host} could not be resolved: {e}"))),
-        Ok(Ok(addrs)) => addrs.collect(),
-    };
+    let addrs: Vec<_> =
+        match tokio::time::timeout(within, tokio::net::lookup_host((host, port))).await {
+            Err(_) => return Err(timeout(&format!("resolving {host}"), within)),
+            Ok(Err(e)) => {
+                return Err(Failure::new(
+                    FailureKind::Dns,
+                    format!("{host} could not be resolved: {e}"),
+                ))
+            }
+            Ok(Ok(addrs)) => addrs.collect(),
+        };
     if addrs.is_empty() {
-        return Err(Failure::new(FailureKind::Dns, format!("{host} resolves to no address")));
+        return Err(Failure::new(
+            FailureKind::Dns,
+            format!("{host} resolves to no address"),
+        ));
     }
     let mut last = None;
     for addr in addrs {
         match tokio::time::timeout(within, tokio::net::TcpStream::connect(addr)).await {
             Ok(Ok(_)) => return Ok(()),
-            Ok(Err(e)) => last = Some(Failure::new(FailureKind::Tcp, format!("{addr} refused the connection: {e}"))),
+            Ok(Err(e)) => {
+                last = Some(Failure::new(
+                    FailureKind::Tcp,
+                    format!("{addr} refused the connection: {e}"),
+                ))
+            }
             Err(_) => last = Some(timeout(&format!("connecting to {addr}"), within)),
         }
     }
@@ -242,18 +285,29 @@ async fn drive<T>(
     let failure = loop {
         match stream.next().await {
             None => break Failure::new(FailureKind::Tcp, "the connection to the server closed"),
-            Some(Err(code)) => break from_status(code, if connected.is_some() { "opening the session" } else { "in session" }),
+            Some(Err(code)) => {
+                break from_status(
+                    code,
+                    if connected.is_some() {
+                        "opening the session"
+                    } else {
+                        "in session"
+                    },
+                )
+            }
             Some(Ok(event)) => match event {
                 SessionPollResult::Reconnected(_) => {
                     if let Some(tx) = connected.take() {
                         let _ = tx.send(());
                     }
                 }
-                SessionPollResult::ConnectionLost(code) | SessionPollResult::ReconnectFailed(code) => {
+                SessionPollResult::ConnectionLost(code)
+                | SessionPollResult::ReconnectFailed(code) => {
                     break from_status(code, "in session")
                 }
                 SessionPollResult::SessionActivity(SessionActivity::KeepAliveFailed(code)) => {
-                    let mut failure = from_status(code, "reading the server state (the session's keep-alive)");
+                    let mut failure =
+                        from_status(code, "reading the server state (the session's keep-alive)");
                     failure.kind = FailureKind::Timeout;
                     break failure;
                 }

@@ -56,12 +56,16 @@ pub fn check(settings: &mut Map<String, Value>) -> Result<(), String> {
                 | "keep_alive_count"
                 | "lifetime_count"
         ) {
-            return Err(format!("settings.{key} is not a setting of an opcua connector."));
+            return Err(format!(
+                "settings.{key} is not a setting of an opcua connector."
+            ));
         }
     }
     let endpoint = match settings.get("endpoint") {
         Some(Value::String(s)) => s.trim().to_string(),
-        Some(_) => return Err("settings.endpoint must be a string like opc.tcp://host:4840.".into()),
+        Some(_) => {
+            return Err("settings.endpoint must be a string like opc.tcp://host:4840.".into())
+        }
         None => return Err("settings.endpoint is required (opc.tcp://host:port).".into()),
     };
     check_endpoint(&endpoint)?;
@@ -81,7 +85,9 @@ pub fn check(settings: &mut Map<String, Value>) -> Result<(), String> {
         None | Some(Value::Null) if policy == "None" => "None".to_string(),
         None | Some(Value::Null) => "SignAndEncrypt".to_string(),
         Some(Value::String(s)) if MODES.contains(&s.as_str()) => s.clone(),
-        Some(_) => return Err("settings.security_mode must be None, Sign or SignAndEncrypt.".into()),
+        Some(_) => {
+            return Err("settings.security_mode must be None, Sign or SignAndEncrypt.".into())
+        }
     };
     if (policy == "None") != (mode == "None") {
         return Err(if policy == "None" {
@@ -110,7 +116,11 @@ pub fn check(settings: &mut Map<String, Value>) -> Result<(), String> {
         let text = match settings.get(name) {
             None | Some(Value::Null) => default.to_string(),
             Some(Value::String(s)) => s.clone(),
-            Some(_) => return Err(format!("settings.{name} must be a duration like {default}.")),
+            Some(_) => {
+                return Err(format!(
+                    "settings.{name} must be a duration like {default}."
+                ))
+            }
         };
         let duration = parse_duration(&text).map_err(|e| format!("settings.{name}: {e}."))?;
         if duration.is_zero() {
@@ -123,7 +133,11 @@ pub fn check(settings: &mut Map<String, Value>) -> Result<(), String> {
             None | Some(Value::Null) => default,
             Some(value) => match value.as_u64() {
                 Some(n) if (1..=u32::MAX as u64).contains(&n) => n,
-                _ => return Err(format!("settings.{name} must be a whole number from 1 to 4294967295.")),
+                _ => {
+                    return Err(format!(
+                        "settings.{name} must be a whole number from 1 to 4294967295."
+                    ))
+                }
             },
         };
         settings.insert(name.into(), Value::from(count));
@@ -131,7 +145,10 @@ pub fn check(settings: &mut Map<String, Value>) -> Result<(), String> {
     let keep_alive = settings["keep_alive_count"].as_u64().unwrap_or(10);
     let lifetime = settings["lifetime_count"].as_u64().unwrap_or(30);
     if lifetime < keep_alive.saturating_mul(3) {
-        return Err("settings.lifetime_count must be at least three times settings.keep_alive_count.".into());
+        return Err(
+            "settings.lifetime_count must be at least three times settings.keep_alive_count."
+                .into(),
+        );
     }
     Ok(())
 }
@@ -223,7 +240,10 @@ mod tests {
         assert_eq!(map["publishing_interval"], "1s");
         assert_eq!(map["keep_alive_count"], 10);
         assert_eq!(map["lifetime_count"], 30);
-        let map = checked(json!({"endpoint": "opc.tcp://plc:4840/ua", "security_policy": "Basic256Sha256"})).unwrap();
+        let map = checked(
+            json!({"endpoint": "opc.tcp://plc:4840/ua", "security_policy": "Basic256Sha256"}),
+        )
+        .unwrap();
         assert_eq!(map["security_mode"], "SignAndEncrypt");
         let settings = Settings::read(&map).unwrap();
         assert!(settings.secure());
@@ -235,22 +255,58 @@ mod tests {
         let cases = [
             (json!({}), "settings.endpoint"),
             (json!({"endpoint": "http://x"}), "settings.endpoint"),
-            (json!({"endpoint": "opc.tcp://x:99999"}), "settings.endpoint"),
-            (json!({"endpoint": "opc.tcp://x", "security_policy": "Basic128Rsa15"}), "settings.security_policy"),
-            (json!({"endpoint": "opc.tcp://x", "security_mode": "Sign"}), "settings.security_mode"),
-            (json!({"endpoint": "opc.tcp://x", "security_policy": "Basic256Sha256", "security_mode": "None"}), "settings.security_mode"),
-            (json!({"endpoint": "opc.tcp://x", "identity": {"type": "username"}}), "settings.identity.username"),
-            (json!({"endpoint": "opc.tcp://x", "identity": {"type": "kerberos"}}), "settings.identity.type"),
-            (json!({"endpoint": "opc.tcp://x", "timeout": "soon"}), "settings.timeout"),
-            (json!({"endpoint": "opc.tcp://x", "keep_alive_count": 0}), "settings.keep_alive_count"),
-            (json!({"endpoint": "opc.tcp://x", "lifetime_count": 5}), "settings.lifetime_count"),
-            (json!({"endpoint": "opc.tcp://x", "colour": 1}), "settings.colour"),
+            (
+                json!({"endpoint": "opc.tcp://x:99999"}),
+                "settings.endpoint",
+            ),
+            (
+                json!({"endpoint": "opc.tcp://x", "security_policy": "Basic128Rsa15"}),
+                "settings.security_policy",
+            ),
+            (
+                json!({"endpoint": "opc.tcp://x", "security_mode": "Sign"}),
+                "settings.security_mode",
+            ),
+            (
+                json!({"endpoint": "opc.tcp://x", "security_policy": "Basic256Sha256", "security_mode": "None"}),
+                "settings.security_mode",
+            ),
+            (
+                json!({"endpoint": "opc.tcp://x", "identity": {"type": "username"}}),
+                "settings.identity.username",
+            ),
+            (
+                json!({"endpoint": "opc.tcp://x", "identity": {"type": "kerberos"}}),
+                "settings.identity.type",
+            ),
+            (
+                json!({"endpoint": "opc.tcp://x", "timeout": "soon"}),
+                "settings.timeout",
+            ),
+            (
+                json!({"endpoint": "opc.tcp://x", "keep_alive_count": 0}),
+                "settings.keep_alive_count",
+            ),
+            (
+                json!({"endpoint": "opc.tcp://x", "lifetime_count": 5}),
+                "settings.lifetime_count",
+            ),
+            (
+                json!({"endpoint": "opc.tcp://x", "colour": 1}),
+                "settings.colour",
+            ),
         ];
         for (value, field) in cases {
             let error = checked(value.clone()).unwrap_err();
             assert!(error.starts_with(field), "{value}: {error}");
         }
-        let map = checked(json!({"endpoint": "opc.tcp://x", "identity": {"type": "username", "username": "op"}})).unwrap();
-        assert_eq!(Settings::read(&map).unwrap().identity, UserIdentity::Username("op".into()));
+        let map = checked(
+            json!({"endpoint": "opc.tcp://x", "identity": {"type": "username", "username": "op"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            Settings::read(&map).unwrap().identity,
+            UserIdentity::Username("op".into())
+        );
     }
 }
