@@ -87,9 +87,7 @@ pub fn now() -> String {
 /// own (`backoff`).
 pub fn state_after(failure: &Failure) -> State {
     match failure.kind {
-        FailureKind::Auth | FailureKind::Security | FailureKind::Protocol => {
-            State::Error
-        }
+        FailureKind::Auth | FailureKind::Security | FailureKind::Protocol => State::Error,
         FailureKind::Dns | FailureKind::Tcp | FailureKind::Timeout => State::Backoff,
     }
 }

@@ -28,6 +28,7 @@ mod cli_upstreams;
 mod code_uploads;
 mod collections;
 mod connectors_modbus;
+mod connectors_opcua;
 mod console;
 mod console_admin;
 mod console_flows;
