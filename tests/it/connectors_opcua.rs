@@ -117,7 +117,7 @@ fn values_of_every_type_arrive_with_the_source_time() {
         ("int64", "Int64", json!(-9007199254740993i64)),
         ("uint64", "UInt64", json!(u64::MAX)),
         ("float", "Float", json!(1.5)),
-        ("double", "Double", json!(3.141592653589793)),
+        ("double", "Double", json!(std::f64::consts::PI)),
         ("string", "String", json!("héllo")),
         ("datetime", "DateTime", json!(SOURCE_TIME)),
         ("array", "DoubleArray", json!([1.5, 2.5, 3.5])),

@@ -7,11 +7,14 @@ use crate::broker::Broker;
 use serde::Serialize;
 use std::sync::{Arc, OnceLock};
 
+/// Told of a link's status change: its domain, name, and status (`None` when it is gone).
+pub type OnStatus<S> = Arc<dyn Fn(&str, &str, Option<&S>) + Send + Sync>;
+
 /// A status callback for links of kind `what` (`upstreams`, `connectors`).
 pub fn status_publisher<S: Serialize>(
     broker: Arc<OnceLock<Broker>>,
     what: &'static str,
-) -> Arc<dyn Fn(&str, &str, Option<&S>) + Send + Sync> {
+) -> OnStatus<S> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Vec<u8>)>();
     tokio::spawn(async move {
         while let Some((topic, payload)) = rx.recv().await {
