@@ -16,6 +16,8 @@ pub mod point;
 pub mod status;
 pub mod supervised;
 pub mod supervisor;
+#[cfg(test)]
+pub mod testing;
 
 use kind::Kind;
 

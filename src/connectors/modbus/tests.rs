@@ -4,9 +4,7 @@
 use super::address::Address;
 use super::plan;
 use super::Modbus;
-use crate::connectors::kind::{
-    Failure, FailureKind, Kind, PointAddress, Reading, Sink, Target, Write, WriteError,
-};
+use crate::connectors::kind::{FailureKind, Kind, PointAddress, Reading, Sink, Target, WriteError};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -14,8 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 use tokio_modbus::client::{tcp, Reader};
 use tokio_modbus::Slave;
 
@@ -173,45 +169,7 @@ fn target(port: u16, settings: Value, points: &[(Value, bool)]) -> Target {
     }
 }
 
-/// A running link: its sink, its writes, and the task that returns its failure.
-struct Running {
-    sink: Arc<Recorder>,
-    writes: mpsc::Sender<Write>,
-    task: JoinHandle<Failure>,
-}
-
-impl Running {
-    async fn start(target: &Target) -> Running {
-        let link = Modbus.connect(target).await.expect("connect");
-        let sink = Arc::new(Recorder::default());
-        let (writes, mut receiver) = mpsc::channel(8);
-        let for_link: Arc<dyn Sink> = sink.clone();
-        let task = tokio::spawn(async move { link.run(for_link, &mut receiver).await });
-        Running { sink, writes, task }
-    }
-
-    async fn write(&self, point: usize, value: Value) -> Result<(), WriteError> {
-        let (reply, answer) = oneshot::channel();
-        self.writes
-            .send(Write {
-                point,
-                value,
-                reply,
-            })
-            .await
-            .unwrap();
-        tokio::time::timeout(Duration::from_secs(10), answer)
-            .await
-            .expect("write answered")
-            .unwrap()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+type Running = crate::connectors::testing::Running<Recorder>;
 
 fn hr(address: u16, extra: Value) -> Value {
     let mut map = extra.as_object().unwrap().clone();
@@ -290,7 +248,7 @@ async fn reads_every_type_in_every_order() {
         .iter()
         .map(|(address, _)| (address.clone(), false))
         .collect();
-    let running = Running::start(&target(peer.port, json!({}), &addresses)).await;
+    let running = Running::start(&Modbus, &target(peer.port, json!({}), &addresses)).await;
     for (index, (_, value)) in points.iter().enumerate() {
         running
             .sink
@@ -313,7 +271,7 @@ async fn rtu_framing_over_tcp() {
         json!({"framing": "rtu_over_tcp", "unit_id": 7}),
         &points,
     );
-    let running = Running::start(&target).await;
+    let running = Running::start(&Modbus, &target).await;
     running
         .sink
         .wait_last(0, Event::Reading(0, json!(-12)))
@@ -350,7 +308,7 @@ async fn a_hundred_consecutive_registers_take_one_request() {
         (groups[0].requests[0].start, groups[0].requests[0].count),
         (1000, 100)
     );
-    let running = Running::start(&target).await;
+    let running = Running::start(&Modbus, &target).await;
     for i in 0..100 {
         running
             .sink

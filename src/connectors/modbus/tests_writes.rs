@@ -44,7 +44,7 @@ async fn writes_every_writable_type_and_reads_it_back() {
         .iter()
         .map(|(address, _)| (address.clone(), true))
         .collect();
-    let running = Running::start(&target(peer.port, json!({}), &points)).await;
+    let running = Running::start(&Modbus, &target(peer.port, json!({}), &points)).await;
     for (index, (_, value)) in writes.iter().enumerate() {
         running
             .write(index, value.clone())
@@ -110,7 +110,7 @@ async fn an_exception_fails_its_points_only() {
             false,
         ),
     ];
-    let running = Running::start(&target(peer.port, json!({}), &points)).await;
+    let running = Running::start(&Modbus, &target(peer.port, json!({}), &points)).await;
     let sink = &running.sink;
     sink.wait_last(
         1,
@@ -152,7 +152,7 @@ async fn a_refused_write_says_the_exception() {
         (hr(500, json!({"poll_interval": "1h"})), true),
         (hr(20000, json!({"poll_interval": "1h"})), true),
     ];
-    let running = Running::start(&target(peer.port, json!({}), &points)).await;
+    let running = Running::start(&Modbus, &target(peer.port, json!({}), &points)).await;
     assert_eq!(
         running.write(1, json!(1)).await,
         Err(WriteError::Refused(
@@ -209,7 +209,7 @@ async fn the_watchdog_ends_a_link_whose_requests_time_out() {
         json!({"protocol": "modbus", "framing": "tcp", "host": "127.0.0.1", "port": peer.port,
                "unit_id": 1, "answered": true})
     );
-    let (_writes, mut receiver) = mpsc::channel(1);
+    let (_writes, mut receiver) = tokio::sync::mpsc::channel(1);
     let failure = tokio::time::timeout(
         Duration::from_secs(10),
         link.run(Arc::new(Recorder::default()), &mut receiver),

@@ -5,16 +5,14 @@
 
 use super::OpcUa;
 use crate::connectors::kind::{
-    BrowseEntry, Failure, FailureKind, Identity, Kind, PointAddress, Reading, Sink, Target, Write,
-    WriteError,
+    BrowseEntry, FailureKind, Identity, Kind, PointAddress, Reading, Sink, Target, WriteError,
 };
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot};
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -185,42 +183,7 @@ impl Recorder {
     }
 }
 
-/// A running link: its task, the recorder, and the write channel.
-struct Running {
-    sink: Arc<Recorder>,
-    writes: mpsc::Sender<Write>,
-    task: tokio::task::JoinHandle<Failure>,
-}
-
-impl Running {
-    async fn start(target: &Target) -> Running {
-        let link = OpcUa.connect(target).await.expect("connects");
-        let sink = Arc::new(Recorder::default());
-        let (writes, mut rx) = mpsc::channel(8);
-        let run_sink: Arc<dyn Sink> = sink.clone();
-        let task = tokio::spawn(async move { link.run(run_sink, &mut rx).await });
-        Running { sink, writes, task }
-    }
-
-    async fn write(&self, point: usize, value: Value) -> Result<(), WriteError> {
-        let (reply, rx) = oneshot::channel();
-        self.writes
-            .send(Write {
-                point,
-                value,
-                reply,
-            })
-            .await
-            .expect("the link runs");
-        rx.await.expect("a reply")
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+type Running = crate::connectors::testing::Running<Recorder>;
 
 const SOURCE_MS: i64 = 1704164645678; // 2024-01-02T03:04:05.678Z
 
@@ -273,7 +236,7 @@ async fn asyncua_reads_every_type_writes_and_browses() {
     let settings = json!({"endpoint": peer.endpoint(), "publishing_interval": "100ms"});
     let target = target(settings, &points, &scratch);
 
-    let running = Running::start(&target).await;
+    let running = Running::start(&OpcUa, &target).await;
     let sink = &running.sink;
     sink.wait("every point's first value", |s| {
         (0..extra + 4).all(|i| s.last(i).is_some())
@@ -436,7 +399,7 @@ async fn asyncua_secure_with_username_trust_and_auth() {
         "{description}"
     );
     drop(link);
-    let running = Running::start(&target).await;
+    let running = Running::start(&OpcUa, &target).await;
     running
         .sink
         .wait("a value over SignAndEncrypt", |s| s.last(0).is_some())
@@ -468,7 +431,7 @@ async fn watchdog_ends_the_link_when_the_server_freezes() {
         &[(json!({"node_id": "ns=2;s=Counter"}), false)],
         &scratch,
     );
-    let mut running = Running::start(&target).await;
+    let mut running = Running::start(&OpcUa, &target).await;
     running
         .sink
         .wait("a first value", |s| s.last(0).is_some())
@@ -533,7 +496,7 @@ async fn node_opcua_reads_and_writes() {
         ),
     ];
     let target = target(settings, &points, &scratch);
-    let running = Running::start(&target).await;
+    let running = Running::start(&OpcUa, &target).await;
     let sink = &running.sink;
     sink.wait("every value", |s| (0..4).all(|i| s.last(i).is_some()))
         .await;
