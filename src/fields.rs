@@ -106,3 +106,16 @@ pub fn reconnect(value: Option<&Value>) -> Result<Value, String> {
     };
     Ok(json!({"initial": initial, "max": max, "jitter": jitter}))
 }
+
+/// The required `name` of a supervised link's record (an upstream, a connector): not empty,
+/// and without `/ + #` or NUL, since it is a level of the link's status topic.
+pub fn link_name(fields: &Map<String, Value>) -> Result<String, String> {
+    let name = text(fields, "name")?.ok_or("field `name` is required")?;
+    if name.trim().is_empty() {
+        return Err("field `name` cannot be empty".into());
+    }
+    if name.contains(['/', '+', '#', '\0']) {
+        return Err("field `name` cannot contain `/`, `+`, `#` or NUL".into());
+    }
+    Ok(name)
+}

@@ -487,6 +487,41 @@ pub enum LinkState {
     Standby,
 }
 
+impl LinkState {
+    /// Every state, in the order `GET /metrics` lists them.
+    pub const ALL: [LinkState; 6] = [
+        LinkState::Connected,
+        LinkState::Connecting,
+        LinkState::Backoff,
+        LinkState::Error,
+        LinkState::Disabled,
+        LinkState::Standby,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Disabled => "disabled",
+            LinkState::Connecting => "connecting",
+            LinkState::Connected => "connected",
+            LinkState::Backoff => "backoff",
+            LinkState::Error => "error",
+            LinkState::Standby => "standby",
+        }
+    }
+
+    /// How many of `states` are in each state, every state listed.
+    pub fn tally(states: impl IntoIterator<Item = LinkState>) -> Vec<(&'static str, usize)> {
+        let mut counts: Vec<(&'static str, usize)> =
+            LinkState::ALL.iter().map(|s| (s.name(), 0)).collect();
+        for state in states {
+            if let Some(i) = LinkState::ALL.iter().position(|s| *s == state) {
+                counts[i].1 += 1;
+            }
+        }
+        counts
+    }
+}
+
 /// The part of an upstream's or connector's status the monitor shows (the server sends more:
 /// times, error, traffic).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, utoipa::ToSchema)]

@@ -34,14 +34,7 @@ pub fn normalise(fields: &mut Map<String, Value>) -> Result<(), String> {
         return Err(format!("unknown field `{unknown}`"));
     }
     let mut out = Map::new();
-    let name = text(fields, "name")?.ok_or("field `name` is required")?;
-    if name.trim().is_empty() {
-        return Err("field `name` cannot be empty".into());
-    }
-    // The name is a topic level of the connector's status topic.
-    if name.contains(['/', '+', '#', '\0']) {
-        return Err("field `name` cannot contain `/`, `+`, `#` or NUL".into());
-    }
+    let name = link_name(fields)?;
     out.insert("name".into(), json!(name));
     if let Some(description) = text(fields, "description")? {
         out.insert("description".into(), json!(description));

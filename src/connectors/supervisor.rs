@@ -522,21 +522,7 @@ impl Supervisor {
 
     /// How many connectors of every domain are in each state (for GET /metrics).
     pub fn state_counts(&self) -> Vec<(&'static str, usize)> {
-        let mut counts = [
-            (State::Connected, "connected", 0),
-            (State::Connecting, "connecting", 0),
-            (State::Backoff, "backoff", 0),
-            (State::Error, "error", 0),
-            (State::Disabled, "disabled", 0),
-            (State::Standby, "standby", 0),
-        ];
-        for run in self.running().values() {
-            let state = run.shared.state();
-            if let Some(slot) = counts.iter_mut().find(|(s, _, _)| *s == state) {
-                slot.2 += 1;
-            }
-        }
-        counts.iter().map(|(_, name, n)| (*name, *n)).collect()
+        State::tally(self.running().values().map(|run| run.shared.state()))
     }
 
     /// Stops every connector (at shutdown).

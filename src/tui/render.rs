@@ -366,11 +366,7 @@ fn link_spans(glyph: &str, noun: &str, links: &[LinkBrief]) -> Vec<Span<'static>
         .iter()
         .take(LINKS_SHOWN)
         .map(|u| {
-            let text = format!(
-                " {glyph} {} {} ",
-                truncate(&u.name, 20),
-                state_name(u.state)
-            );
+            let text = format!(" {glyph} {} {} ", truncate(&u.name, 20), u.state.name());
             match u.state {
                 LinkState::Connected => text.black().on_green(),
                 LinkState::Connecting | LinkState::Backoff => text.black().on_yellow(),
@@ -383,17 +379,6 @@ fn link_spans(glyph: &str, noun: &str, links: &[LinkBrief]) -> Vec<Span<'static>
         spans.push(format!(" +{} {noun} ", links.len() - LINKS_SHOWN).into());
     }
     spans
-}
-
-fn state_name(state: LinkState) -> &'static str {
-    match state {
-        LinkState::Disabled => "disabled",
-        LinkState::Connecting => "connecting",
-        LinkState::Connected => "connected",
-        LinkState::Backoff => "backoff",
-        LinkState::Error => "error",
-        LinkState::Standby => "standby",
-    }
 }
 
 const HELP: &[(&str, &str)] = &[

@@ -47,14 +47,7 @@ pub fn normalise(
     {
         return Err(format!("unknown field `{unknown}`"));
     }
-    let name = text(fields, "name")?.ok_or("field `name` is required")?;
-    if name.trim().is_empty() {
-        return Err("field `name` cannot be empty".into());
-    }
-    // The name is a topic level of the upstream's status topic.
-    if name.contains(['/', '+', '#', '\0']) {
-        return Err("field `name` cannot contain `/`, `+`, `#` or NUL".into());
-    }
+    let name = link_name(fields)?;
     out.insert("name".into(), json!(name));
     if let Some(description) = text(fields, "description")? {
         out.insert("description".into(), json!(description));

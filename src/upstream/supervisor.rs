@@ -328,20 +328,7 @@ impl Supervisor {
     /// How many upstreams of every domain are in each state (every state listed, for
     /// GET /metrics).
     pub fn state_counts(&self) -> Vec<(&'static str, usize)> {
-        let mut counts = [
-            (State::Connected, "connected", 0),
-            (State::Connecting, "connecting", 0),
-            (State::Backoff, "backoff", 0),
-            (State::Error, "error", 0),
-            (State::Disabled, "disabled", 0),
-        ];
-        for link in self.links().values() {
-            let state = lock(&link.status).state;
-            if let Some(slot) = counts.iter_mut().find(|(s, _, _)| *s == state) {
-                slot.2 += 1;
-            }
-        }
-        counts.iter().map(|(_, name, n)| (*name, *n)).collect()
+        State::tally(self.links().values().map(|link| lock(&link.status).state))
     }
 
     /// Stops every connection (at shutdown).

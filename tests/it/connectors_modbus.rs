@@ -43,61 +43,7 @@ fn holding(tag: &str, address: u16, kind: &str) -> Value {
 }
 
 fn create(server: &Server, body: &Value) -> Value {
-    let resp = server
-        .admin_in(DOMAIN, Method::POST, "/svc/connectors")
-        .json(body)
-        .send()
-        .expect("POST /svc/connectors");
-    json_ok(resp, StatusCode::CREATED)
-}
-
-/// The tag's newest value (`{"topic","value","timestamp"}` of `GET /svc/tag/values`) with the
-/// quality its connector's status gives the point, if it has one.
-fn tag_payload(server: &Server, topic: &str) -> Option<Value> {
-    let values = server.get_json(DOMAIN, "/svc/tag/values");
-    let mut newest = values
-        .as_array()?
-        .iter()
-        .find(|v| v["topic"] == topic)?
-        .clone();
-    let statuses = server.get_json(DOMAIN, "/svc/connectors/status");
-    let point = statuses
-        .as_array()?
-        .iter()
-        .flat_map(|s| s["points"].as_array().cloned().unwrap_or_default())
-        .find(|p| p["tag"] == topic)?;
-    newest["quality"] = point["quality"].clone();
-    Some(newest)
-}
-
-/// Waits until the tag holds a value `check` accepts.
-fn wait_tag(server: &Server, topic: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    server.poll(Duration::from_secs(15), what, || {
-        tag_payload(server, topic).filter(|p| check(p))
-    })
-}
-
-fn status_of(server: &Server, id: &str) -> Value {
-    server.get_json(DOMAIN, &format!("/svc/connectors/{}/status", enc(id)))
-}
-
-fn wait_state(server: &Server, id: &str, state: &str) -> Value {
-    server.poll(
-        Duration::from_secs(20),
-        &format!("connector {state}"),
-        || {
-            let status = status_of(server, id);
-            (status["state"] == state).then_some(status)
-        },
-    )
-}
-
-fn write(server: &Server, topic: &str, value: Value) -> reqwest::blocking::Response {
-    server
-        .admin_in(DOMAIN, Method::POST, "/svc/tag/write")
-        .json(&json!({"topic": topic, "value": value}))
-        .send()
-        .expect("POST /svc/tag/write")
+    server.create_connector(DOMAIN, body)
 }
 
 #[test]
@@ -155,7 +101,7 @@ fn values_keep_their_signs_and_orders_and_reach_the_historian() {
     }
     let created = create(&server, &connector("press", peer.port, json!(points)));
     let id = created["id"].as_str().unwrap();
-    wait_state(&server, id, "connected");
+    server.wait_connector(DOMAIN, id, "connected");
 
     let expect = [
         ("acme/plant/i16", json!(-12)),
@@ -171,7 +117,7 @@ fn values_keep_their_signs_and_orders_and_reach_the_historian() {
         ("acme/plant/i32_little_little", json!(-12)),
     ];
     for (topic, value) in &expect {
-        let payload = wait_tag(&server, topic, topic, |p| p.get("value").is_some());
+        let payload = server.wait_device_tag(DOMAIN, topic, |p| p.get("value").is_some());
         assert_eq!(&payload["value"], value, "{topic}: {payload}");
         assert_eq!(payload["quality"], "good", "{topic}: {payload}");
         assert!(
@@ -196,7 +142,7 @@ fn values_keep_their_signs_and_orders_and_reach_the_historian() {
     assert_eq!(history[0]["value"], -12, "{history}");
 
     // The status counts values and lists every point with its quality.
-    let status = status_of(&server, id);
+    let status = server.connector_status(DOMAIN, id);
     assert!(
         status["values_in"].as_u64().unwrap() >= expect.len() as u64,
         "{status}"
@@ -236,38 +182,30 @@ fn writes_answer_after_the_device_and_the_tag_follows_it() {
     ]);
     let created = create(&server, &connector("mixer", peer.port, points));
     let id = created["id"].as_str().unwrap().to_string();
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/plant/setpoint", "setpoint 0.7", |p| {
-        p["value"] == 0.7
-    });
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/plant/setpoint", |p| p["value"] == 0.7);
 
     // Scaled back to the device's units (-4.2 / 0.1 = -42), then the tag follows the device.
     json_ok(
-        write(&server, "acme/plant/setpoint", json!(-4.2)),
+        server.write_tag(DOMAIN, "acme/plant/setpoint", json!(-4.2)),
         StatusCode::OK,
     );
-    wait_tag(&server, "acme/plant/setpoint", "setpoint -4.2", |p| {
-        p["value"] == -4.2
-    });
+    server.wait_device_tag(DOMAIN, "acme/plant/setpoint", |p| p["value"] == -4.2);
     json_ok(
-        write(&server, "acme/plant/pump", json!(true)),
+        server.write_tag(DOMAIN, "acme/plant/pump", json!(true)),
         StatusCode::OK,
     );
-    wait_tag(&server, "acme/plant/pump", "pump on", |p| {
-        p["value"] == true
-    });
+    server.wait_device_tag(DOMAIN, "acme/plant/pump", |p| p["value"] == true);
 
     // The device refuses an address it does not have: 422 with its reason; the point reads
     // bad while the others go on.
     assert_error(
-        write(&server, "acme/plant/missing", json!(1)),
+        server.write_tag(DOMAIN, "acme/plant/missing", json!(1)),
         StatusCode::UNPROCESSABLE_ENTITY,
         &["exception"],
     );
-    wait_tag(&server, "acme/plant/missing", "missing bad", |p| {
-        p["quality"] == "bad"
-    });
-    let status = status_of(&server, &id);
+    server.wait_device_tag(DOMAIN, "acme/plant/missing", |p| p["quality"] == "bad");
+    let status = server.connector_status(DOMAIN, &id);
     let missing = status["points"]
         .as_array()
         .unwrap()
@@ -285,12 +223,12 @@ fn writes_answer_after_the_device_and_the_tag_follows_it() {
     assert_eq!(status["state"], "connected");
     // A value that does not fit the type, and a point that is not writable: 400.
     assert_error(
-        write(&server, "acme/plant/setpoint", json!(99999)),
+        server.write_tag(DOMAIN, "acme/plant/setpoint", json!(99999)),
         StatusCode::BAD_REQUEST,
         &[],
     );
     assert_error(
-        write(&server, "acme/plant/readonly", json!(1)),
+        server.write_tag(DOMAIN, "acme/plant/readonly", json!(1)),
         StatusCode::BAD_REQUEST,
         &["not writable"],
     );
@@ -311,18 +249,16 @@ fn writes_answer_after_the_device_and_the_tag_follows_it() {
     assert_eq!(answer.correlation.as_deref(), Some(&b"c-1"[..]));
     let answer: Value = serde_json::from_slice(&answer.payload).unwrap();
     assert_eq!(answer["ok"], true, "{answer}");
-    wait_tag(&server, "acme/plant/setpoint", "setpoint 12.3", |p| {
-        p["value"] == 12.3
-    });
+    server.wait_device_tag(DOMAIN, "acme/plant/setpoint", |p| p["value"] == 12.3);
     // The write topic is not taken for a tag.
     let tags = server.string_list(Some(DOMAIN), "/svc/tag/list");
     assert!(!tags.iter().any(|t| t.ends_with("/set")), "{tags:?}");
 
     // The device gone: 503, and the MQTT answer says so too.
     drop(peer);
-    wait_state(&server, &id, "backoff");
+    server.wait_connector(DOMAIN, &id, "backoff");
     assert_error(
-        write(&server, "acme/plant/setpoint", json!(1)),
+        server.write_tag(DOMAIN, "acme/plant/setpoint", json!(1)),
         StatusCode::SERVICE_UNAVAILABLE,
         &["not connected"],
     );
@@ -348,31 +284,30 @@ fn a_device_lost_and_back_turns_bad_once_then_flows_again() {
         "address": {"function": "holding_register", "address": 1, "poll_interval": "100ms"}}]);
     let created = create(&server, &connector("tank", peer.port, points));
     let id = created["id"].as_str().unwrap().to_string();
-    wait_tag(&server, "acme/plant/level", "level 42", |p| {
-        p["value"] == 42
-    });
+    server.wait_device_tag(DOMAIN, "acme/plant/level", |p| p["value"] == 42);
 
     peer.kill();
-    let status = wait_state(&server, &id, "backoff");
+    let status = server.wait_connector(DOMAIN, &id, "backoff");
     assert!(
         ["tcp", "timeout"].contains(&status["last_error"]["kind"].as_str().unwrap_or_default()),
         "{status}"
     );
-    let bad = wait_tag(&server, "acme/plant/level", "level bad", |p| {
-        p["quality"] == "bad"
-    });
+    let bad = server.wait_device_tag(DOMAIN, "acme/plant/level", |p| p["quality"] == "bad");
     assert_eq!(bad["value"], 42, "the last value, marked bad: {bad}");
     // Bad once, however many attempts fail meanwhile.
     std::thread::sleep(Duration::from_millis(2500));
     let history = server.history(DOMAIN, "acme/plant/level", 2);
     assert_eq!(history[0]["quality"], "bad", "{history}");
-    assert!(status_of(&server, &id)["attempts"].as_u64().unwrap() >= 2);
+    assert!(
+        server.connector_status(DOMAIN, &id)["attempts"]
+            .as_u64()
+            .unwrap()
+            >= 2
+    );
 
     peer.restart();
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/plant/level", "level good again", |p| {
-        p["quality"] == "good"
-    });
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/plant/level", |p| p["quality"] == "good");
     let history = server.history(DOMAIN, "acme/plant/level", 3);
     assert!(history[0].get("quality").is_none(), "good again: {history}");
 }
@@ -385,15 +320,13 @@ fn a_device_down_at_start_is_reached_once_it_comes_up() {
         "address": 5, "poll_interval": "100ms"}}]);
     let created = create(&server, &connector("late", port, points));
     let id = created["id"].as_str().unwrap().to_string();
-    let status = wait_state(&server, &id, "backoff");
+    let status = server.wait_connector(DOMAIN, &id, "backoff");
     assert_eq!(status["last_error"]["kind"], "tcp", "{status}");
     assert!(status["next_retry"].is_string(), "{status}");
 
     let _peer = DevicePeer::python_at(port, "modbus_server.py", &["--set", "ir:5=9"]);
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/plant/late", "late value", |p| {
-        p["value"] == 9
-    });
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/plant/late", |p| p["value"] == 9);
 }
 
 #[test]
@@ -404,21 +337,17 @@ fn a_frozen_device_is_caught_by_the_watchdog() {
         "address": 1, "poll_interval": "100ms"}}]);
     let created = create(&server, &connector("frozen", peer.port, points));
     let id = created["id"].as_str().unwrap().to_string();
-    wait_tag(&server, "acme/plant/frozen", "a value", |p| p["value"] == 1);
+    server.wait_device_tag(DOMAIN, "acme/plant/frozen", |p| p["value"] == 1);
 
     // The connection stays open and nothing answers: requests time out until the watchdog
     // ends the link.
     peer.freeze();
-    let status = wait_state(&server, &id, "backoff");
+    let status = server.wait_connector(DOMAIN, &id, "backoff");
     assert_eq!(status["last_error"]["kind"], "timeout", "{status}");
-    wait_tag(&server, "acme/plant/frozen", "frozen bad", |p| {
-        p["quality"] == "bad"
-    });
+    server.wait_device_tag(DOMAIN, "acme/plant/frozen", |p| p["quality"] == "bad");
     peer.thaw();
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/plant/frozen", "good again", |p| {
-        p["quality"] == "good"
-    });
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/plant/frozen", |p| p["quality"] == "good");
 }
 
 #[test]

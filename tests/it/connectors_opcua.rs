@@ -48,59 +48,10 @@ fn node(tag: &str, id: &str) -> Value {
 }
 
 fn create(server: &Server, body: &Value) -> String {
-    let resp = server
-        .admin_in(DOMAIN, Method::POST, "/svc/connectors")
-        .json(body)
-        .send()
-        .expect("POST /svc/connectors");
-    json_ok(resp, StatusCode::CREATED)["id"]
+    server.create_connector(DOMAIN, body)["id"]
         .as_str()
         .expect("id")
         .to_string()
-}
-
-fn status_of(server: &Server, id: &str) -> Value {
-    server.get_json(DOMAIN, &format!("/svc/connectors/{}/status", enc(id)))
-}
-
-fn wait_state(server: &Server, id: &str, state: &str) -> Value {
-    server.poll(
-        Duration::from_secs(30),
-        &format!("connector {state}"),
-        || {
-            let status = status_of(server, id);
-            (status["state"] == state).then_some(status)
-        },
-    )
-}
-
-/// The tag's newest `{"topic","value","timestamp"}` and its point's quality, once `check`
-/// accepts it.
-fn wait_tag(server: &Server, topic: &str, check: impl Fn(&Value) -> bool) -> Value {
-    server.poll(Duration::from_secs(20), topic, || {
-        let values = server.get_json(DOMAIN, "/svc/tag/values");
-        let mut newest = values
-            .as_array()?
-            .iter()
-            .find(|v| v["topic"] == topic)?
-            .clone();
-        let statuses = server.get_json(DOMAIN, "/svc/connectors/status");
-        newest["quality"] = statuses
-            .as_array()?
-            .iter()
-            .flat_map(|s| s["points"].as_array().cloned().unwrap_or_default())
-            .find(|p| p["tag"] == topic)?["quality"]
-            .clone();
-        check(&newest).then_some(newest)
-    })
-}
-
-fn write(server: &Server, topic: &str, value: Value) -> reqwest::blocking::Response {
-    server
-        .admin_in(DOMAIN, Method::POST, "/svc/tag/write")
-        .json(&json!({"topic": topic, "value": value}))
-        .send()
-        .expect("POST /svc/tag/write")
 }
 
 #[test]
@@ -142,10 +93,10 @@ fn values_of_every_type_arrive_with_the_source_time() {
         &server,
         &connector("line", json!({"endpoint": endpoint(&peer)}), json!(points)),
     );
-    let status = wait_state(&server, &id, "connected");
+    let status = server.wait_connector(DOMAIN, &id, "connected");
     assert!(status["device"].is_object(), "{status}");
 
-    let int16 = wait_tag(&server, "acme/ua/int16", |v| v["value"] == -12);
+    let int16 = server.wait_device_tag(DOMAIN, "acme/ua/int16", |v| v["value"] == -12);
     assert_eq!(
         int16["timestamp"], SOURCE_TIME,
         "the server's source time: {int16}"
@@ -153,16 +104,16 @@ fn values_of_every_type_arrive_with_the_source_time() {
     assert_eq!(int16["quality"], "good");
     for (tag, _, value) in &expected {
         let topic = format!("acme/ua/{tag}");
-        let got = wait_tag(&server, &topic, |v| v.get("value").is_some());
+        let got = server.wait_device_tag(DOMAIN, &topic, |v| v.get("value").is_some());
         assert_eq!(&got["value"], value, "{topic}: {got}");
     }
-    wait_tag(&server, "acme/ua/by_path", |v| v["value"] == -12);
+    server.wait_device_tag(DOMAIN, "acme/ua/by_path", |v| v["value"] == -12);
     // The counter changes; polling follows it.
-    let first = wait_tag(&server, "acme/ua/polled", |v| v["value"].is_i64());
-    wait_tag(&server, "acme/ua/polled", |v| v["value"] != first["value"]);
+    let first = server.wait_device_tag(DOMAIN, "acme/ua/polled", |v| v["value"].is_i64());
+    server.wait_device_tag(DOMAIN, "acme/ua/polled", |v| v["value"] != first["value"]);
     // The unknown node is bad with the server's status; the others go on.
-    wait_tag(&server, "acme/ua/missing", |v| v["quality"] == "bad");
-    let status = status_of(&server, &id);
+    server.wait_device_tag(DOMAIN, "acme/ua/missing", |v| v["quality"] == "bad");
+    let status = server.connector_status(DOMAIN, &id);
     let missing = status["points"]
         .as_array()
         .unwrap()
@@ -241,36 +192,36 @@ fn writes_answer_after_the_server_and_refusals_carry_its_status() {
         &server,
         &connector("cell", json!({"endpoint": endpoint(&peer)}), points),
     );
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/ua/w_int16", |v| v["value"] == -12);
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/ua/w_int16", |v| v["value"] == -12);
 
     json_ok(
-        write(&server, "acme/ua/w_int16", json!(-300)),
+        server.write_tag(DOMAIN, "acme/ua/w_int16", json!(-300)),
         StatusCode::OK,
     );
-    wait_tag(&server, "acme/ua/w_int16", |v| v["value"] == -300);
+    server.wait_device_tag(DOMAIN, "acme/ua/w_int16", |v| v["value"] == -300);
     json_ok(
-        write(&server, "acme/ua/w_double", json!(5.0)),
+        server.write_tag(DOMAIN, "acme/ua/w_double", json!(5.0)),
         StatusCode::OK,
     );
-    wait_tag(&server, "acme/ua/w_double", |v| v["value"] == 5.0);
+    server.wait_device_tag(DOMAIN, "acme/ua/w_double", |v| v["value"] == 5.0);
     json_ok(
-        write(&server, "acme/ua/w_string", json!("ünïcode")),
+        server.write_tag(DOMAIN, "acme/ua/w_string", json!("ünïcode")),
         StatusCode::OK,
     );
-    wait_tag(&server, "acme/ua/w_string", |v| v["value"] == "ünïcode");
+    server.wait_device_tag(DOMAIN, "acme/ua/w_string", |v| v["value"] == "ünïcode");
     // Out of the type's range: 400; the server refuses a read-only node: 422 with its status.
     assert_error(
-        write(&server, "acme/ua/w_int16", json!(40000)),
+        server.write_tag(DOMAIN, "acme/ua/w_int16", json!(40000)),
         StatusCode::BAD_REQUEST,
         &[],
     );
     assert_error(
-        write(&server, "acme/ua/ro_int16", json!(1)),
+        server.write_tag(DOMAIN, "acme/ua/ro_int16", json!(1)),
         StatusCode::UNPROCESSABLE_ENTITY,
         &["Bad"],
     );
-    let status = status_of(&server, &id);
+    let status = server.connector_status(DOMAIN, &id);
     assert!(status["writes"].as_u64().unwrap() >= 3, "{status}");
     assert!(status["write_errors"].as_u64().unwrap() >= 1, "{status}");
 
@@ -281,21 +232,21 @@ fn writes_answer_after_the_server_and_refusals_carry_its_status() {
     let answer: Value =
         serde_json::from_slice(&mqtt.expect_publish("acme/ua/answers").payload).unwrap();
     assert_eq!(answer["ok"], true, "{answer}");
-    wait_tag(&server, "acme/ua/w_int16", |v| v["value"] == 7);
+    server.wait_device_tag(DOMAIN, "acme/ua/w_int16", |v| v["value"] == 7);
 
     // The server gone: 503 and the tags bad; back: good again.
     let mut peer = peer;
     peer.kill();
-    wait_state(&server, &id, "backoff");
-    wait_tag(&server, "acme/ua/w_int16", |v| v["quality"] == "bad");
+    server.wait_connector(DOMAIN, &id, "backoff");
+    server.wait_device_tag(DOMAIN, "acme/ua/w_int16", |v| v["quality"] == "bad");
     assert_error(
-        write(&server, "acme/ua/w_int16", json!(1)),
+        server.write_tag(DOMAIN, "acme/ua/w_int16", json!(1)),
         StatusCode::SERVICE_UNAVAILABLE,
         &["not connected"],
     );
     peer.restart();
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/ua/w_int16", |v| {
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/ua/w_int16", |v| {
         v["quality"] == "good" && v["value"] == -12
     });
 }
@@ -324,7 +275,7 @@ fn a_secure_server_is_trusted_by_an_administrator_then_reached() {
     let id = create(&server, &body);
 
     // Refused and listed: the domain has not trusted the server's certificate.
-    let status = wait_state(&server, &id, "error");
+    let status = server.wait_connector(DOMAIN, &id, "error");
     assert_eq!(status["last_error"]["kind"], "security", "{status}");
     let listed = server.poll(Duration::from_secs(10), "a listed certificate", || {
         let listed = server.get_json(DOMAIN, "/svc/connectors/certificates");
@@ -349,8 +300,8 @@ fn a_secure_server_is_trusted_by_an_administrator_then_reached() {
         .send()
         .unwrap();
     assert_eq!(json_ok(resp, StatusCode::OK)["state"], "trusted");
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/ua/secure_int16", |v| v["value"] == -12);
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/ua/secure_int16", |v| v["value"] == -12);
     // The password is write-only.
     let record = server.get_json(DOMAIN, &rec_path(&id));
     assert_eq!(record["password_set"], true);
@@ -360,7 +311,7 @@ fn a_secure_server_is_trusted_by_an_administrator_then_reached() {
     let mut wrong = connector("wrong", settings, json!([]));
     wrong["password"] = json!("nope");
     let wrong_id = create(&server, &wrong);
-    let status = wait_state(&server, &wrong_id, "error");
+    let status = server.wait_connector(DOMAIN, &wrong_id, "error");
     assert_eq!(status["last_error"]["kind"], "auth", "{status}");
 }
 
@@ -376,19 +327,17 @@ fn a_server_that_stops_answering_is_caught_by_the_watchdog() {
             json!([node("counter", "ns=2;s=Counter")]),
         ),
     );
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/ua/counter", |v| {
-        v["value"].as_i64() > Some(0)
-    });
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/ua/counter", |v| v["value"].as_i64() > Some(0));
 
     // Frozen: the TCP connection stays open and no publish response arrives.
     peer.freeze();
-    let status = wait_state(&server, &id, "backoff");
+    let status = server.wait_connector(DOMAIN, &id, "backoff");
     assert_eq!(status["last_error"]["kind"], "timeout", "{status}");
-    wait_tag(&server, "acme/ua/counter", |v| v["quality"] == "bad");
+    server.wait_device_tag(DOMAIN, "acme/ua/counter", |v| v["quality"] == "bad");
     peer.thaw();
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/ua/counter", |v| v["quality"] == "good");
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/ua/counter", |v| v["quality"] == "good");
 }
 
 #[test]
@@ -404,14 +353,14 @@ fn node_opcua_server_values_and_writes() {
         &server,
         &connector("node", json!({"endpoint": endpoint(&peer)}), points),
     );
-    wait_state(&server, &id, "connected");
-    wait_tag(&server, "acme/ua/n_int16", |v| v["value"] == -12);
-    wait_tag(&server, "acme/ua/n_uint64", |v| {
+    server.wait_connector(DOMAIN, &id, "connected");
+    server.wait_device_tag(DOMAIN, "acme/ua/n_int16", |v| v["value"] == -12);
+    server.wait_device_tag(DOMAIN, "acme/ua/n_uint64", |v| {
         v["value"] == json!(u64::MAX)
     });
     json_ok(
-        write(&server, "acme/ua/n_double", json!(-2.25)),
+        server.write_tag(DOMAIN, "acme/ua/n_double", json!(-2.25)),
         StatusCode::OK,
     );
-    wait_tag(&server, "acme/ua/n_double", |v| v["value"] == -2.25);
+    server.wait_device_tag(DOMAIN, "acme/ua/n_double", |v| v["value"] == -2.25);
 }

@@ -13,18 +13,7 @@ impl ConnectorSecrets for PgStore {
         key: &str,
         password: Option<&str>,
     ) -> StoreResult<()> {
-        match password {
-            Some(password) => self.execute(
-                "INSERT INTO connector_secrets (domain, connector, password) VALUES ($1, $2, $3) \
-                 ON CONFLICT (domain, connector) DO UPDATE SET password = excluded.password",
-                &[&domain, &key, &password],
-            )?,
-            None => self.execute(
-                "DELETE FROM connector_secrets WHERE domain = $1 AND connector = $2",
-                &[&domain, &key],
-            )?,
-        };
-        Ok(())
+        self.set_secret("connector_secrets", "connector", domain, key, password)
     }
 
     fn connectors_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {

@@ -14,18 +14,7 @@ impl UpstreamSecrets for PgStore {
         key: &str,
         password: Option<&str>,
     ) -> StoreResult<()> {
-        match password {
-            Some(password) => self.execute(
-                "INSERT INTO upstream_secrets (domain, upstream, password) VALUES ($1, $2, $3) \
-                 ON CONFLICT (domain, upstream) DO UPDATE SET password = excluded.password",
-                &[&domain, &key, &password],
-            )?,
-            None => self.execute(
-                "DELETE FROM upstream_secrets WHERE domain = $1 AND upstream = $2",
-                &[&domain, &key],
-            )?,
-        };
-        Ok(())
+        self.set_secret("upstream_secrets", "upstream", domain, key, password)
     }
 
     /// Every upstream record of `domain` (its fields, without id and times) by key, with its
@@ -50,6 +39,32 @@ impl UpstreamSecrets for PgStore {
 }
 
 impl PgStore {
+    /// Sets (or with `None` clears) the password `secrets` keeps for record `key` of `domain`
+    /// (in its column `password`, keyed by `domain` and `key_column`).
+    pub(super) fn set_secret(
+        &self,
+        secrets: &str,
+        key_column: &str,
+        domain: &str,
+        key: &str,
+        password: Option<&str>,
+    ) -> StoreResult<()> {
+        match password {
+            Some(password) => self.execute(
+                &format!(
+                    "INSERT INTO {secrets} (domain, {key_column}, password) VALUES ($1, $2, $3) \
+                     ON CONFLICT (domain, {key_column}) DO UPDATE SET password = excluded.password"
+                ),
+                &[&domain, &key, &password],
+            )?,
+            None => self.execute(
+                &format!("DELETE FROM {secrets} WHERE domain = $1 AND {key_column} = $2"),
+                &[&domain, &key],
+            )?,
+        };
+        Ok(())
+    }
+
     /// Every record of the system table `table` of `domain` by key, with the password
     /// `secrets` keeps for it (in its column `password`, keyed by `domain` and `key_column`).
     pub(super) fn records_with_secret(

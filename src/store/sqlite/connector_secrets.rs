@@ -13,19 +13,7 @@ impl ConnectorSecrets for SqliteStore {
         key: &str,
         password: Option<&str>,
     ) -> StoreResult<()> {
-        let conn = self.conn()?;
-        match password {
-            Some(password) => conn.execute(
-                "INSERT INTO connector_secrets (domain, connector, password) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (domain, connector) DO UPDATE SET password = excluded.password",
-                params![domain, key, password],
-            )?,
-            None => conn.execute(
-                "DELETE FROM connector_secrets WHERE domain = ?1 AND connector = ?2",
-                params![domain, key],
-            )?,
-        };
-        Ok(())
+        self.set_secret("connector_secrets", "connector", domain, key, password)
     }
 
     fn connectors_of(&self, domain: &str) -> StoreResult<Vec<StoredUpstream>> {

@@ -16,19 +16,7 @@ impl UpstreamSecrets for SqliteStore {
         key: &str,
         password: Option<&str>,
     ) -> StoreResult<()> {
-        let conn = self.conn()?;
-        match password {
-            Some(password) => conn.execute(
-                "INSERT INTO upstream_secrets (domain, upstream, password) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (domain, upstream) DO UPDATE SET password = excluded.password",
-                params![domain, key, password],
-            )?,
-            None => conn.execute(
-                "DELETE FROM upstream_secrets WHERE domain = ?1 AND upstream = ?2",
-                params![domain, key],
-            )?,
-        };
-        Ok(())
+        self.set_secret("upstream_secrets", "upstream", domain, key, password)
     }
 
     /// Every upstream record of `domain` (its fields, without id and times) by key, with its
@@ -56,6 +44,33 @@ impl UpstreamSecrets for SqliteStore {
 }
 
 impl SqliteStore {
+    /// Sets (or with `None` clears) the password `secrets` keeps for record `key` of `domain`
+    /// (in its column `password`, keyed by `domain` and `key_column`).
+    pub(super) fn set_secret(
+        &self,
+        secrets: &str,
+        key_column: &str,
+        domain: &str,
+        key: &str,
+        password: Option<&str>,
+    ) -> StoreResult<()> {
+        let conn = self.conn()?;
+        match password {
+            Some(password) => conn.execute(
+                &format!(
+                    "INSERT INTO {secrets} (domain, {key_column}, password) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (domain, {key_column}) DO UPDATE SET password = excluded.password"
+                ),
+                params![domain, key, password],
+            )?,
+            None => conn.execute(
+                &format!("DELETE FROM {secrets} WHERE domain = ?1 AND {key_column} = ?2"),
+                params![domain, key],
+            )?,
+        };
+        Ok(())
+    }
+
     /// Every record of the system table `table` of `domain` by key, with the password
     /// `secrets` keeps for it (in its column `password`, keyed by `domain` and `key_column`).
     pub(super) fn records_with_secret(

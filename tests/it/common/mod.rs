@@ -4,6 +4,7 @@
 //! error and correlation rules of the contract.
 
 mod conformance;
+mod connectors;
 mod device_peer;
 mod mosquitto;
 mod mqtt;

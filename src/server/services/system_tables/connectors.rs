@@ -4,7 +4,7 @@
 //! `password_set`); a write creates the points' missing tags with their `historize`, `unit`
 //! and compression, then restarts the domain's changed connectors.
 
-use super::{SystemTable, TAGS_TABLE};
+use super::{keep_stored_on_null, take_password_secret, SystemTable, TAGS_TABLE};
 use crate::connectors::{config, FEATURE};
 use crate::ids::TableRef;
 use crate::server::error::{ApiError, ApiResult};
@@ -81,24 +81,13 @@ impl SystemTable for ConnectorsTable {
         stored: &Map<String, Value>,
         merged: &mut Map<String, Value>,
     ) -> Result<(), String> {
-        for (name, value) in merged.iter_mut() {
-            if value.is_null() {
-                if let Some(kept) = stored.get(name) {
-                    *value = kept.clone();
-                }
-            }
-        }
+        keep_stored_on_null(stored, merged);
         config::normalise(merged)
     }
 
     /// The `password`; a `password_set` in the body is never taken as it is.
     fn take_secret(&self, fields: &mut Map<String, Value>) -> ApiResult<Option<Option<String>>> {
-        fields.remove("password_set");
-        let secret = crate::fields::take_password(fields).map_err(ApiError::bad_request)?;
-        if let Some(password) = &secret {
-            fields.insert("password_set".into(), Value::Bool(password.is_some()));
-        }
-        Ok(secret)
+        take_password_secret(fields)
     }
 
     async fn keep_secret(

@@ -215,6 +215,29 @@ impl dyn SystemTable {
     }
 }
 
+/// The update rule of tables whose stored records hold every default: a field the update sets
+/// to null takes the stored value again rather than a default the update cannot make.
+pub fn keep_stored_on_null(stored: &Map<String, Value>, merged: &mut Map<String, Value>) {
+    for (name, value) in merged.iter_mut() {
+        if value.is_null() {
+            if let Some(kept) = stored.get(name) {
+                *value = kept.clone();
+            }
+        }
+    }
+}
+
+/// [`SystemTable::take_secret`] of tables with a write-only `password`: the record says only
+/// `password_set`, which a body can never set itself.
+pub fn take_password_secret(fields: &mut Map<String, Value>) -> ApiResult<Option<Option<String>>> {
+    fields.remove("password_set");
+    let secret = crate::fields::take_password(fields).map_err(ApiError::bad_request)?;
+    if let Some(password) = &secret {
+        fields.insert("password_set".into(), Value::Bool(password.is_some()));
+    }
+    Ok(secret)
+}
+
 /// A system table's record by name (functions and flows are addressed by name in routes).
 pub async fn record_by_name(
     state: &AppState,

@@ -3,7 +3,7 @@
 //! password is write-only (kept apart, the record says only `password_set`); a write
 //! reconnects the domain's bridges.
 
-use super::SystemTable;
+use super::{keep_stored_on_null, take_password_secret, SystemTable};
 use crate::ids::TableRef;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::AppState;
@@ -88,26 +88,13 @@ impl SystemTable for UpstreamsTable {
         stored: &Map<String, Value>,
         merged: &mut Map<String, Value>,
     ) -> Result<(), String> {
-        // The stored record has every default; a field the update sets to null takes the
-        // stored value again rather than a default this call cannot make.
-        for (name, value) in merged.iter_mut() {
-            if value.is_null() {
-                if let Some(kept) = stored.get(name) {
-                    *value = kept.clone();
-                }
-            }
-        }
+        keep_stored_on_null(stored, merged);
         upstream::normalise(merged, "", "")
     }
 
     /// The `password`; a `password_set` in the body is never taken as it is.
     fn take_secret(&self, fields: &mut Map<String, Value>) -> ApiResult<Option<Option<String>>> {
-        fields.remove("password_set");
-        let secret = crate::fields::take_password(fields).map_err(ApiError::bad_request)?;
-        if let Some(password) = &secret {
-            fields.insert("password_set".into(), Value::Bool(password.is_some()));
-        }
-        Ok(secret)
+        take_password_secret(fields)
     }
 
     async fn keep_secret(
