@@ -16,6 +16,7 @@ mod automation_chains;
 mod backup;
 mod broker_clients;
 mod cli_auth;
+mod cli_connectors;
 mod cli_functions;
 mod cli_import;
 mod cli_namespaces;
