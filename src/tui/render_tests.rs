@@ -266,7 +266,7 @@ fn empty_tree_says_what_it_waits_for() {
 }
 
 #[test]
-fn the_status_bar_shows_each_upstreams_state() {
+fn the_status_bar_shows_each_upstreams_and_connectors_state() {
     use crate::model::{LinkBrief, LinkState};
     let t0 = Instant::now();
     let mut app = stream(t0);
@@ -295,6 +295,29 @@ fn the_status_bar_shows_each_upstreams_state() {
     app.on_history(HistoryEvent::Upstreams(None), t0);
     let (lines, _) = screen(&mut app, t0, 160, 20);
     assert!(!lines.last().expect("status").contains('⇅'));
+
+    // Connectors beside them, by their own sign.
+    app.on_history(
+        HistoryEvent::Connectors(Some(vec![
+            brief("press", LinkState::Backoff),
+            brief("line1", LinkState::Standby),
+        ])),
+        t0,
+    );
+    let (lines, terminal) = screen(&mut app, t0, 160, 20);
+    let bar = lines.last().expect("a status line");
+    assert!(bar.contains("⚙ press backoff"), "{bar}");
+    assert!(bar.contains("⚙ line1 standby"), "{bar}");
+    let x = bar
+        .find("⚙ press")
+        .map(|i| bar[..i].chars().count())
+        .expect("press");
+    let cell = &terminal.backend().buffer()[(x as u16, 19)];
+    assert_eq!(
+        cell.bg,
+        Color::Yellow,
+        "a connector waiting to retry is yellow"
+    );
 }
 
 #[test]

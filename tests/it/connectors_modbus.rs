@@ -485,6 +485,13 @@ fn records_are_checked_and_other_domains_see_nothing() {
         .unwrap();
     assert!(resp.status().is_client_error(), "{}", resp.status());
 
+    // Counted by state in the metrics.
+    let scraped = server.scrape();
+    assert!(
+        scraped.contains("svc_connectors{state=\"connected\"} 1")
+            || scraped.contains("svc_connectors{state=\"connecting\"} 1"),
+        "{scraped}"
+    );
     // The state is published retained for administrators on $SYS.
     let mut mqtt = server.mqtt_admin(Proto::V5, Via::Tcp, "sys-watch");
     mqtt.subscribe("$SYS/svc/connectors/acme/line/state", 1);
