@@ -9,7 +9,7 @@ use crate::connectors::{config, FEATURE};
 use crate::ids::TableRef;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::AppState;
-use crate::store::{CONNECTORS, TAGS};
+use crate::store::{RecordWrite, StoreError, CONNECTORS, TAGS};
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
@@ -105,13 +105,14 @@ impl SystemTable for ConnectorsTable {
         Ok(())
     }
 
-    /// Creates the tags the points name that the domain does not have yet.
+    /// Creates the tags the points name that the domain does not have yet, in one
+    /// transaction (a connector may bring thousands).
     async fn written(&self, state: &AppState, domain: &str, record: &Value) -> ApiResult<()> {
         let Some(points) = record.get("points").and_then(Value::as_array) else {
             return Ok(());
         };
         let table = TableRef::new(domain, TAGS).map_err(ApiError::internal)?;
-        let mut created = false;
+        let mut writes = Vec::new();
         for point in points {
             let Some(tag) = point.get("tag").and_then(Value::as_str) else {
                 continue;
@@ -129,25 +130,32 @@ impl SystemTable for ConnectorsTable {
             TAGS_TABLE
                 .prepare_create(&mut fields, "", domain, "")
                 .map_err(ApiError::bad_request)?;
-            let key = crate::ids::new_key();
-            let table = table.clone();
-            let inserted = state
-                .store
-                .run(move |s| {
-                    TAGS_TABLE.ensure_collection(s, &table.domain)?;
-                    s.insert_record(&table, &key, &fields)
-                })
-                .await;
-            match inserted {
+            writes.push(RecordWrite::Insert {
+                table: table.clone(),
+                key: crate::ids::new_key(),
+                fields,
+            });
+        }
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let owner = domain.to_string();
+        let results = state
+            .store
+            .run(move |s| {
+                TAGS_TABLE.ensure_collection(s, &owner)?;
+                Ok(s.write_records(writes))
+            })
+            .await?;
+        for result in results {
+            match result {
                 // Another write declared it meanwhile: the tag is there.
-                Ok(_) | Err(crate::store::StoreError::Conflict(_)) => created = true,
+                Ok(_) | Err(StoreError::Conflict(_)) => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        if created {
-            TAGS_TABLE.reload(state, domain).await?;
-            state.peers.changed(domain, TAGS_TABLE).await;
-        }
+        TAGS_TABLE.reload(state, domain).await?;
+        state.peers.changed(domain, TAGS_TABLE).await;
         Ok(())
     }
 
