@@ -1,17 +1,18 @@
-// Administration: a shell whose sections — users, groups, domains, upstreams — live at
-// `#/<domain>/admin/<section>`, each in its own module under `views/admin/`. What a section
-// offers follows the user's rights; the API decides, and a refusal shows its sentence.
+// Administration: a shell whose sections — users, groups, domains, upstreams, connectors —
+// live at `#/<domain>/admin/<section>`, each in its own module under `views/admin/`. What a
+// section offers follows the user's rights; the API decides, and a refusal shows its sentence.
 
 import { call } from "../api.js";
 import * as users from "./admin/users.js";
 import * as groups from "./admin/groups.js";
 import * as domains from "./admin/domains.js";
 import * as upstreams from "./admin/upstreams.js";
+import * as connectors from "./admin/connectors.js";
 
 export const title = "Administration";
 
 /** Sections by address name, in the order of the tabs. */
-const SECTIONS = { users, groups, domains, upstreams };
+const SECTIONS = { users, groups, domains, upstreams, connectors };
 
 export function render(main, { rest }) {
   const name = SECTIONS[rest[0]] ? rest[0] : "users";

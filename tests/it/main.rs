@@ -32,6 +32,7 @@ mod connectors_modbus;
 mod connectors_opcua;
 mod console;
 mod console_admin;
+mod console_connectors;
 mod console_flows;
 mod console_records;
 mod console_system;

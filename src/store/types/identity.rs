@@ -185,10 +185,11 @@ impl GrantSet {
 pub fn admin_grants(custom: &[(String, String)]) -> Vec<NamedGrant> {
     // Every feature a route checks (the system tables' included), so that an
     // administrator's effective permissions say what the routes allow.
-    const BUILT_IN: [&str; 12] = [
+    const BUILT_IN: [&str; 13] = [
         "api_keys",
         "audit",
         "collections",
+        "connectors",
         "flows",
         "groups",
         "historian",
