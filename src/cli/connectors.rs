@@ -4,7 +4,7 @@
 //! of a connector's OPC UA address space, and the server certificates waiting to be trusted.
 
 use super::client::{segment, Client};
-use super::error::CliResult;
+use super::error::{CliError, CliResult};
 use super::output;
 use super::records::{delete_by_name, id_by_name, read_object};
 use super::{ConnectorsCommand, OutputFormat};
@@ -48,9 +48,20 @@ pub fn run(client: &Client, format: OutputFormat, command: ConnectorsCommand) ->
                 output::rows(&mut out, format, &statuses, "name")?;
             }
         },
-        ConnectorsCommand::Test { file } => {
-            let answer: Value =
-                client.call(Method::POST, "/svc/connectors/test", &read_object(&file)?)?;
+        ConnectorsCommand::Test { connector, file } => {
+            let answer: Value = match (connector, file) {
+                (_, Some(file)) => {
+                    client.call(Method::POST, "/svc/connectors/test", &read_object(&file)?)?
+                }
+                (Some(connector), None) => {
+                    let id = id_by_name(client, CONNECTORS, &connector)?;
+                    let path = format!("/svc/connectors/{}/test", segment(&id));
+                    client.json(client.request(Method::POST, &path))?
+                }
+                (None, None) => {
+                    return Err(CliError::usage("name a connector to test, or give --file"))
+                }
+            };
             match format {
                 OutputFormat::Table => writeln!(
                     out,

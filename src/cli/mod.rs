@@ -502,11 +502,13 @@ pub enum ConnectorsCommand {
     },
     /// Show the status of one connector (with its points), or of all of them.
     Status { connector: Option<String> },
-    /// Connect to the device a JSON file describes (nothing is stored) and print what it says
-    /// of itself, or why it cannot be reached.
+    /// Connect to a stored connector's device (or to the one a JSON file describes, nothing
+    /// stored) and print what it says of itself, or why it cannot be reached.
+    #[command(group = clap::ArgGroup::new("target").required(true).args(["connector", "file"]))]
     Test {
+        connector: Option<String>,
         #[arg(long, short = 'f', value_parser = non_empty())]
-        file: String,
+        file: Option<String>,
     },
     /// List one level of a connector's address space (OPC UA), under NODE or the Objects
     /// folder.

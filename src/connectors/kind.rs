@@ -48,6 +48,13 @@ pub trait Kind: Send + Sync + 'static {
         Err(format!("a {} connector uses no certificate", self.name()))
     }
 
+    /// What an administrator needs to recognise a server certificate (DER) this kind met:
+    /// subject, application URI, validity; `None` when the kind does not know it.
+    fn describe_certificate(&self, der: &[u8]) -> Option<Value> {
+        let _ = der;
+        None
+    }
+
     /// One level of the device's address space under `node` (its root when `None`).
     async fn browse(
         &self,

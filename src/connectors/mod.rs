@@ -31,3 +31,8 @@ pub const KINDS: [&dyn Kind; 2] = [&opcua::OpcUa, &modbus::Modbus];
 pub fn kind(name: &str) -> Option<&'static dyn Kind> {
     KINDS.into_iter().find(|kind| kind.name() == name)
 }
+
+/// What the kinds can tell of a server certificate (DER), for the trust list.
+pub fn describe_certificate(der: &[u8]) -> Option<serde_json::Value> {
+    KINDS.iter().find_map(|kind| kind.describe_certificate(der))
+}

@@ -362,6 +362,23 @@ impl Supervisor {
         Err(failure)
     }
 
+    /// [`Supervisor::test`] of the stored connector `key` of `domain`, with its stored
+    /// password; `None` when the domain has no such connector.
+    pub async fn test_stored(&self, domain: &str, key: &str) -> Option<Result<Value, Failure>> {
+        let (fields, password) = self.stored(domain, key)?;
+        Some(self.test(domain, &fields, password).await)
+    }
+
+    /// The record and password connector `key` of `domain` runs with.
+    fn stored(&self, domain: &str, key: &str) -> Option<(Map<String, Value>, Option<String>)> {
+        let running = self.running();
+        let config = &running.get(&(domain.to_string(), key.to_string()))?.config;
+        Some((
+            config["record"].as_object().cloned().unwrap_or_default(),
+            config["password"].as_str().map(str::to_string),
+        ))
+    }
+
     /// One level of the address space of connector `key` of `domain` under `node`; `None`
     /// when the domain has no such connector.
     pub async fn browse(

@@ -51,6 +51,9 @@ fn connectors_from_the_shell() {
     );
     let listed = cli.json(&["connectors", "certificates"]);
     assert_eq!(listed[0]["state"], "pending", "{listed}");
+    // Enough to recognise the server: its subject, application URI and validity.
+    assert!(listed[0]["subject"].is_string(), "{listed}");
+    assert!(listed[0]["not_after"].is_string(), "{listed}");
     let thumbprint = listed[0]["thumbprint"].as_str().unwrap().to_string();
     let trusted = cli.json(&["connectors", "trust", &thumbprint]);
     assert_eq!(trusted["state"], "trusted", "{trusted}");
@@ -75,6 +78,9 @@ fn connectors_from_the_shell() {
         assert!(Instant::now() < deadline, "never connected: {status}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The stored connector, with its stored password.
+    let stored = cli.json(&["connectors", "test", "line"]);
+    assert_eq!(stored["ok"], true, "{stored}");
     let all = cli.json(&["connectors", "status"]);
     assert_eq!(all[0]["name"], "line", "{all}");
 
@@ -86,8 +92,10 @@ fn connectors_from_the_shell() {
         .filter_map(|c| c["browse_name"].as_str())
         .collect();
     assert!(names.contains(&"2:Int16"), "{children}");
-    let usage = cli.run(&["connectors", "browse"]);
-    assert_eq!(usage.code, 2, "{}", usage.stderr);
+    for usage in [&["connectors", "browse"][..], &["connectors", "test"]] {
+        let run = cli.run(usage);
+        assert_eq!(run.code, 2, "{usage:?}: {}", run.stderr);
+    }
 
     let off = dir.path().join("off.json");
     std::fs::write(&off, json!({"enabled": false}).to_string()).unwrap();

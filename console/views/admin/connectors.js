@@ -109,7 +109,10 @@ export function render(section) {
       tested,
       unfolded,
       refresh: () => list(),
-      edit: (record) => form.edit(record),
+      edit: (record) => {
+        probe.hidden = true;
+        form.edit(record);
+      },
       browse: async (record) => {
         if (writable && form.editing()?.id !== record.id) form.edit(record);
         browse(record, await prefixFor(record));
@@ -217,15 +220,9 @@ function row(record, { writable, act, fail, say, tested, unfolded, refresh, edit
       await refresh();
     }), { switch: record.name }, `${record.enabled ? "Disable" : "Enable"} ${record.name}`);
     button("Test", () => act(async () => {
-      // The stored password never leaves the server, so a test of the stored record would
-      // connect without it: that one is tested from the form, with the password typed.
-      if (record.password_set) {
-        edit(record);
-        say(`${record.name} has a password, which a test cannot take from the server: type it in the form and press “Test without saving”.`);
-        return;
-      }
+      // The stored record with its stored password, which never leaves the server.
       say(`${record.name}: testing…`);
-      tested(await call("POST", "/svc/connectors/test", record), record.name);
+      tested(await call("POST", `/svc/connectors/${encodeURIComponent(record.id)}/test`), record.name);
     }), { test: record.name }, `Test ${record.name}`);
     button("Edit", () => edit(record), { edit: record.name }, `Edit ${record.name}`);
   }

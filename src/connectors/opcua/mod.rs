@@ -36,6 +36,10 @@ impl Kind for OpcUa {
         "opcua"
     }
 
+    fn describe_certificate(&self, der: &[u8]) -> Option<Value> {
+        security::summary(der)
+    }
+
     fn check_settings(&self, settings: &mut Map<String, Value>) -> Result<(), String> {
         settings::check(settings)
     }

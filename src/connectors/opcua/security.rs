@@ -53,6 +53,27 @@ pub fn application_uri(certificate: &[u8]) -> Option<String> {
     })
 }
 
+/// What an administrator needs to recognise a server certificate (DER): its subject, its
+/// application URI and when it expires; `None` when it cannot be read.
+pub fn summary(certificate: &[u8]) -> Option<serde_json::Value> {
+    let cert = x509_cert::Certificate::from_der(certificate).ok()?;
+    let validity = &cert.tbs_certificate.validity;
+    let time = |t: &x509_cert::time::Time| {
+        crate::historian::format_ms(
+            t.to_unix_duration()
+                .as_millis()
+                .try_into()
+                .unwrap_or(i64::MAX),
+        )
+    };
+    Some(serde_json::json!({
+        "subject": cert.tbs_certificate.subject.to_string(),
+        "application_uri": application_uri(certificate),
+        "not_before": time(&validity.not_before),
+        "not_after": time(&validity.not_after),
+    }))
+}
+
 /// Whether the domain trusts `certificate` (DER): a server certificate not in the list is
 /// refused with a security failure carrying it, for an administrator to trust.
 pub fn check_trusted(certificate: &[u8], trusted: &[Vec<u8>]) -> Result<(), Failure> {

@@ -1,8 +1,9 @@
 //! Connectors beyond their record routes (the `connectors` system table is written through
 //! `/svc/connectors` like any table): the status of one connector or all
 //! (`GET …/{id}/status`, `GET …/status`); the test of an unsaved connector
-//! (`POST /svc/connectors/test`: 200 with what the device says of itself, 503 naming the
-//! cause within 10 s); one level of a connector's address space (`GET …/{id}/browse?node=`);
+//! (`POST /svc/connectors/test`) or a stored one with its stored password
+//! (`POST /svc/connectors/{id}/test`): 200 with what the device says of itself, 503 naming
+//! the cause within 10 s; one level of a connector's address space (`GET …/{id}/browse?node=`);
 //! and the domain's list of OPC UA server certificates, trusted, rejected or waiting for an
 //! administrator (`GET …/certificates`, `POST …/certificates/{thumbprint}/trust|reject`,
 //! `DELETE …/certificates/{thumbprint}`).
@@ -29,6 +30,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(statuses))
         .routes(routes!(status))
         .routes(routes!(test_unsaved))
+        .routes(routes!(test_stored))
         .routes(routes!(browse))
         .routes(routes!(certificates))
         .routes(routes!(trust))
@@ -97,11 +99,37 @@ async fn test_unsaved(
         .test(&caller.domain, &fields, password)
         .await
         .map_err(unavailable)?;
-    Ok(Json(json!({
+    Ok(Json(tested(device, started)))
+}
+
+/// Connects a stored connector of the caller's domain once, with its stored password.
+#[utoipa::path(post, path = "/svc/connectors/{id}/test", tag = "connectors",
+    responses((status = 200, description = "What the device says of itself", body = Object),
+        (status = 503, description = "The device cannot be reached or refused, and why")))]
+async fn test_stored(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    caller.require(&state, FEATURE, "*", Access::Write).await?;
+    let id = connector_id(&caller, &id)?;
+    let started = std::time::Instant::now();
+    let device = state
+        .connectors
+        .test_stored(&caller.domain, &id.key)
+        .await
+        .ok_or_else(|| ApiError::not_found(format!("no connector `{id}`")))?
+        .map_err(unavailable)?;
+    Ok(Json(tested(device, started)))
+}
+
+/// The answer of a test that reached the device.
+fn tested(device: Value, started: std::time::Instant) -> Value {
+    json!({
         "ok": true,
         "latency_ms": started.elapsed().as_millis() as u64,
         "device": device,
-    })))
+    })
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -137,6 +165,9 @@ struct Listed {
     #[serde(flatten)]
     certificate: ServerCertificate,
     first_seen: String,
+    /// Subject, application URI, validity, when the certificate can be read.
+    #[serde(flatten)]
+    summary: Option<Value>,
     /// The DER, base64.
     der: String,
 }
@@ -160,6 +191,7 @@ async fn certificates(
             .map(|certificate| {
                 let listed = Listed {
                     first_seen: crate::historian::format_ms(certificate.first_seen_ms),
+                    summary: crate::connectors::describe_certificate(&certificate.der),
                     der: base64::engine::general_purpose::STANDARD.encode(&certificate.der),
                     certificate,
                 };
