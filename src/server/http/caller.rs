@@ -183,6 +183,16 @@ impl Caller {
 }
 
 impl Caller {
+    /// The record id `id` names, when it is a record of the caller's domain's system table
+    /// `table` (404 naming it as a `noun` otherwise): a route on one upstream or connector.
+    pub fn own_record(&self, id: &str, table: &str, noun: &str) -> ApiResult<crate::ids::RecordId> {
+        let id = crate::ids::RecordId::parse(id).map_err(ApiError::bad_request)?;
+        if id.table.domain != self.domain || id.table.table != table {
+            return Err(ApiError::not_found(format!("no {noun} `{id}`")));
+        }
+        Ok(id)
+    }
+
     pub fn require_admin(&self) -> ApiResult<()> {
         Identity(self.user.clone()).require_admin()
     }

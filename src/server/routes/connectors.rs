@@ -11,7 +11,6 @@
 use crate::connectors::kind::{BrowseEntry, Failure};
 use crate::connectors::status::Status;
 use crate::connectors::{config, FEATURE};
-use crate::ids::RecordId;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
@@ -38,15 +37,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(forget))
 }
 
-/// The record id `id` names, when it is a connector of the caller's domain (404 otherwise).
-fn connector_id(caller: &Caller, id: &str) -> ApiResult<RecordId> {
-    let id = RecordId::parse(id).map_err(ApiError::bad_request)?;
-    if id.table.domain != caller.domain || id.table.table != CONNECTORS {
-        return Err(ApiError::not_found(format!("no connector `{id}`")));
-    }
-    Ok(id)
-}
-
 /// A connection failure as an answer: 503 naming the cause.
 fn unavailable(failure: Failure) -> ApiError {
     ApiError::new(
@@ -70,7 +60,7 @@ async fn status(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Status>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
-    let id = connector_id(&caller, &id)?;
+    let id = caller.own_record(&id, CONNECTORS, "connector")?;
     state
         .connectors
         .status(&caller.domain, &id.key)
@@ -112,7 +102,7 @@ async fn test_stored(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     caller.require(&state, FEATURE, "*", Access::Write).await?;
-    let id = connector_id(&caller, &id)?;
+    let id = caller.own_record(&id, CONNECTORS, "connector")?;
     let started = std::time::Instant::now();
     let device = state
         .connectors
@@ -149,7 +139,7 @@ async fn browse(
     Query(query): Query<BrowseQuery>,
 ) -> ApiResult<Json<Vec<BrowseEntry>>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
-    let id = connector_id(&caller, &id)?;
+    let id = caller.own_record(&id, CONNECTORS, "connector")?;
     state
         .connectors
         .browse(&caller.domain, &id.key, query.node.as_deref())

@@ -8,7 +8,6 @@
 //! broker as the upstreams publish into it.
 
 use crate::broker::Broker;
-use crate::ids::RecordId;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
@@ -61,15 +60,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(status))
         .routes(routes!(connect))
         .routes(routes!(disconnect))
-}
-
-/// The record id `id` names, when it is an upstream of the caller's domain (404 otherwise).
-fn upstream_id(caller: &Caller, id: &str) -> ApiResult<RecordId> {
-    let id = RecordId::parse(id).map_err(ApiError::bad_request)?;
-    if id.table.domain != caller.domain || id.table.table != UPSTREAMS {
-        return Err(ApiError::not_found(format!("no upstream `{id}`")));
-    }
-    Ok(id)
 }
 
 #[utoipa::path(get, path = "/svc/upstreams/status", tag = "upstreams",
@@ -128,7 +118,7 @@ async fn status(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Status>> {
     caller.require(&state, FEATURE, "*", Access::Read).await?;
-    let id = upstream_id(&caller, &id)?;
+    let id = caller.own_record(&id, UPSTREAMS, "upstream")?;
     state
         .upstreams
         .status(&caller.domain, &id.key)
@@ -164,7 +154,7 @@ async fn switch(
     enabled: bool,
 ) -> ApiResult<Json<Status>> {
     caller.require(&state, FEATURE, "*", Access::Write).await?;
-    let id = upstream_id(&caller, &id)?;
+    let id = caller.own_record(&id, UPSTREAMS, "upstream")?;
     let mut patch = Map::new();
     patch.insert("enabled".into(), Value::Bool(enabled));
     update_checked(&state, &id.table, &id.key, patch)
@@ -204,7 +194,7 @@ async fn test_stored(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Probe>> {
     caller.require(&state, FEATURE, "*", Access::Write).await?;
-    let id = upstream_id(&caller, &id)?;
+    let id = caller.own_record(&id, UPSTREAMS, "upstream")?;
     let (table, key) = (id.table.clone(), id.key.clone());
     let (record, password) = state
         .store
