@@ -364,3 +364,41 @@ fn node_opcua_server_values_and_writes() {
     );
     server.wait_device_tag(DOMAIN, "acme/ua/n_double", |v| v["value"] == -2.25);
 }
+
+#[test]
+fn a_connector_of_many_points_subscribes_and_polls_them_all() {
+    // More items than one service call or one publish response may carry.
+    const MANY: usize = 1800;
+    let peer = DevicePeer::python("opcua_server.py", &["--many", &MANY.to_string()]);
+    let server = setup();
+    let points: Vec<Value> = (0..MANY)
+        .map(|i| {
+            let mode = if i % 3 == 0 { "poll" } else { "subscribe" };
+            json!({"tag": format!("acme/ua/many/{i}"), "historize": true,
+                "address": {"node_id": format!("ns=2;s=Many.{i}"), "mode": mode}})
+        })
+        .collect();
+    let id = create(
+        &server,
+        &connector("many", json!({"endpoint": endpoint(&peer)}), json!(points)),
+    );
+    server.wait_connector(DOMAIN, &id, "connected");
+    let status = server.poll(Duration::from_secs(60), "every point good", || {
+        let status = server.connector_status(DOMAIN, &id);
+        let points = status["points"].as_array()?;
+        (points.len() == MANY && points.iter().all(|p| p["quality"] == "good")).then_some(status)
+    });
+    assert!(
+        status["values_in"].as_u64().unwrap() >= MANY as u64,
+        "{}",
+        status["values_in"]
+    );
+    let last = format!("acme/ua/many/{}", MANY - 1);
+    server.wait_device_tag(DOMAIN, &last, |v| v["value"] == (MANY - 1) as i64);
+    assert_eq!(
+        server
+            .string_list(Some(DOMAIN), "/svc/historian/list")
+            .len(),
+        MANY
+    );
+}

@@ -13,6 +13,7 @@ structure (Point3), and a counter that changes every --change-every seconds.
                            before `ready`); any client certificate is accepted
   --user name:password     a user; anonymous sessions are then refused
   --change-every SECONDS   the counter's period (default 0.5)
+  --many N                 N more Int32 variables `ns=2;s=Many.<i>` holding i (default 0)
 """
 
 import argparse
@@ -82,6 +83,7 @@ async def main():
     parser.add_argument("--security", choices=["none", "basic256sha256"], default="none")
     parser.add_argument("--user")
     parser.add_argument("--change-every", type=float, default=0.5)
+    parser.add_argument("--many", type=int, default=0)
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
 
@@ -157,6 +159,8 @@ async def main():
     await add(plant, idx, "Point", "Point", point, ua.VariantType.ExtensionObject, False)
 
     counter = await add(plant, idx, "Counter", "Counter", 0, ua.VariantType.Int32, False)
+    for i in range(args.many):
+        await add(plant, idx, f"Many.{i}", f"Many.{i}", i, ua.VariantType.Int32, False)
 
     async with server:
         print(f"ready {port}", flush=True)

@@ -6,7 +6,7 @@ use crate::connectors::kind::{Failure, FailureKind, Link, Reading, Sink, Write, 
 use crate::connectors::opcua::address::Mode;
 use crate::connectors::opcua::convert::{status_name, to_json, to_variant, WriteType};
 use crate::connectors::opcua::failure::{from_status, kind_of};
-use crate::connectors::opcua::nodes::read_id;
+use crate::connectors::opcua::nodes::{read_all, read_id, PER_CALL};
 use crate::connectors::opcua::session::Connection;
 use crate::connectors::opcua::settings::Settings;
 use crate::store::Quality;
@@ -163,7 +163,7 @@ impl OpcUaLink {
                 settings.publishing_interval,
                 settings.lifetime_count,
                 settings.keep_alive_count,
-                0,
+                PER_CALL as u32,
                 0,
                 true,
                 callback,
@@ -181,18 +181,22 @@ impl OpcUaLink {
             .iter()
             .map(|i| i.requested_parameters.client_handle)
             .collect();
-        let created = tokio::time::timeout(
-            settings.timeout,
-            session.create_monitored_items(id, TimestampsToReturn::Both, items),
-        )
-        .await
-        .map_err(|_| {
-            Failure::new(
-                FailureKind::Timeout,
-                "the server did not create the monitored items in time",
+        let mut created = Vec::with_capacity(items.len());
+        for batch in items.chunks(PER_CALL) {
+            let batch = tokio::time::timeout(
+                settings.timeout,
+                session.create_monitored_items(id, TimestampsToReturn::Both, batch.to_vec()),
             )
-        })?
-        .map_err(|e| from_status(e.status(), "creating the monitored items"))?;
+            .await
+            .map_err(|_| {
+                Failure::new(
+                    FailureKind::Timeout,
+                    "the server did not create the monitored items in time",
+                )
+            })?
+            .map_err(|e| from_status(e.status(), "creating the monitored items"))?;
+            created.extend(batch);
+        }
         for (handle, result) in handles.into_iter().zip(created) {
             if result.result.status_code.is_bad() {
                 let point = handle as usize - 1;
@@ -234,7 +238,7 @@ impl OpcUaLink {
         let session = &self.connection.session;
         let values = tokio::time::timeout(
             self.settings.timeout,
-            session.read(&reads, TimestampsToReturn::Both, 0.0),
+            read_all(session, &reads, TimestampsToReturn::Both),
         )
         .await
         .map_err(|_| {

@@ -17,6 +17,25 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The most operations one service call carries (monitored items, reads, browse paths) and
+/// the most notifications one publish response may bring: servers limit operations per call,
+/// and the client decodes arrays of at most 1,000 elements, so a connector of 10,000 points
+/// sends its items in calls of this many.
+pub const PER_CALL: usize = 500;
+
+/// Reads `reads` in calls of at most [`PER_CALL`], the values in order.
+pub async fn read_all(
+    session: &Session,
+    reads: &[ReadValueId],
+    timestamps: TimestampsToReturn,
+) -> Result<Vec<DataValue>, opcua::types::Error> {
+    let mut values = Vec::with_capacity(reads.len());
+    for batch in reads.chunks(PER_CALL) {
+        values.extend(session.read(batch, timestamps, 0.0).await?);
+    }
+    Ok(values)
+}
+
 /// A read of `attribute` of `node`.
 pub fn read_id(node: &NodeId, attribute: AttributeId) -> ReadValueId {
     ReadValueId {
@@ -65,7 +84,10 @@ pub async fn resolve(
     if paths.is_empty() {
         return Ok(out);
     }
-    let results = session.translate_browse_paths_to_node_ids(&paths).await?;
+    let mut results = Vec::with_capacity(paths.len());
+    for batch in paths.chunks(PER_CALL) {
+        results.extend(session.translate_browse_paths_to_node_ids(batch).await?);
+    }
     for (slot, result) in slots.into_iter().zip(results) {
         let target = result
             .targets
@@ -95,9 +117,7 @@ pub async fn write_types(
         reads.push(read_id(node, AttributeId::ValueRank));
         reads.push(read_id(node, AttributeId::Value));
     }
-    let values = session
-        .read(&reads, TimestampsToReturn::Neither, 0.0)
-        .await?;
+    let values = read_all(session, &reads, TimestampsToReturn::Neither).await?;
     Ok(values.chunks(3).map(write_type).collect())
 }
 
