@@ -9,7 +9,9 @@ use super::status::{self, LastError, State, Status};
 use super::supervisor::OnStatus;
 use crate::backoff::Backoff;
 use crate::store::{Leadership, Store};
+use futures::FutureExt;
 use serde_json::Value;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -131,23 +133,27 @@ impl Supervised {
                 status.next_retry = None;
                 status.enter(State::Connecting);
             });
-            let failure =
-                match tokio::time::timeout(CONNECT_LIMIT, self.kind.connect(&self.target)).await {
-                    Ok(Ok(link)) => {
-                        let device = link.description();
-                        self.shared.update(|status| {
-                            status.attempts = 0;
-                            status.device = Some(device);
-                            status.enter(State::Connected);
-                        });
-                        link.run(self.shared.feed.clone(), &mut writes).await
-                    }
-                    Ok(Err(failure)) => failure,
-                    Err(_) => Failure::new(
-                        FailureKind::Timeout,
-                        format!("could not connect within {} s", CONNECT_LIMIT.as_secs()),
-                    ),
-                };
+            // A panic inside a kind is a bug of svc's, but it must not leave the connector
+            // stuck: it fails the attempt like any other failure, and the loop goes on.
+            let failure = AssertUnwindSafe(self.attempt(&mut writes))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|panic| {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    tracing::error!(
+                        connector = self.target.name,
+                        panic = what,
+                        "a connector failed inside svc"
+                    );
+                    Failure::new(
+                        FailureKind::Protocol,
+                        format!("the connector failed inside svc: {what}"),
+                    )
+                });
             note_certificate(&self.store, &self.target.domain, &failure).await;
             let was_connected = self.shared.state() == State::Connected;
             failures = if was_connected { 1 } else { failures + 1 };
@@ -162,6 +168,35 @@ impl Supervised {
                 status.enter(status::state_after(&failure));
             });
             self.wait(delay, &mut writes, &failure).await;
+        }
+    }
+
+    /// One connection: connect, then read until the link fails, or until another instance
+    /// comes to lead.
+    async fn attempt(&self, writes: &mut mpsc::Receiver<Write>) -> Failure {
+        let link = match tokio::time::timeout(CONNECT_LIMIT, self.kind.connect(&self.target)).await
+        {
+            Ok(Ok(link)) => link,
+            Ok(Err(failure)) => return failure,
+            Err(_) => {
+                return Failure::new(
+                    FailureKind::Timeout,
+                    format!("could not connect within {} s", CONNECT_LIMIT.as_secs()),
+                )
+            }
+        };
+        let device = link.description();
+        self.shared.update(|status| {
+            status.attempts = 0;
+            status.device = Some(device);
+            status.enter(State::Connected);
+        });
+        tokio::select! {
+            failure = link.run(self.shared.feed.clone(), writes) => failure,
+            _ = self.leadership.until(false) => Failure::new(
+                FailureKind::Protocol,
+                "another instance on the store leads now and runs the connector",
+            ),
         }
     }
 

@@ -402,3 +402,73 @@ fn a_connector_of_many_points_subscribes_and_polls_them_all() {
         MANY
     );
 }
+
+#[test]
+fn every_security_policy_and_mode_and_the_certificate_identity() {
+    let peer = DevicePeer::python(
+        "opcua_server.py",
+        &["--security", "all", "--user", "operator:s3cret-ua"],
+    );
+    let server = setup();
+    let mut ids = Vec::new();
+    for (i, (policy, mode, identity)) in [
+        (
+            "Basic256Sha256",
+            "Sign",
+            json!({"type": "username", "username": "operator"}),
+        ),
+        (
+            "Aes128_Sha256_RsaOaep",
+            "Sign",
+            json!({"type": "username", "username": "operator"}),
+        ),
+        (
+            "Aes128_Sha256_RsaOaep",
+            "SignAndEncrypt",
+            json!({"type": "certificate"}),
+        ),
+        (
+            "Aes256_Sha256_RsaPss",
+            "SignAndEncrypt",
+            json!({"type": "username", "username": "operator"}),
+        ),
+        (
+            "Aes256_Sha256_RsaPss",
+            "Sign",
+            json!({"type": "certificate"}),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let settings = json!({"endpoint": endpoint(&peer), "security_policy": policy,
+            "security_mode": mode, "identity": identity});
+        let mut body = connector(
+            &format!("c{i}"),
+            settings,
+            json!([node(&format!("p{i}"), "ns=2;s=Int16")]),
+        );
+        body["password"] = json!("s3cret-ua");
+        ids.push(create(&server, &body));
+    }
+    // One certificate to trust for all of them.
+    let listed = server.poll(Duration::from_secs(20), "a listed certificate", || {
+        let listed = server.get_json(DOMAIN, "/svc/connectors/certificates");
+        (listed.as_array()?.len() == 1).then_some(listed)
+    });
+    let thumbprint = listed[0]["thumbprint"].as_str().unwrap().to_string();
+    let resp = server
+        .admin_in(
+            DOMAIN,
+            Method::POST,
+            &format!("/svc/connectors/certificates/{thumbprint}/trust"),
+        )
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::OK);
+    for (i, id) in ids.iter().enumerate() {
+        let status = server.wait_connector(DOMAIN, id, "connected");
+        assert!(status["device"]["security_policy"].is_string(), "{status}");
+        server.wait_device_tag(DOMAIN, &format!("acme/ua/p{i}"), |v| v["value"] == -12);
+    }
+}

@@ -7,8 +7,10 @@ read-only ones named after their type (`ns=2;s=Int16`), writable ones under the 
 structure (Point3), and a counter that changes every --change-every seconds.
 
   --port 0|N               0 picks a free port
-  --security none|basic256sha256
-                           the latter: SignAndEncrypt only, with a self-signed certificate made
+  --security none|basic256sha256|all
+                           basic256sha256: SignAndEncrypt only; all: Basic256Sha256,
+                           Aes128_Sha256_RsaOaep and Aes256_Sha256_RsaPss, each with Sign and
+                           SignAndEncrypt, users by name or certificate; either with a self-signed certificate made
                            at start in a temporary directory (its DER is printed as `cert <hex>`
                            before `ready`); any client certificate is accepted
   --user name:password     a user; anonymous sessions are then refused
@@ -58,6 +60,9 @@ class Users(UserManager):
     def get_user(self, iserver, username=None, password=None, certificate=None):
         if username == self.name and password == self.password:
             return User(role=UserRole.User, name=username)
+        if certificate is not None and username is None:
+            # A client's certificate as its identity (the channel's certificate checks apply).
+            return User(role=UserRole.User, name="certificate")
         return None
 
 
@@ -80,7 +85,7 @@ async def add(parent, idx, node_name, browse_name, value, vtype, writable):
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--security", choices=["none", "basic256sha256"], default="none")
+    parser.add_argument("--security", choices=["none", "basic256sha256", "all"], default="none")
     parser.add_argument("--user")
     parser.add_argument("--change-every", type=float, default=0.5)
     parser.add_argument("--many", type=int, default=0)
@@ -99,7 +104,7 @@ async def main():
     await server.set_application_uri("urn:svc:test:peer")
     server.product_uri = "urn:svc:test:peer:product"
 
-    if args.security == "basic256sha256":
+    if args.security in ("basic256sha256", "all"):
         from asyncua.crypto.cert_gen import setup_self_signed_certificate
         from cryptography.x509.oid import ExtendedKeyUsageOID
 
@@ -115,11 +120,20 @@ async def main():
         )
         await server.load_certificate(str(cert))
         await server.load_private_key(str(key))
-        server.set_security_policy([ua.SecurityPolicyType.Basic256Sha256_SignAndEncrypt])
+        if args.security == "all":
+            # Every policy svc offers, Sign and SignAndEncrypt; users by name or certificate.
+            server.set_security_policy([
+                getattr(ua.SecurityPolicyType, f"{policy}_{mode}")
+                for policy in ("Basic256Sha256", "Aes128Sha256RsaOaep", "Aes256Sha256RsaPss")
+                for mode in ("Sign", "SignAndEncrypt")
+            ])
+            server.set_identity_tokens([ua.UserNameIdentityToken, ua.X509IdentityToken])
+        else:
+            server.set_security_policy([ua.SecurityPolicyType.Basic256Sha256_SignAndEncrypt])
         print("cert " + cert.read_bytes().hex(), flush=True)
     else:
         server.set_security_policy([ua.SecurityPolicyType.NoSecurity])
-    if args.user:
+    if args.user and args.security != "all":
         server.set_identity_tokens([ua.UserNameIdentityToken])
 
     idx = await server.register_namespace("urn:svc:test")

@@ -13,9 +13,8 @@ use futures::StreamExt;
 use opcua::client::{
     ClientBuilder, IdentityToken, Session, SessionActivity, SessionPollResult, SubscriptionActivity,
 };
-use opcua::crypto::{PrivateKey, SecurityPolicy, X509};
+use opcua::crypto::{PrivateKey, X509};
 use opcua::types::{EndpointDescription, MessageSecurityMode};
-use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
@@ -192,16 +191,17 @@ fn pick_endpoint(
     endpoints: &[EndpointDescription],
     settings: &Settings,
 ) -> Result<EndpointDescription, Failure> {
-    let policy =
-        SecurityPolicy::from_str(&settings.security_policy).unwrap_or(SecurityPolicy::Unknown);
     let mode = match settings.security_mode.as_str() {
         "Sign" => MessageSecurityMode::Sign,
         "SignAndEncrypt" => MessageSecurityMode::SignAndEncrypt,
         _ => MessageSecurityMode::None,
     };
-    let found = endpoints
-        .iter()
-        .find(|e| e.security_policy_uri.as_ref() == policy.to_uri() && e.security_mode == mode);
+    // The settings name a policy as the fragment of its URI
+    // (`http://opcfoundation.org/UA/SecurityPolicy#Aes128_Sha256_RsaOaep`).
+    let found = endpoints.iter().find(|e| {
+        let uri = e.security_policy_uri.as_ref();
+        uri.rsplit('#').next() == Some(settings.security_policy.as_str()) && e.security_mode == mode
+    });
     match found {
         Some(endpoint) => Ok(endpoint.clone()),
         None => {
