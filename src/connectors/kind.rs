@@ -204,7 +204,6 @@ impl fmt::Display for Failure {
 pub enum FailureKind {
     Dns,
     Tcp,
-    Tls,
     /// Certificates, trust, security policy or mode.
     Security,
     /// The user identity was refused.
@@ -218,7 +217,6 @@ impl FailureKind {
         match self {
             FailureKind::Dns => "dns",
             FailureKind::Tcp => "tcp",
-            FailureKind::Tls => "tls",
             FailureKind::Security => "security",
             FailureKind::Auth => "auth",
             FailureKind::Timeout => "timeout",

@@ -10,6 +10,8 @@
 pub mod config;
 pub mod feed;
 pub mod kind;
+pub mod modbus;
+pub mod opcua;
 pub mod point;
 pub mod status;
 pub mod supervised;
@@ -21,7 +23,7 @@ use kind::Kind;
 pub const FEATURE: &str = "connectors";
 
 /// Every kind of connector.
-pub const KINDS: [&dyn Kind; 0] = [];
+pub const KINDS: [&dyn Kind; 2] = [&opcua::OpcUa, &modbus::Modbus];
 
 /// The kind called `name`.
 pub fn kind(name: &str) -> Option<&'static dyn Kind> {

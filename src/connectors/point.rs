@@ -84,9 +84,11 @@ impl Point {
     }
 }
 
-/// A float as JSON: whole results of scaling stay whole (20 * 0.5 = 10, not 10.0), NaN and
-/// infinities become null.
+/// A float as JSON, rounded to 15 significant digits so scaling adds no binary noise
+/// (7 × 0.1 is 0.7, not 0.7000000000000001); whole results stay whole (20 × 0.5 is 10, not
+/// 10.0); NaN and infinities become null.
 fn number(x: f64) -> Value {
+    let x = format!("{x:.14e}").parse::<f64>().unwrap_or(x);
     if x.fract() == 0.0 && x.abs() < 9.0e15 {
         Value::Number(Number::from(x as i64))
     } else {
@@ -119,6 +121,10 @@ mod tests {
         assert_eq!(p.raw(json!(25)), json!(650));
         assert_eq!(p.engineering(json!([0, 10])), json!([-40, -39]));
         assert_eq!(p.engineering(json!(true)), json!(true));
+        let tenth = point(0.1, 0.0, 0.0);
+        assert_eq!(tenth.engineering(json!(7)), json!(0.7));
+        assert_eq!(tenth.engineering(json!(123)), json!(12.3));
+        assert_eq!(tenth.raw(json!(-4.2)), json!(-42));
         let plain = point(1.0, 0.0, 0.0);
         assert_eq!(plain.engineering(json!(u64::MAX)), json!(u64::MAX));
         assert_eq!(plain.raw(json!(-12)), json!(-12));

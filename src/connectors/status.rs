@@ -9,7 +9,7 @@ use serde::Serialize;
 
 pub use crate::model::LinkState as State;
 
-/// The last failure: its cause (`dns|tcp|tls|security|auth|timeout|protocol`), the sentence,
+/// The last failure: its cause (`dns|tcp|security|auth|timeout|protocol`), the sentence,
 /// the device's status code when it gave one, and when.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LastError {
@@ -87,7 +87,7 @@ pub fn now() -> String {
 /// own (`backoff`).
 pub fn state_after(failure: &Failure) -> State {
     match failure.kind {
-        FailureKind::Auth | FailureKind::Tls | FailureKind::Security | FailureKind::Protocol => {
+        FailureKind::Auth | FailureKind::Security | FailureKind::Protocol => {
             State::Error
         }
         FailureKind::Dns | FailureKind::Tcp | FailureKind::Timeout => State::Backoff,

@@ -27,6 +27,7 @@ mod cli_tags;
 mod cli_upstreams;
 mod code_uploads;
 mod collections;
+mod connectors_modbus;
 mod console;
 mod console_admin;
 mod console_flows;

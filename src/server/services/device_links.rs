@@ -40,11 +40,6 @@ pub fn write_status(error: &WriteError) -> u16 {
     }
 }
 
-/// Whether `topic` is a connector point's write topic (not a tag to register).
-pub fn is_write_topic(state: &AppState, topic: &str) -> bool {
-    state.connectors.write_topic(topic).is_some()
-}
-
 /// Carries a publish on a write topic to the device, in the background (the publisher's
 /// acknowledgement does not wait for the device); `false` when `message` is on no write topic.
 pub fn write_from_mqtt(state: &AppState, message: &Message) -> bool {

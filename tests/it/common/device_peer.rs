@@ -41,6 +41,12 @@ pub struct DevicePeer {
 impl DevicePeer {
     /// A Python peer script of `tests/peers/` with `args` (`--port 0` is added).
     pub fn python(name: &str, args: &[&str]) -> DevicePeer {
+        DevicePeer::python_at(0, name, args)
+    }
+
+    /// [`DevicePeer::python`] on port `port` (one `free_port` gave: a device that comes up
+    /// after svc tried to reach it).
+    pub fn python_at(port: u16, name: &str, args: &[&str]) -> DevicePeer {
         let python = target_dir().join("peers-venv/bin/python");
         assert!(
             python.is_file(),
@@ -48,7 +54,7 @@ impl DevicePeer {
              (scripts/test.sh), which installs asyncua and pymodbus into it",
             python.display()
         );
-        DevicePeer::start(python, script(name), args, Vec::new())
+        DevicePeer::start(python, script(name), args, Vec::new(), port)
     }
 
     /// A Node.js peer script of `tests/peers/` with `args` (`--port 0` is added).
@@ -61,10 +67,16 @@ impl DevicePeer {
             modules.display()
         );
         let env = vec![("NODE_PATH".to_string(), modules.display().to_string())];
-        DevicePeer::start(PathBuf::from("node"), script(name), args, env)
+        DevicePeer::start(PathBuf::from("node"), script(name), args, env, 0)
     }
 
-    fn start(program: PathBuf, script: String, args: &[&str], env: Vec<(String, String)>) -> DevicePeer {
+    fn start(
+        program: PathBuf,
+        script: String,
+        args: &[&str],
+        env: Vec<(String, String)>,
+        port: u16,
+    ) -> DevicePeer {
         let mut all = vec![script];
         all.extend(args.iter().map(|a| a.to_string()));
         let mut peer = DevicePeer {
@@ -76,7 +88,7 @@ impl DevicePeer {
             port: 0,
             output: Default::default(),
         };
-        peer.spawn(0);
+        peer.spawn(port);
         peer
     }
 
@@ -116,7 +128,10 @@ impl DevicePeer {
             Ok(port) if port > 0 => self.port = port,
             other => {
                 self.kill();
-                panic!("the peer {:?} did not print `ready <port>`: {other:?}", self.args)
+                panic!(
+                    "the peer {:?} did not print `ready <port>`: {other:?}",
+                    self.args
+                )
             }
         }
     }
@@ -125,7 +140,9 @@ impl DevicePeer {
     pub fn kill(&mut self) {
         self.stdin = None;
         if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill").args(["-CONT", &child.id().to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status();
             let _ = child.kill();
             let _ = child.wait();
         }

@@ -82,6 +82,8 @@ pub struct Msg {
     pub retain: bool,
     /// MQTT 5 content-type property.
     pub content_type: Option<String>,
+    /// MQTT 5 correlation data.
+    pub correlation: Option<Vec<u8>>,
 }
 
 impl Msg {
@@ -295,6 +297,7 @@ fn step_v3(event: Result<rumqttc::Event, rumqttc::ConnectionError>) -> (Vec<Mqtt
             qos: p.qos as u8,
             retain: p.retain,
             content_type: None,
+            correlation: None,
         }),
         Ok(Event::Incoming(Packet::SubAck(ack))) => MqttEv::SubAck(
             ack.return_codes
@@ -338,6 +341,10 @@ fn step_v5(event: Result<rumqttc::v5::Event, rumqttc::v5::ConnectionError>) -> (
             qos: p.qos as u8,
             retain: p.retain,
             content_type: p.properties.as_ref().and_then(|p| p.content_type.clone()),
+            correlation: p
+                .properties
+                .as_ref()
+                .and_then(|p| p.correlation_data.as_ref().map(|c| c.to_vec())),
         }),
         Ok(Event::Incoming(Packet::SubAck(ack))) => MqttEv::SubAck(
             ack.return_codes
@@ -460,6 +467,32 @@ impl Mqtt {
                 MqttEv::PubComp(reason) => reason,
                 other => panic!("expected PUBCOMP for `{topic}`, got {other:?}"),
             },
+        }
+    }
+
+    /// An MQTT 5 request: a QoS 1 publish with a response topic and correlation data; returns
+    /// the PUBACK's reason.
+    pub fn publish_request(
+        &mut self,
+        topic: &str,
+        payload: impl Into<Vec<u8>>,
+        response_topic: &str,
+        correlation: &[u8],
+    ) -> String {
+        let MqttHandle::V5(c) = &self.handle else {
+            panic!("a response topic needs MQTT 5");
+        };
+        let props = rumqttc::v5::mqttbytes::v5::PublishProperties {
+            response_topic: Some(response_topic.to_string()),
+            correlation_data: Some(correlation.to_vec().into()),
+            ..Default::default()
+        };
+        let payload: Vec<u8> = payload.into();
+        c.try_publish_with_properties(topic, qos5(1), false, payload, props)
+            .unwrap_or_else(|e| panic!("client `{}`: publish failed: {e}", self.client_id));
+        match self.next_control(MQTT_WAIT, &format!("PUBACK for `{topic}`")) {
+            MqttEv::PubAck(reason) => reason,
+            other => panic!("expected PUBACK for `{topic}`, got {other:?}"),
         }
     }
 
