@@ -9,11 +9,14 @@ and settings.js.
 
 The flows do the work svc's two connectors do, with the nodes a Node-RED user would take:
 
-- OPC UA (node-red-contrib-opcua): one OpcUa-Client (action `subscribe`) fed two messages at
+- OPC UA (node-red-contrib-opcua): one OpcUa-Client (action `subscribe`) per `--ua-split`
+  variables, as svc has one connector per as many points (each client node has its own
+  session and subscription; the node asks for at most 10 notifications per publish, so one
+  subscription alone cannot carry 10,000 changes a second). Each is fed two messages at
   start. The first subscribes one item with `msg.interval` 1000, which creates the node's
   subscription with a 1 s publishing interval, as svc's connector has; the second (topic
-  `multiple`) monitors the `--items` variables `ns=1;s=v<i>` in one group, with the sampling
-  interval the node's `time` (0 ms: every change, as svc's sampling_interval 0). A function
+  `multiple`) monitors its variables `ns=1;s=v<i>` in one group, with the sampling interval
+  the node's `time` (0 ms: exception-based on the device). A function
   node turns each change into `{"value", "timestamp" (the source timestamp), "quality"}` on
   the tag `<prefix>/ua/v<i>`.
 - Modbus (node-red-contrib-modbus): one Modbus-Client, and one Modbus-Read per 125 holding
@@ -38,6 +41,7 @@ def main():
     parser.add_argument("--api-key", required=True)
     parser.add_argument("--opcua-endpoint", required=True)
     parser.add_argument("--items", type=int, default=10000)
+    parser.add_argument("--ua-split", type=int, default=1000)
     parser.add_argument("--modbus-port", type=int, required=True)
     parser.add_argument("--registers", type=int, default=2000)
     parser.add_argument("--poll-ms", type=int, default=100)
@@ -68,27 +72,33 @@ def main():
         "endpoint": args.opcua_endpoint, "secpol": "None", "secmode": "None", "none": True,
         "login": False, "usercert": False, "usercertificate": "", "userprivatekey": "",
     })
-    subscribe = f"""
+    # One OpcUa-Client per `--ua-split` items, as svc has one connector per as many points: each
+    # client node has its own session and subscription.
+    for group, first in enumerate(range(0, args.items, args.ua_split)):
+        last = min(args.items, first + args.ua_split)
+        subscribe = f"""
 // First one item with interval 1000: the node creates its subscription with it (publishing
-// interval 1 s); then every variable in one monitored group (sampling interval: the node's
-// time, 0 ms).
+// interval 1 s); then the variables {first}..{last - 1} in one monitored group (sampling
+// interval: the node's time, 0 ms).
 node.send({{ topic: "ns=1;s=w0", interval: 1000 }});
 const items = [];
-for (let i = 0; i < {args.items}; i++) items.push({{ nodeId: "ns=1;s=v" + i }});
+for (let i = {first}; i < {last}; i++) items.push({{ nodeId: "ns=1;s=v" + i }});
 setTimeout(() => node.send({{ topic: "multiple", payload: items }}), 3000);
 return null;
 """
-    node("ua-start", "inject", 120, 100, name="start", props=[], repeat="", crontab="",
-         once=True, onceDelay="2", topic="", wires=[["ua-items"]])
-    node("ua-items", "function", 300, 100, name="monitor items", func=subscribe, outputs=1,
-         timeout=0, noerr=0, initialize="", finalize="", libs=[], wires=[["ua-client"]])
-    node("ua-client", "OpcUa-Client", 500, 100, name="device", endpoint="ua-endpoint",
-         action="subscribe", deadbandtype="a", deadbandvalue=1, time=0, timeUnit="ms",
-         certificate="n", localfile="", localkeyfile="", securitymode="None",
-         securitypolicy="None", useTransport=False, maxChunkCount=1, maxMessageSize=8192,
-         receiveBufferSize=8192, sendBufferSize=8192, setstatusandtime=False,
-         keepsessionalive=False, applicationName="", applicationUri="",
-         wires=[["ua-format"], [], []])
+        y = 100 + 60 * group
+        node(f"ua-start-{group}", "inject", 120, y, name="start", props=[], repeat="",
+             crontab="", once=True, onceDelay="2", topic="", wires=[[f"ua-items-{group}"]])
+        node(f"ua-items-{group}", "function", 300, y, name=f"items {first}..{last - 1}",
+             func=subscribe, outputs=1, timeout=0, noerr=0, initialize="", finalize="",
+             libs=[], wires=[[f"ua-client-{group}"]])
+        node(f"ua-client-{group}", "OpcUa-Client", 500, y, name=f"device {group}",
+             endpoint="ua-endpoint", action="subscribe", deadbandtype="a", deadbandvalue=1,
+             time=0, timeUnit="ms", certificate="n", localfile="", localkeyfile="",
+             securitymode="None", securitypolicy="None", useTransport=False, maxChunkCount=1,
+             maxMessageSize=8192, receiveBufferSize=8192, sendBufferSize=8192,
+             setstatusandtime=False, keepsessionalive=False, applicationName="",
+             applicationUri="", wires=[["ua-format"], [], []])
     ua_format = f"""
 // A group change carries the DataValue; the single item, its value and timestamps on msg.
 let value, source, good;

@@ -5,8 +5,8 @@
 //
 //   node flaky_proxy.cjs --target 127.0.0.1:4840 [--port 0] [--hold-ms 200]
 //
-// Prints `ready <port>` once listening, then `accepted <n>` on every connection it accepts
-// (the soak counts the reconnects from these lines).
+// Prints `ready <port>` once listening, then `accepted <n>` on every connection it accepts and
+// `cut <n>` on every one it closes (the soak counts the forced reconnects from these).
 const net = require("node:net");
 const { parseArgs } = require("node:util");
 
@@ -20,6 +20,7 @@ const { values: args } = parseArgs({
 const [host, port] = args.target.split(":");
 const holdMs = Number(args["hold-ms"]);
 let accepted = 0;
+let cut = 0;
 
 const server = net.createServer((client) => {
     accepted++;
@@ -33,7 +34,13 @@ const server = net.createServer((client) => {
         client.destroy();
         upstream.destroy();
     };
-    const timer = setTimeout(close, holdMs);
+    // A connection still open when its time is up is cut: one forced reconnect. (An OPC UA
+    // client's short GetEndpoints connection ends by itself before that and is not counted.)
+    const timer = setTimeout(() => {
+        cut++;
+        console.log(`cut ${cut}`);
+        close();
+    }, holdMs);
     client.on("error", close);
     upstream.on("error", close);
     client.on("close", () => {
