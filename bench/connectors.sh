@@ -8,12 +8,14 @@
 #     (2,000) holding registers that all change every BENCH_MODBUS_CHANGE_MS (1000 ms), value =
 #     floor(now / change ms) mod 65536, polled every BENCH_POLL_MS (100 ms).
 #
-# svc: two connectors (`opcua`: every variable a subscribed point, sampling interval 0, 1 s
-# publishing interval; `modbus`: every register a uint16 point polled at 100 ms, 16 requests of
-# 125 registers), every point historized. Node-RED (npm node-red with node-red-contrib-opcua
-# and node-red-contrib-modbus, installed under the target dir): a generated flow doing the
-# same (bench/node_red_flows.py: one OPC UA subscription, one Modbus-Read per 125 registers,
-# only changed registers sent) and publishing each value as `{"value","timestamp","quality"}`
+# svc: `opcua` connectors of BENCH_UA_SPLIT (1,000) points each (every variable a subscribed
+# point, sampling interval 0s, 1 s publishing interval; svc's OPC UA client cannot subscribe
+# more per connector, see below) and one `modbus` connector (every register a uint16 point
+# polled at 100 ms, 16 requests of 125 registers), every point historized. Node-RED (npm
+# node-red with node-red-contrib-opcua and node-red-contrib-modbus, installed under the target
+# dir): a generated flow doing the same (bench/node_red_flows.py: one OpcUa-Client per
+# BENCH_UA_SPLIT items, one Modbus-Read per 125 registers, only changed registers sent) and
+# publishing each value as `{"value","timestamp","quality"}`
 # to svc's MQTT broker on the same tags (QoS 0, an API key as password), where svc's
 # historian records them as it records its own connectors' values.
 #
@@ -57,8 +59,9 @@
 # when a goal is missed), BENCH_NICE=<n> (run svc, Node-RED and the
 # devices under `nice -n <n>`: as root a negative value keeps other jobs on a shared machine
 # from taking their CPU), BENCH_UA_SPLIT (1000: OPC UA items per connector and per Node-RED
-# OpcUa-Client node, see below), BENCH_PERF=<file> (`perf record -g` of svc
-# during its measured window). Node packages are installed with npm under
+# OpcUa-Client node, see below), BENCH_UA_WRITES (100: OPC UA writes of the round trip),
+# BENCH_PERF=<file> (`perf record -g` of svc during its measured window). Findings of the
+# first runs: bench/connectors-history.md. Node packages are installed with npm under
 # ${CARGO_TARGET_DIR:-target}/bench-peers and …/bench-node-red (pinned versions below).
 set -euo pipefail
 
