@@ -9,6 +9,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// Where the point's node is.
+/// The monitored items' queue size when a point does not say.
+pub const DEFAULT_QUEUE: u64 = 10;
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
     Id(NodeId),
@@ -104,8 +107,10 @@ pub fn check(index: usize, address: &mut Map<String, Value>) -> Result<(), Strin
         }
         duration(address, "sampling_interval", "0s", true)
             .map_err(|e| format!("{}{e}", field("sampling_interval")))?;
+        // Room for the changes of several publishing intervals, so none is lost between two
+        // publish responses.
         let queue = match address.get("queue_size") {
-            None | Some(Value::Null) => 1,
+            None | Some(Value::Null) => DEFAULT_QUEUE,
             Some(value) => match value.as_u64() {
                 Some(n) if (1..=u32::MAX as u64).contains(&n) => n,
                 _ => {
@@ -213,7 +218,7 @@ impl Address {
         } else {
             Mode::Subscribe {
                 sampling_interval: text_duration("sampling_interval")?,
-                queue_size: address["queue_size"].as_u64().unwrap_or(1) as u32,
+                queue_size: address["queue_size"].as_u64().unwrap_or(DEFAULT_QUEUE) as u32,
                 deadband: address["deadband"].as_f64().unwrap_or(0.0),
             }
         };
@@ -236,7 +241,7 @@ mod tests {
         let map = checked(json!({"node_id": "ns=2;s=Temp"})).unwrap();
         assert_eq!(map["mode"], "subscribe");
         assert_eq!(map["sampling_interval"], "0s");
-        assert_eq!(map["queue_size"], 1);
+        assert_eq!(map["queue_size"], DEFAULT_QUEUE);
         assert_eq!(map["deadband"], 0.0);
         let address = Address::read(&map).unwrap();
         assert_eq!(address.node, Node::Id(NodeId::new(2, "Temp")));

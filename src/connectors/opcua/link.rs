@@ -136,12 +136,9 @@ impl OpcUaLink {
                 monitoring_mode: MonitoringMode::Reporting,
                 requested_parameters: MonitoringParameters {
                     client_handle: i as u32 + 1,
-                    // 0 s: as often as the subscription publishes (-1 in OPC UA).
-                    sampling_interval: if sampling_interval.is_zero() {
-                        -1.0
-                    } else {
-                        sampling_interval.as_secs_f64() * 1000.0
-                    },
+                    // 0 s asks the fastest the server can (on change where it can): every
+                    // change is sampled, whatever the publishing interval.
+                    sampling_interval: sampling_interval.as_secs_f64() * 1000.0,
                     filter,
                     queue_size,
                     discard_oldest: true,

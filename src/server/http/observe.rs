@@ -18,9 +18,6 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Largest response whose `id` is read for the audit entry of a create (they are one record).
-const MAX_CREATE_ANSWER: usize = 1024 * 1024;
-
 pub async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let time = crate::time::now_rfc3339();
@@ -152,7 +149,9 @@ async fn created_resource(
         return (response, id.clone());
     }
     let (parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_CREATE_ANSWER)
+    // The answer is the record the handler just made from a request of at most `max_body`
+    // bytes, so it is read whole: a limit here would send a large record's 201 without a body.
+    let bytes = axum::body::to_bytes(body, usize::MAX)
         .await
         .unwrap_or_default();
     let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
