@@ -347,10 +347,20 @@ impl Link for OpcUaLink {
             };
             tokio::select! {
                 failure = self.connection.wait_failed() => return failure,
-                Some((handle, value)) = value => {
-                    let point = handle as usize - 1;
-                    if point < self.points.len() {
-                        self.deliver(sink.as_ref(), &mut failed, point, &value);
+                Some(first) = value => {
+                    // A publish response brings up to 500 values at once: they are taken
+                    // together, not one turn of this loop each.
+                    let mut next = Some(first);
+                    let mut taken = 0;
+                    while let Some((handle, value)) = next.take() {
+                        let point = (handle as usize).wrapping_sub(1);
+                        if point < self.points.len() {
+                            self.deliver(sink.as_ref(), &mut failed, point, &value);
+                        }
+                        taken += 1;
+                        if taken < PER_CALL {
+                            next = values.as_mut().and_then(|rx| rx.try_recv().ok());
+                        }
                     }
                 }
                 _ = poll_due => {
