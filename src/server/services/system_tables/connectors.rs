@@ -4,7 +4,9 @@
 //! `password_set`); a write creates the points' missing tags with their `historize`, `unit`
 //! and compression, then restarts the domain's changed connectors.
 
-use super::{keep_stored_on_null, take_password_secret, SystemTable, TAGS_TABLE};
+use super::{
+    keep_stored_on_null, require_own_namespaces, take_password_secret, SystemTable, TAGS_TABLE,
+};
 use crate::connectors::{config, FEATURE};
 use crate::ids::TableRef;
 use crate::server::error::{ApiError, ApiResult};
@@ -56,14 +58,7 @@ impl SystemTable for ConnectorsTable {
         domain: &str,
         fields: &Map<String, Value>,
     ) -> ApiResult<()> {
-        for (field, topic) in config::point_topics(fields) {
-            if state.uns.tags.namespace_owner(&topic).as_deref() != Some(domain) {
-                return Err(ApiError::bad_request(format!(
-                    "field `{field}`: `{topic}` is not inside a namespace of this domain"
-                )));
-            }
-        }
-        Ok(())
+        require_own_namespaces(state, domain, config::point_topics(fields))
     }
 
     fn prepare_create(

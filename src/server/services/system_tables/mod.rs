@@ -215,6 +215,24 @@ impl dyn SystemTable {
     }
 }
 
+/// The ownership rule of tables whose records name topics of their domain (an upstream's
+/// bindings, a connector's points): each `(field, topic)` lies inside one of `domain`'s
+/// namespaces (400 naming the field otherwise).
+pub fn require_own_namespaces(
+    state: &AppState,
+    domain: &str,
+    topics: impl IntoIterator<Item = (String, String)>,
+) -> ApiResult<()> {
+    for (field, topic) in topics {
+        if state.uns.tags.namespace_owner(&topic).as_deref() != Some(domain) {
+            return Err(ApiError::bad_request(format!(
+                "field `{field}`: `{topic}` is not inside a namespace of this domain"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The update rule of tables whose stored records hold every default: a field the update sets
 /// to null takes the stored value again rather than a default the update cannot make.
 pub fn keep_stored_on_null(stored: &Map<String, Value>, merged: &mut Map<String, Value>) {

@@ -3,9 +3,9 @@
 //! password is write-only (kept apart, the record says only `password_set`); a write
 //! reconnects the domain's bridges.
 
-use super::{keep_stored_on_null, take_password_secret, SystemTable};
+use super::{keep_stored_on_null, require_own_namespaces, take_password_secret, SystemTable};
 use crate::ids::TableRef;
-use crate::server::error::{ApiError, ApiResult};
+use crate::server::error::ApiResult;
 use crate::server::AppState;
 use crate::upstream::config::{self as upstream, UPSTREAMS};
 use async_trait::async_trait;
@@ -63,14 +63,10 @@ impl SystemTable for UpstreamsTable {
         domain: &str,
         fields: &Map<String, Value>,
     ) -> ApiResult<()> {
-        for (i, local) in upstream::binding_locals(fields) {
-            if state.uns.tags.namespace_owner(&local).as_deref() != Some(domain) {
-                return Err(ApiError::bad_request(format!(
-                    "field `bindings[{i}].local`: `{local}` is not inside a namespace of this domain"
-                )));
-            }
-        }
-        Ok(())
+        let locals = upstream::binding_locals(fields)
+            .into_iter()
+            .map(|(i, local)| (format!("bindings[{i}].local"), local));
+        require_own_namespaces(state, domain, locals)
     }
 
     fn prepare_create(
