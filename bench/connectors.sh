@@ -331,6 +331,7 @@ log "every point has a good value ${first_values} ms later"
 
 read -r _ SVC_FROM SVC_TO SVC_ELAPSED SVC_TICKS UA_TICKS_1 MB_TICKS_1 <<<"$(window svc "$SVC_PID" "$UA_PID" "$MB_PID")"
 SVC_RSS=$(status_kb "$SVC_PID" VmRSS) SVC_HWM=$(status_kb "$SVC_PID" VmHWM)
+SVC_ANON=$(status_kb "$SVC_PID" RssAnon) SVC_FILE=$(status_kb "$SVC_PID" RssFile)
 read -r S_UA S_UA_D S_UA_BAD S_MB S_MB_D S_MB_BAD S_BLOCKS <<<"$(recorded "$SVC_FROM" "$SVC_TO")"
 log "svc: ${SVC_TICKS} ticks, recorded ua $S_UA (distinct $S_UA_D, wrong ts $S_UA_BAD), mb $S_MB (distinct $S_MB_D, wrong ts $S_MB_BAD), RSS ${SVC_RSS} kB"
 connectors_state >"$WORK/svc-status.txt"
@@ -388,6 +389,7 @@ log "Node-RED's values reach every tag ($(( $(now_ms) - started )) ms)"
 
 read -r _ NR_FROM NR_TO NR_ELAPSED NR_TICKS NR_SVC_TICKS UA_TICKS_2 MB_TICKS_2 <<<"$(window node-red "$NR_PID" "$SVC_PID" "$UA_PID" "$MB_PID")"
 NR_RSS=$(status_kb "$NR_PID" VmRSS) NR_HWM=$(status_kb "$NR_PID" VmHWM)
+NR_ANON=$(status_kb "$NR_PID" RssAnon) NR_FILE=$(status_kb "$NR_PID" RssFile)
 read -r N_UA N_UA_D N_UA_BAD N_MB N_MB_D N_MB_BAD N_BLOCKS <<<"$(recorded "$NR_FROM" "$NR_TO")"
 log "node-red: ${NR_TICKS} ticks (svc ${NR_SVC_TICKS}), recorded ua $N_UA (distinct $N_UA_D, wrong ts $N_UA_BAD), mb $N_MB (distinct $N_MB_D, wrong ts $N_MB_BAD), RSS ${NR_RSS} kB"
 stop_pid "$NR_PID"
@@ -492,6 +494,8 @@ REPORT=$(
     echo "|---|---:|---:|---:|---|---|"
     echo "| CPU per value recorded (µs) | $SVC_US | $NR_US | $CPU_RATIO | <= 0.2 | $CPU_VERDICT |"
     echo "| resident memory at the window's end (MB) | $(mb "$SVC_RSS") | $(mb "$NR_RSS") | $RSS_RATIO | <= 0.333 | $RSS_VERDICT |"
+    echo "| of which anonymous, RssAnon (MB) | $(mb "$SVC_ANON") | $(mb "$NR_ANON") | $(ratio "$SVC_ANON" "$NR_ANON") | | |"
+    echo "| of which mapped files, RssFile (MB) | $(mb "$SVC_FILE") | $(mb "$NR_FILE") | $(ratio "$SVC_FILE" "$NR_FILE") | | |"
     echo "| peak resident memory, VmHWM (MB) | $(mb "$SVC_HWM") | $(mb "$NR_HWM") | $(ratio "$SVC_HWM" "$NR_HWM") | | |"
     echo "| CPU use during the window (% of one CPU) | $(pct "$SVC_TICKS" "$SVC_ELAPSED") | $(pct "$NR_TICKS" "$NR_ELAPSED") | | | |"
     echo "| OPC UA changes recorded / expected (wrong source time) | $S_UA / $EXPECT_UA ($S_UA_BAD) | $N_UA / $EXPECT_UA ($N_UA_BAD) | | all, once, with the source time | svc $(ua_complete "$S_UA" "$S_UA_D" "$S_UA_BAD"), Node-RED $(ua_complete "$N_UA" "$N_UA_D" "$N_UA_BAD") |"

@@ -12,7 +12,7 @@ use crate::store::Quality;
 use async_trait::async_trait;
 use bytes::Bytes;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
@@ -48,6 +48,22 @@ pub struct PointStatus {
     /// `good`, `uncertain`, `bad`; `null` before the first value.
     pub quality: Option<&'static str>,
     pub error: Option<String>,
+}
+
+/// A tag's message: `{"value", "timestamp", "quality"}`, written straight from the reading.
+#[derive(Serialize)]
+struct TagValue<'a> {
+    value: &'a Value,
+    timestamp: String,
+    quality: QualityMember,
+}
+
+/// The device's status code, or the quality's name when the device gave none.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum QualityMember {
+    Code(u32),
+    Label(&'static str),
 }
 
 pub struct Feed {
@@ -115,15 +131,14 @@ impl Feed {
     }
 
     fn send(&self, point: &Point, value: Value, at_ms: i64, quality: Quality) {
-        let quality = match quality.status() {
-            Some(code) => json!(code),
-            None => json!(quality.label()),
+        let payload = TagValue {
+            value: &value,
+            timestamp: crate::historian::format_ms(at_ms),
+            quality: match quality.status() {
+                Some(code) => QualityMember::Code(code),
+                None => QualityMember::Label(quality.label()),
+            },
         };
-        let payload = json!({
-            "value": value,
-            "timestamp": crate::historian::format_ms(at_ms),
-            "quality": quality,
-        });
         let bytes = serde_json::to_vec(&payload).unwrap_or_default();
         // A closed channel means the connector is stopping: nothing to publish to.
         let _ = self.out.send((point.tag.clone(), Bytes::from(bytes)));

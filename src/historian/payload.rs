@@ -21,6 +21,16 @@ pub fn decode_payload(payload: &[u8]) -> Value {
 
 /// The (epoch ms, value, quality) to historize for a payload received at `received_ms`.
 pub fn point_from_payload(payload: &[u8], received_ms: i64) -> (i64, Value, Quality) {
+    // The shape svc's connectors and the SDK publish, read without building a map for it.
+    if let Ok(object) = serde_json::from_slice::<ValueObject>(payload) {
+        let ts = object
+            .timestamp
+            .as_ref()
+            .and_then(timestamp_ms)
+            .unwrap_or(received_ms);
+        let quality = object.quality.as_ref().and_then(Quality::from_json);
+        return (ts, object.value, quality.unwrap_or_default());
+    }
     match decode_payload(payload) {
         Value::Object(mut members) => {
             let ts = members
@@ -37,6 +47,18 @@ pub fn point_from_payload(payload: &[u8], received_ms: i64) -> (i64, Value, Qual
         }
         other => (received_ms, other, Quality::GOOD),
     }
+}
+
+/// An object of a `value` and at most a `timestamp` and a `quality`, each once (any other
+/// member, or a member twice, and the payload takes the general path of [`decode_payload`]).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ValueObject {
+    value: Value,
+    #[serde(default)]
+    timestamp: Option<Value>,
+    #[serde(default)]
+    quality: Option<Value>,
 }
 
 /// A `timestamp` member as epoch milliseconds, if it is one of the accepted forms.
@@ -135,6 +157,28 @@ mod tests {
         ] {
             assert_eq!(point(payload.as_bytes()), (RECEIVED, json!(1)), "{payload}");
         }
+    }
+
+    #[test]
+    fn a_value_object_with_more_members_or_a_member_twice_reads_as_a_map_does() {
+        let read = |payload: &str| point_from_payload(payload.as_bytes(), RECEIVED);
+        assert_eq!(
+            read(r#"{"value": 1, "unit": "bar", "quality": "bad"}"#),
+            (RECEIVED, json!(1), Quality::BAD)
+        );
+        // A map keeps the last of a member given twice.
+        assert_eq!(
+            read(r#"{"value": 1, "value": 2, "timestamp": 1767225500000}"#),
+            (1_767_225_500_000, json!(2), Quality::GOOD)
+        );
+        assert_eq!(
+            read(r#"{"value": null, "timestamp": null, "quality": null}"#),
+            (RECEIVED, Value::Null, Quality::GOOD)
+        );
+        assert_eq!(
+            read(r#"{"timestamp": "2026-01-01T00:00:01Z", "quality": 0, "value": [1]}"#),
+            (RECEIVED + 1000, json!([1]), Quality(0))
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use crate::store::blocks::{self, MERGED_MAX_POINTS};
 use crate::store::{day_is_open, DayToMerge, HistoryWrite, Store, StoreResult};
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
@@ -60,7 +60,7 @@ const COMPACT_AGAIN: Duration = Duration::from_secs(5);
 impl Sealer {
     pub fn new(idle: Duration) -> Sealer {
         Sealer {
-            tails: HashMap::new(),
+            tails: HashMap::default(),
             idle,
             loaded: false,
             uncompacted: 0,
@@ -160,7 +160,7 @@ impl Sealer {
     /// once, not once a value.
     pub fn note(&mut self, values: &[HistoryWrite]) {
         let now = Instant::now();
-        let mut batch: HashMap<(&str, &str), (u64, i64, i64)> = HashMap::new();
+        let mut batch: HashMap<(&str, &str), (u64, i64, i64)> = HashMap::default();
         for value in values {
             let key = (value.domain.as_str(), value.topic.as_str());
             let seen = batch.entry(key).or_insert((0, value.ts_ms, value.ts_ms));

@@ -24,7 +24,7 @@ pub async fn connect(target: &Target) -> Result<ModbusLink, Failure> {
         .map(|(index, point)| {
             Ok(Point {
                 tag: point.tag.clone(),
-                address: Address::parse(&format!("points[{index}].address."), &point.address)?,
+                address: Address::parse(&format!("points[{index}].address."), &point.address())?,
                 writable: point.writable,
             })
         })

@@ -150,11 +150,7 @@ fn target(port: u16, settings: Value, points: &[(Value, bool)]) -> Target {
             Modbus
                 .check_address(index, &mut address, *writable)
                 .unwrap();
-            PointAddress {
-                tag: format!("p{index}"),
-                address,
-                writable: *writable,
-            }
+            PointAddress::new(format!("p{index}"), &address, *writable)
         })
         .collect();
     Target {
@@ -299,7 +295,7 @@ async fn a_hundred_consecutive_registers_take_one_request() {
     let addresses: Vec<Address> = target
         .points
         .iter()
-        .map(|p| Address::parse("", &p.address).unwrap())
+        .map(|p| Address::parse("", &p.address()).unwrap())
         .collect();
     let groups = plan::plan(addresses.iter().enumerate(), limits);
     assert_eq!(groups.len(), 1);

@@ -59,7 +59,7 @@ impl Kind for OpcUa {
             Settings::read(&target.settings).map_err(|e| Failure::new(FailureKind::Protocol, e))?;
         let mut addresses = Vec::with_capacity(target.points.len());
         for point in &target.points {
-            let address = Address::read(&point.address).map_err(|e| {
+            let address = Address::read(&point.address()).map_err(|e| {
                 Failure::new(FailureKind::Protocol, format!("point {}: {e}", point.tag))
             })?;
             addresses.push(address);

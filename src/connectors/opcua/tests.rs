@@ -129,11 +129,7 @@ fn target(settings: Value, points: &[(Value, bool)], scratch: &tempfile::TempDir
             OpcUa
                 .check_address(i, &mut address, *writable)
                 .expect("a valid address");
-            PointAddress {
-                tag: format!("p{i}"),
-                address,
-                writable: *writable,
-            }
+            PointAddress::new(format!("p{i}"), &address, *writable)
         })
         .collect();
     Target {

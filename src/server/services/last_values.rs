@@ -5,7 +5,6 @@
 use crate::historian::point_from_payload;
 use bytes::Bytes;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
 
@@ -31,7 +30,8 @@ impl LiveValue {
 
 /// Kept raw: a payload is decoded only when someone reads it, not on every message.
 pub struct LastValues {
-    values: RwLock<HashMap<String, (i64, Bytes)>>,
+    /// foldhash: looked up on every message; seeded per map.
+    values: RwLock<foldhash::HashMap<String, (i64, Bytes)>>,
     watchers: broadcast::Sender<Arc<LiveValue>>,
 }
 

@@ -15,7 +15,7 @@ use crate::historian::compression::Compression;
 use crate::ids::ADMIN_DOMAIN;
 use crate::server::services::namespace_index::{covers, NamespaceIndex};
 use crate::store::{Store, StoreResult, TagRow};
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 

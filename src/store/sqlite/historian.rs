@@ -21,8 +21,8 @@ use crate::store::history::{BlockWrites, HistoryLayout};
 use crate::store::interface::{HistorianRetention, HistorianTestCalls};
 #[cfg(test)]
 use crate::store::HistoryWrite;
+use foldhash::HashMap;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
-use std::collections::HashMap;
 
 /// One value on its way into `hist_points`, borrowed from wherever it was queued.
 pub(super) struct PointRef<'v> {
@@ -60,9 +60,9 @@ pub(super) fn insert_points<'v>(
     )?;
     // Each series' id and the newest time its blocks hold; each point's series; the times of
     // late points (no newer than what their series' blocks hold), per series.
-    let mut series_ids: HashMap<(&str, &str), (i64, Option<i64>)> = HashMap::new();
+    let mut series_ids: HashMap<(&str, &str), (i64, Option<i64>)> = HashMap::default();
     let mut resolved = Vec::new();
-    let mut late: HashMap<i64, Vec<i64>> = HashMap::new();
+    let mut late: std::collections::HashMap<i64, Vec<i64>> = std::collections::HashMap::new();
     for point in points {
         let key = (point.domain, point.topic);
         let (series, sealed_upto) = match series_ids.get(&key) {

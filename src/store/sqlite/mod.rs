@@ -96,9 +96,13 @@ impl SqliteStore {
         let sqlite = SqliteConnectionManager::file(path).with_init(|c| {
             c.execute_batch(
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
-                 PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON; \
-                 PRAGMA mmap_size=268435456;",
+                 PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON;",
             )?;
+            // No memory-mapped reads (`mmap_size`, 0 by default): every page a mapping touches
+            // stays in the process's resident memory (bench/connectors-history.md: 66 MB of a
+            // gateway's 172 MB after a minute, up to the whole mapping on a plant's years), and
+            // an I/O error on a mapped page (a failing SD card, a full thin volume) is a SIGBUS
+            // that ends the server where a read would have returned an error.
             // A checkpoint copies every page the log holds back into the database once, however
             // often it was written since the last one. Writes spread over an index (records by
             // an indexed field, the historian by series) dirty the same pages again and again:
