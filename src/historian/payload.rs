@@ -21,8 +21,13 @@ pub fn decode_payload(payload: &[u8]) -> Value {
 
 /// The (epoch ms, value, quality) to historize for a payload received at `received_ms`.
 pub fn point_from_payload(payload: &[u8], received_ms: i64) -> (i64, Value, Quality) {
-    // The shape svc's connectors and the SDK publish, read without building a map for it.
-    if let Ok(object) = serde_json::from_slice::<ValueObject>(payload) {
+    // The shape svc's connectors and the SDK publish, read without building a map for it (an
+    // object only: serde would also read a struct from an array of its fields).
+    let is_object = payload.trim_ascii_start().first() == Some(&b'{');
+    if let Some(object) = is_object
+        .then(|| serde_json::from_slice::<ValueObject>(payload).ok())
+        .flatten()
+    {
         let ts = object
             .timestamp
             .as_ref()

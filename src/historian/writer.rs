@@ -2,9 +2,17 @@
 //! is appended to the journal by the publisher's own task, one `write` under a lock, and is
 //! stored when that returns: nothing crosses a thread, nothing waits for a batch. Values then
 //! wait in memory, and one writer thread folds them into their series (and raises the
-//! journal's mark) in one transaction at most [`FOLD_EVERY`] after the first of them arrived,
-//! or sooner when [`FOLD_AT`] are waiting, a reader asks, or the server stops. Values nobody
-//! waits for ([`HistorianWriter::record`], QoS 0) skip the journal and are folded the same way.
+//! journal's mark) in one transaction at most [`FOLD_DURABLE_EVERY`] after the first of them
+//! arrived, or sooner when [`FOLD_AT`] are waiting, a reader asks, or the server stops. Values
+//! nobody waits for ([`HistorianWriter::record`], QoS 0) skip the journal and are folded at
+//! most [`FOLD_EVERY`] after the first of them arrived, as they are safe nowhere else.
+//!
+//! Why journaled values wait longer: a fold writes every page it touches, and a series' newest
+//! rows share a page. A gateway's 12,000 tags changing once a second (bench/connectors.sh)
+//! touched one page per value when folded every 50 ms, and the fold took half of svc's CPU;
+//! folded every 2 s, each page takes about two values, sorted by series. Within a series, the
+//! values of one fold keep their arrival order per durability; two values of one series with
+//! the same timestamp, one journaled and one not, may be stored in either order.
 //!
 //! Readers call [`HistorianWriter::settle`] first, so every acknowledged value is readable.
 //! Memory stays bounded: once [`MAX_PENDING`] values wait, publishers wait for the next fold.
@@ -17,13 +25,15 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, Notify};
 
-/// How long stored values may wait in memory before they are folded into their series.
+/// How long values nobody waits for (not journaled) may wait in memory before they are folded.
 pub const FOLD_EVERY: Duration = Duration::from_millis(50);
+/// How long journaled values may wait in memory before they are folded into their series.
+pub const FOLD_DURABLE_EVERY: Duration = Duration::from_secs(2);
 /// Waiting values that make the writer fold at once.
-pub const FOLD_AT: usize = 10_000;
+pub const FOLD_AT: usize = 30_000;
 /// Waiting values beyond which publishers wait for a fold (and, while folding fails, for the
 /// store to come back).
-pub const MAX_PENDING: usize = 50_000;
+pub const MAX_PENDING: usize = 100_000;
 const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// Blocks closed per round of the writer thread, between folds.
 const SEAL_BUDGET: usize = 8;
@@ -55,14 +65,42 @@ struct Shared {
     room: Notify,
 }
 
+/// Values of one durability waiting to be folded, in arrival order.
+#[derive(Default)]
+struct Waiting {
+    values: Vec<HistoryWrite>,
+    /// When the oldest of them arrived.
+    since: Option<Instant>,
+}
+
+impl Waiting {
+    fn due_at(&self, every: Duration) -> Option<Instant> {
+        self.since.map(|since| since + every)
+    }
+
+    fn due(&self, every: Duration, now: Instant) -> bool {
+        self.due_at(every).is_some_and(|at| at <= now)
+    }
+
+    /// Moves the values to the end of `into`.
+    fn take_into(&mut self, into: &mut Vec<HistoryWrite>) {
+        if into.is_empty() {
+            std::mem::swap(into, &mut self.values);
+        } else {
+            into.append(&mut self.values);
+        }
+        self.since = None;
+    }
+}
+
 struct State {
     journal: Journal,
-    /// Values waiting to be folded, in arrival order.
-    pending: Vec<HistoryWrite>,
-    /// The last journal entry among `pending`.
-    pending_upto: Option<u64>,
-    /// When the oldest of `pending` arrived.
-    since: Option<Instant>,
+    /// Values nobody waits for.
+    volatile: Waiting,
+    /// Journaled values.
+    durable: Waiting,
+    /// The last journal entry among `durable`.
+    durable_upto: Option<u64>,
     settling: Vec<oneshot::Sender<bool>>,
     stop: Option<oneshot::Sender<()>>,
     stopped: bool,
@@ -91,9 +129,9 @@ impl HistorianWriter {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 journal,
-                pending: Vec::new(),
-                pending_upto: None,
-                since: None,
+                volatile: Waiting::default(),
+                durable: Waiting::default(),
+                durable_upto: None,
                 settling: Vec::new(),
                 stop: None,
                 stopped: false,
@@ -136,7 +174,7 @@ impl HistorianWriter {
 
     /// Values waiting for the writer thread to take them (for GET /metrics).
     pub fn queue_depth(&self) -> usize {
-        self.shared.lock().pending.len()
+        self.shared.lock().waiting()
     }
 
     async fn queue(&self, write: HistoryWrite, journaled: bool) -> Result<(), NotRecorded> {
@@ -160,20 +198,26 @@ impl HistorianWriter {
                 }
                 // A batch larger than the limit goes in when the queue is empty, so it cannot
                 // wait forever.
-                if state.pending.len() + writes.len() <= MAX_PENDING || state.pending.is_empty() {
-                    if journaled {
+                let before = state.waiting();
+                if before + writes.len() <= MAX_PENDING || before == 0 {
+                    let queue = if journaled {
                         let seq = state.journal.append(&writes).map_err(|e| {
                             tracing::error!(error = %e, "historian journal write failed");
                             NotRecorded("the historian could not write the value")
                         })?;
-                        state.pending_upto = Some(seq);
+                        state.durable_upto = Some(seq);
+                        &mut state.durable
+                    } else {
+                        &mut state.volatile
+                    };
+                    queue.values.extend(writes);
+                    // The writer's deadline changes with a first value, and it folds at once
+                    // past FOLD_AT.
+                    let first = queue.since.is_none();
+                    if first {
+                        queue.since = Some(Instant::now());
                     }
-                    let before = state.pending.len();
-                    state.pending.extend(writes);
-                    if state.since.is_none() {
-                        state.since = Some(Instant::now());
-                        self.shared.wake.notify_one();
-                    } else if before < FOLD_AT && state.pending.len() >= FOLD_AT {
+                    if first || (before < FOLD_AT && state.waiting() >= FOLD_AT) {
                         self.shared.wake.notify_one();
                     }
                     return Ok(());
@@ -215,6 +259,17 @@ impl HistorianWriter {
             self.shared.wake.notify_one();
         }
         let _ = stopped.await;
+    }
+}
+
+impl State {
+    fn waiting(&self) -> usize {
+        self.volatile.values.len() + self.durable.values.len()
+    }
+
+    /// Whether everything waiting is to be folded now, whatever its age.
+    fn urgent(&self) -> bool {
+        self.stop.is_some() || !self.settling.is_empty() || self.waiting() >= FOLD_AT
     }
 }
 
@@ -310,7 +365,7 @@ fn run(store: &Store, shared: &Shared, first: Fold, mut sealer: Sealer) {
         // Closing blocks waits behind folding: a few per round, so acknowledged values are
         // never held up by a backlog of old rows being converted, and none while half a fold
         // has piled up during this one (for at most SEAL_IN_A_BURST_EVERY).
-        let in_a_burst = shared.lock().pending.len() >= FOLD_AT / 2;
+        let in_a_burst = shared.lock().waiting() >= FOLD_AT / 2;
         if in_a_burst && last_seal.elapsed() < SEAL_IN_A_BURST_EVERY {
             continue;
         }
@@ -330,18 +385,21 @@ fn wait_until_due<'s>(
     seal_at: Option<Instant>,
 ) -> MutexGuard<'s, State> {
     loop {
-        if state.stop.is_some() || !state.settling.is_empty() || state.pending.len() >= FOLD_AT {
+        if state.urgent() {
             return state;
         }
         let now = Instant::now();
         if seal_at.is_some_and(|at| at <= now) {
             return state;
         }
-        let fold_at = state.since.map(|since| since + FOLD_EVERY);
-        let wake_at = match (fold_at, seal_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let wake_at = [
+            state.volatile.due_at(FOLD_EVERY),
+            state.durable.due_at(FOLD_DURABLE_EVERY),
+            seal_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         state = match wake_at {
             None => shared.wake.wait(state).unwrap_or_else(|e| e.into_inner()),
             Some(at) => match at.checked_duration_since(now) {
@@ -358,21 +416,23 @@ fn wait_until_due<'s>(
     }
 }
 
-/// Moves what waits into `held` (behind anything a failed fold left there) and starts a new
-/// journal file (`next_file` when it was created ahead), so the one holding these values can go
-/// once they are folded. Runs under the writers' lock: nothing here copies the values or makes
-/// a system call when `next_file` is there.
+/// Moves what is due into `held` (behind anything a failed fold left there): everything when
+/// a reader asks, the server stops or FOLD_AT wait, else each durability once its oldest
+/// value reached its deadline. Taking journaled values starts a new journal file (`next_file`
+/// when it was created ahead), so the one holding them can go once they are folded. Runs under
+/// the writers' lock: nothing here copies the values or makes a system call when `next_file`
+/// is there.
 fn take(state: &mut State, held: &mut Fold, next_file: &mut Option<NextFile>) {
-    if state.pending.is_empty() {
+    let now = Instant::now();
+    let everything = state.urgent();
+    if everything || state.volatile.due(FOLD_EVERY, now) {
+        state.volatile.take_into(&mut held.values);
+    }
+    if !(everything || state.durable.due(FOLD_DURABLE_EVERY, now)) {
         return;
     }
-    if held.values.is_empty() {
-        std::mem::swap(&mut held.values, &mut state.pending);
-    } else {
-        held.values.append(&mut state.pending);
-    }
-    state.since = None;
-    if let Some(upto) = state.pending_upto.take() {
+    state.durable.take_into(&mut held.values);
+    if let Some(upto) = state.durable_upto.take() {
         held.upto = Some(upto);
         let rotated = match next_file.take() {
             Some(next) => Ok(state.journal.rotate_to(next)),
@@ -503,7 +563,7 @@ mod tests {
         let store = Store::open(&dir.path().join("t.db")).unwrap();
         let writer = HistorianWriter::start(store.clone(), Duration::from_secs(3600)).unwrap();
         writer.commit(value(7)).await.unwrap();
-        tokio::time::sleep(FOLD_EVERY * 4).await;
+        tokio::time::sleep(FOLD_DURABLE_EVERY * 2).await;
         assert_eq!(store.history_range("d", "t", 0, 10, None).unwrap().len(), 1);
         writer.shutdown().await;
     }

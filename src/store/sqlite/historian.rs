@@ -90,6 +90,9 @@ pub(super) fn insert_points<'v>(
     // A late point goes after the points the blocks already have at its time, so equal
     // timestamps keep their arrival order.
     let after_blocks = Layout(tx).block_seqs_after(late)?;
+    // One series after the other (in arrival order within each): its rows share leaf pages,
+    // which are then read and written once per fold rather than once per value.
+    resolved.sort_by_key(|(series, _)| *series);
     for (series, point) in resolved {
         let after = after_blocks
             .get(&(series, point.ts_ms))
