@@ -10,9 +10,11 @@
 //! Why journaled values wait longer: a fold writes every page it touches, and a series' newest
 //! rows share a page. A gateway's 12,000 tags changing once a second (bench/connectors.sh)
 //! touched one page per value when folded every 50 ms, and the fold took half of svc's CPU;
-//! folded every 2 s, each page takes about two values, sorted by series. Within a series, the
-//! values of one fold keep their arrival order per durability; two values of one series with
-//! the same timestamp, one journaled and one not, may be stored in either order.
+//! folded every 2 s, each page takes about two values, sorted by series. On a store other
+//! instances read (PostgreSQL), journaled values keep the 50 ms: those readers cannot make
+//! this writer fold. Within a series, the values of one fold keep their arrival order per
+//! durability; two values of one series with the same timestamp, one journaled and one not,
+//! may be stored in either order.
 //!
 //! Readers call [`HistorianWriter::settle`] first, so every acknowledged value is readable.
 //! Memory stays bounded: once [`MAX_PENDING`] values wait, publishers wait for the next fold.
@@ -59,6 +61,9 @@ pub struct HistorianWriter {
 
 struct Shared {
     state: Mutex<State>,
+    /// How long journaled values may wait: [`FOLD_DURABLE_EVERY`], or [`FOLD_EVERY`] on a
+    /// store other instances read (they cannot make this writer fold).
+    durable_every: Duration,
     /// Wakes the writer thread.
     wake: Condvar,
     /// Wakes publishers waiting for room.
@@ -138,6 +143,11 @@ impl HistorianWriter {
             }),
             wake: Condvar::new(),
             room: Notify::new(),
+            durable_every: if store.read_by_other_instances() {
+                FOLD_EVERY
+            } else {
+                FOLD_DURABLE_EVERY
+            },
         });
         let first = Fold {
             upto: replay.last_seq,
@@ -345,7 +355,7 @@ fn run(store: &Store, shared: &Shared, first: Fold, mut sealer: Sealer) {
                 };
                 state = wait_until_due(shared, state, seal_at);
             }
-            take(&mut state, &mut held, &mut next_file);
+            take(&mut state, &mut held, &mut next_file, shared.durable_every);
             (std::mem::take(&mut state.settling), state.stop.take())
         };
         shared.room.notify_waiters();
@@ -394,7 +404,7 @@ fn wait_until_due<'s>(
         }
         let wake_at = [
             state.volatile.due_at(FOLD_EVERY),
-            state.durable.due_at(FOLD_DURABLE_EVERY),
+            state.durable.due_at(shared.durable_every),
             seal_at,
         ]
         .into_iter()
@@ -422,13 +432,18 @@ fn wait_until_due<'s>(
 /// when it was created ahead), so the one holding them can go once they are folded. Runs under
 /// the writers' lock: nothing here copies the values or makes a system call when `next_file`
 /// is there.
-fn take(state: &mut State, held: &mut Fold, next_file: &mut Option<NextFile>) {
+fn take(
+    state: &mut State,
+    held: &mut Fold,
+    next_file: &mut Option<NextFile>,
+    durable_every: Duration,
+) {
     let now = Instant::now();
     let everything = state.urgent();
     if everything || state.volatile.due(FOLD_EVERY, now) {
         state.volatile.take_into(&mut held.values);
     }
-    if !(everything || state.durable.due(FOLD_DURABLE_EVERY, now)) {
+    if !(everything || state.durable.due(durable_every, now)) {
         return;
     }
     state.durable.take_into(&mut held.values);

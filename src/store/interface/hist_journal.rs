@@ -13,4 +13,10 @@ pub trait HistorianJournal {
     /// entries, raises the mark to `journaled_upto` in that same transaction.
     fn fold_history(&self, values: &[HistoryWrite], journaled_upto: Option<u64>)
         -> StoreResult<()>;
+    /// Whether other svc instances read these series. A reader settles only its own
+    /// instance's writer, so what another instance holds back before folding is not yet
+    /// readable here: such a store gets every value folded within the short cadence.
+    fn read_by_other_instances(&self) -> bool {
+        false
+    }
 }

@@ -82,4 +82,9 @@ impl HistorianJournal for PgStore {
             other => other.map_err(StoreError::from),
         }
     }
+
+    /// Several instances may share one PostgreSQL database.
+    fn read_by_other_instances(&self) -> bool {
+        true
+    }
 }
