@@ -34,6 +34,7 @@ use std::process::ExitCode;
 /// Parses the command line and runs what it names: `svc serve` or a client subcommand.
 pub fn run() -> ExitCode {
     memory::disable_transparent_huge_pages();
+    memory::give_back_freed_pages_at_once();
     let cli = cli::parse();
     match cli.command {
         cli::Command::Serve(args) => match server::run(*args) {

