@@ -10,7 +10,7 @@
 //! Why journaled values wait longer: a fold writes every page it touches, and a series' newest
 //! rows share a page. A gateway's 12,000 tags changing once a second (bench/connectors.sh)
 //! touched one page per value when folded every 50 ms, and the fold took half of svc's CPU;
-//! folded every 2 s, each page takes about two values, sorted by series. On a store other
+//! folded every 4 s, each page takes about four values, sorted by series. On a store other
 //! instances read (PostgreSQL), journaled values keep the 50 ms: those readers cannot make
 //! this writer fold. Within a series, the values of one fold keep their arrival order per
 //! durability; two values of one series with the same timestamp, one journaled and one not,
@@ -30,12 +30,12 @@ use tokio::sync::{oneshot, Notify};
 /// How long values nobody waits for (not journaled) may wait in memory before they are folded.
 pub const FOLD_EVERY: Duration = Duration::from_millis(50);
 /// How long journaled values may wait in memory before they are folded into their series.
-pub const FOLD_DURABLE_EVERY: Duration = Duration::from_secs(2);
+pub const FOLD_DURABLE_EVERY: Duration = Duration::from_secs(4);
 /// Waiting values that make the writer fold at once.
-pub const FOLD_AT: usize = 30_000;
+pub const FOLD_AT: usize = 60_000;
 /// Waiting values beyond which publishers wait for a fold (and, while folding fails, for the
 /// store to come back).
-pub const MAX_PENDING: usize = 100_000;
+pub const MAX_PENDING: usize = 150_000;
 const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// Blocks closed per round of the writer thread, between folds.
 const SEAL_BUDGET: usize = 8;

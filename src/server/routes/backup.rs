@@ -23,6 +23,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
     responses((status = 200, description = "A consistent snapshot of the store (SQLite)", content_type = "application/vnd.sqlite3", body = Vec<u8>)))]
 async fn download(State(state): State<AppState>, who: Identity) -> ApiResult<Response> {
     who.require_admin()?;
+    // Every value acknowledged so far in its series, not only in the journal beside the
+    // database (which a restore does not bring back).
+    crate::server::routes::historian::settled(&state).await?;
     let dir = state.backups.dir().to_path_buf();
     let temp = dir.join(format!(".download-{}.db", uuid::Uuid::new_v4()));
     let time = now_rfc3339();

@@ -129,6 +129,14 @@ pub fn spawn_schedule(state: &AppState) {
 }
 
 async fn scheduled_snapshot(state: &AppState) -> Result<BackupInfo, String> {
+    // Every value acknowledged so far in its series, not only in the journal beside the
+    // database (which a restore does not bring back).
+    state
+        .uns
+        .historian
+        .settle()
+        .await
+        .map_err(|e| e.to_string())?;
     let dir = state.backups.dir.clone();
     let keep = state.settings.backup_keep;
     let time = now_rfc3339();
