@@ -282,7 +282,7 @@ window() {
     local ticks="" i
     for i in "${!before[@]}"; do ticks+=" $((after[i] - before[i]))"; done
     # The OPC UA values of the window's last second come with the next publish (1 s); then a
-    # historian query makes svc fold every value it holds (journaled values wait up to 2 s
+    # historian query makes svc fold every value it holds (journaled values wait up to 4 s
     # otherwise) before the counts are read from the database.
     sleep 2
     call PATCH /svc/historian/last "{\"topic\":\"$PREFIX/mb/r0\",\"limit\":1}" >/dev/null

@@ -19,7 +19,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// Has freed pages given back to the system as soon as they are free, not a second later
 /// (mimalloc v3's default), first thing in `main`.
 ///
-/// A gateway's steady work frees in waves (a historian fold every 2 s, a publish of 500 values):
+/// A gateway's steady work frees in waves (a historian fold every few seconds, a publish of 500 values):
 /// with the delay, each wave's pages were still resident when the next came. Measured with
 /// bench/connectors.sh (10,000 OPC UA and 2,000 Modbus points): 114 MB resident at the
 /// window's end, 79 MB without the delay, with the same CPU time.

@@ -56,9 +56,13 @@ const server = new OPCUAServer({
     securityModes: [1], // MessageSecurityMode.None
     securityPolicies: ["http://opcfoundation.org/UA/SecurityPolicy#None"],
     allowAnonymous: true,
-    // Room for 10,000 monitored items in one subscription, from two gateways in turn.
+    // Room for 10,000 monitored items in one subscription, from two gateways in turn, and for
+    // the reconnect soak: a connection cut every 200 ms leaves its session (and subscription)
+    // on the server until the session times out (60 s), and node-opcua's default of 100
+    // subscriptions refused svc after ~900 reconnects (bench/connectors-history.md).
     serverCapabilities: {
         maxSessions: 1000,
+        maxSubscriptions: 10_000,
         maxMonitoredItems: 1_000_000,
         maxMonitoredItemsPerSubscription: 1_000_000,
         maxMonitoredItemsPerCall: 100_000,
