@@ -19,10 +19,10 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// Has freed pages given back to the system as soon as they are free, not a second later
 /// (mimalloc v3's default), first thing in `main`.
 ///
-/// A gateway's steady work frees in waves (a historian fold every few seconds, a publish of 500 values):
-/// with the delay, each wave's pages were still resident when the next came. Measured with
-/// bench/connectors.sh (10,000 OPC UA and 2,000 Modbus points): 114 MB resident at the
-/// window's end, 79 MB without the delay, with the same CPU time.
+/// A gateway's steady work frees in waves (a historian fold every few seconds, a publish of
+/// 500 values): with the delay, each wave's pages were still resident when the next came.
+/// Measured with bench/connectors.sh (10,000 OPC UA and 2,000 Modbus points): 114 MB
+/// resident at the window's end, 79 MB without the delay, with the same CPU time.
 pub fn give_back_freed_pages_at_once() {
     // SAFETY: mi_option_set only stores the option's value.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
