@@ -546,7 +546,7 @@ REPORT=$(
     echo "\`bash bench/connectors.sh\` builds target/release/svc (or takes \`BENCH_SVC=<binary>\`), installs the pinned npm packages under \${CARGO_TARGET_DIR:-target}/bench-peers and …/bench-node-red (Node.js and npm from Debian if missing), and takes about $(( (2 * (WARMUP + DURATION) + 120) / 60 )) minutes plus the soak. Settings and what each phase does are in the script's header; \`BENCH_DURATION=20 BENCH_RECONNECTS=100\` makes a quick run."
 } >"$RESULTS"
 
-GOALS=$(grep -o '\*\*fail\*\*' <<<"$REPORT" | wc -l)
+GOALS=$(grep -c '\*\*fail\*\*' <<<"$REPORT" || true)
 echo
 echo "$REPORT"
 echo
