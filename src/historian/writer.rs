@@ -3,9 +3,10 @@
 //! stored when that returns: nothing crosses a thread, nothing waits for a batch. Values then
 //! wait in memory, and one writer thread folds them into their series (and raises the
 //! journal's mark) in one transaction at most [`FOLD_DURABLE_EVERY`] after the first of them
-//! arrived, or sooner when [`FOLD_AT`] are waiting, a reader asks, or the server stops. Values
-//! nobody waits for ([`HistorianWriter::record`], QoS 0) skip the journal and are folded at
-//! most [`FOLD_EVERY`] after the first of them arrived, as they are safe nowhere else.
+//! arrived, or sooner when [`FOLD_DURABLE_AT`] are waiting, a reader asks, or the server
+//! stops. Values nobody waits for ([`HistorianWriter::record`], QoS 0) skip the journal and are
+//! folded at most [`FOLD_EVERY`] after the first of them arrived (or at [`FOLD_AT`]), as they
+//! are safe nowhere else.
 //!
 //! Why journaled values wait longer: a fold writes every page it touches, and a series' newest
 //! rows share a page. A gateway's 12,000 tags changing once a second (bench/connectors.sh)
@@ -17,7 +18,8 @@
 //! may be stored in either order.
 //!
 //! Readers call [`HistorianWriter::settle`] first, so every acknowledged value is readable.
-//! Memory stays bounded: once [`MAX_PENDING`] values wait, publishers wait for the next fold.
+//! Memory stays bounded: once [`MAX_PENDING`] values nobody waits for, or
+//! [`MAX_PENDING_DURABLE`] journaled ones, wait, their publishers wait for the next fold.
 
 use super::journal::{Journal, NextFile, Retired};
 use super::sealer::Sealer;
@@ -31,11 +33,17 @@ use tokio::sync::{oneshot, Notify};
 pub const FOLD_EVERY: Duration = Duration::from_millis(50);
 /// How long journaled values may wait in memory before they are folded into their series.
 pub const FOLD_DURABLE_EVERY: Duration = Duration::from_secs(4);
-/// Waiting values that make the writer fold at once.
-pub const FOLD_AT: usize = 60_000;
-/// Waiting values beyond which publishers wait for a fold (and, while folding fails, for the
-/// store to come back).
-pub const MAX_PENDING: usize = 150_000;
+/// Waiting values nobody waits for that make the writer fold at once.
+pub const FOLD_AT: usize = 10_000;
+/// Waiting values nobody waits for beyond which their publishers wait for a fold (and, while
+/// folding fails, for the store to come back). It also keeps a QoS 0 burst from running far
+/// ahead of its subscribers: at 150,000, bench/broker.sh's fan-in dropped deliveries to its
+/// slow subscriber that it never dropped at 50,000.
+pub const MAX_PENDING: usize = 50_000;
+/// Waiting journaled values that make the writer fold at once (4 s of 12,000 values/s fit).
+pub const FOLD_DURABLE_AT: usize = 60_000;
+/// Waiting journaled values beyond which their publishers wait for a fold.
+pub const MAX_PENDING_DURABLE: usize = 150_000;
 const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// Blocks closed per round of the writer thread, between folds.
 const SEAL_BUDGET: usize = 8;
@@ -71,14 +79,36 @@ struct Shared {
 }
 
 /// Values of one durability waiting to be folded, in arrival order.
-#[derive(Default)]
 struct Waiting {
     values: Vec<HistoryWrite>,
     /// When the oldest of them arrived.
     since: Option<Instant>,
+    /// How many make the writer fold at once.
+    fold_at: usize,
+    /// How many make publishers wait.
+    max: usize,
 }
 
 impl Waiting {
+    fn new(fold_at: usize, max: usize) -> Waiting {
+        Waiting {
+            values: Vec::new(),
+            since: None,
+            fold_at,
+            max,
+        }
+    }
+
+    /// Whether `more` values fit (a batch larger than the limit goes in when none wait, so it
+    /// cannot wait forever).
+    fn has_room(&self, more: usize) -> bool {
+        self.values.is_empty() || self.values.len() + more <= self.max
+    }
+
+    fn full(&self) -> bool {
+        self.values.len() >= self.fold_at
+    }
+
     fn due_at(&self, every: Duration) -> Option<Instant> {
         self.since.map(|since| since + every)
     }
@@ -134,8 +164,8 @@ impl HistorianWriter {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 journal,
-                volatile: Waiting::default(),
-                durable: Waiting::default(),
+                volatile: Waiting::new(FOLD_AT, MAX_PENDING),
+                durable: Waiting::new(FOLD_DURABLE_AT, MAX_PENDING_DURABLE),
                 durable_upto: None,
                 settling: Vec::new(),
                 stop: None,
@@ -206,10 +236,12 @@ impl HistorianWriter {
                 if state.stopped {
                     return Err(NotRecorded("the historian is shut down"));
                 }
-                // A batch larger than the limit goes in when the queue is empty, so it cannot
-                // wait forever.
-                let before = state.waiting();
-                if before + writes.len() <= MAX_PENDING || before == 0 {
+                let room = if journaled {
+                    state.durable.has_room(writes.len())
+                } else {
+                    state.volatile.has_room(writes.len())
+                };
+                if room {
                     let queue = if journaled {
                         let seq = state.journal.append(&writes).map_err(|e| {
                             tracing::error!(error = %e, "historian journal write failed");
@@ -220,14 +252,15 @@ impl HistorianWriter {
                     } else {
                         &mut state.volatile
                     };
+                    let was_full = queue.full();
                     queue.values.extend(writes);
                     // The writer's deadline changes with a first value, and it folds at once
-                    // past FOLD_AT.
+                    // once the queue is full.
                     let first = queue.since.is_none();
                     if first {
                         queue.since = Some(Instant::now());
                     }
-                    if first || (before < FOLD_AT && state.waiting() >= FOLD_AT) {
+                    if first || (!was_full && queue.full()) {
                         self.shared.wake.notify_one();
                     }
                     return Ok(());
@@ -279,7 +312,10 @@ impl State {
 
     /// Whether everything waiting is to be folded now, whatever its age.
     fn urgent(&self) -> bool {
-        self.stop.is_some() || !self.settling.is_empty() || self.waiting() >= FOLD_AT
+        self.stop.is_some()
+            || !self.settling.is_empty()
+            || self.volatile.full()
+            || self.durable.full()
     }
 }
 
@@ -375,7 +411,11 @@ fn run(store: &Store, shared: &Shared, first: Fold, mut sealer: Sealer) {
         // Closing blocks waits behind folding: a few per round, so acknowledged values are
         // never held up by a backlog of old rows being converted, and none while half a fold
         // has piled up during this one (for at most SEAL_IN_A_BURST_EVERY).
-        let in_a_burst = shared.lock().waiting() >= FOLD_AT / 2;
+        let in_a_burst = {
+            let state = shared.lock();
+            state.volatile.values.len() >= FOLD_AT / 2
+                || state.durable.values.len() >= FOLD_DURABLE_AT / 2
+        };
         if in_a_burst && last_seal.elapsed() < SEAL_IN_A_BURST_EVERY {
             continue;
         }
@@ -427,7 +467,7 @@ fn wait_until_due<'s>(
 }
 
 /// Moves what is due into `held` (behind anything a failed fold left there): everything when
-/// a reader asks, the server stops or FOLD_AT wait, else each durability once its oldest
+/// a reader asks, the server stops or a durability's queue is full, else each once its oldest
 /// value reached its deadline. Taking journaled values starts a new journal file (`next_file`
 /// when it was created ahead), so the one holding them can go once they are folded. Runs under
 /// the writers' lock: nothing here copies the values or makes a system call when `next_file`
