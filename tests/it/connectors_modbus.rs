@@ -186,16 +186,8 @@ fn writes_answer_after_the_device_and_the_tag_follows_it() {
     server.wait_device_tag(DOMAIN, "acme/plant/setpoint", |p| p["value"] == 0.7);
 
     // Scaled back to the device's units (-4.2 / 0.1 = -42), then the tag follows the device.
-    json_ok(
-        server.write_tag(DOMAIN, "acme/plant/setpoint", json!(-4.2)),
-        StatusCode::OK,
-    );
-    server.wait_device_tag(DOMAIN, "acme/plant/setpoint", |p| p["value"] == -4.2);
-    json_ok(
-        server.write_tag(DOMAIN, "acme/plant/pump", json!(true)),
-        StatusCode::OK,
-    );
-    server.wait_device_tag(DOMAIN, "acme/plant/pump", |p| p["value"] == true);
+    server.write_and_read_back(DOMAIN, "acme/plant/setpoint", json!(-4.2));
+    server.write_and_read_back(DOMAIN, "acme/plant/pump", json!(true));
 
     // The device refuses an address it does not have: 422 with its reason; the point reads
     // bad while the others go on.
@@ -205,14 +197,7 @@ fn writes_answer_after_the_device_and_the_tag_follows_it() {
         &["exception"],
     );
     server.wait_device_tag(DOMAIN, "acme/plant/missing", |p| p["quality"] == "bad");
-    let status = server.connector_status(DOMAIN, &id);
-    let missing = status["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["tag"] == "acme/plant/missing")
-        .unwrap()
-        .clone();
+    let missing = server.point_status(DOMAIN, &id, "acme/plant/missing");
     assert!(
         missing["error"]
             .as_str()
@@ -220,7 +205,7 @@ fn writes_answer_after_the_device_and_the_tag_follows_it() {
             .contains("exception"),
         "{missing}"
     );
-    assert_eq!(status["state"], "connected");
+    assert_eq!(server.connector_status(DOMAIN, &id)["state"], "connected");
     // A value that does not fit the type, and a point that is not writable: 400.
     assert_error(
         server.write_tag(DOMAIN, "acme/plant/setpoint", json!(99999)),

@@ -113,14 +113,7 @@ fn values_of_every_type_arrive_with_the_source_time() {
     server.wait_device_tag(DOMAIN, "acme/ua/polled", |v| v["value"] != first["value"]);
     // The unknown node is bad with the server's status; the others go on.
     server.wait_device_tag(DOMAIN, "acme/ua/missing", |v| v["quality"] == "bad");
-    let status = server.connector_status(DOMAIN, &id);
-    let missing = status["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["tag"] == "acme/ua/missing")
-        .unwrap()
-        .clone();
+    let missing = server.point_status(DOMAIN, &id, "acme/ua/missing");
     assert!(
         missing["error"]
             .as_str()
@@ -195,21 +188,9 @@ fn writes_answer_after_the_server_and_refusals_carry_its_status() {
     server.wait_connector(DOMAIN, &id, "connected");
     server.wait_device_tag(DOMAIN, "acme/ua/w_int16", |v| v["value"] == -12);
 
-    json_ok(
-        server.write_tag(DOMAIN, "acme/ua/w_int16", json!(-300)),
-        StatusCode::OK,
-    );
-    server.wait_device_tag(DOMAIN, "acme/ua/w_int16", |v| v["value"] == -300);
-    json_ok(
-        server.write_tag(DOMAIN, "acme/ua/w_double", json!(5.0)),
-        StatusCode::OK,
-    );
-    server.wait_device_tag(DOMAIN, "acme/ua/w_double", |v| v["value"] == 5.0);
-    json_ok(
-        server.write_tag(DOMAIN, "acme/ua/w_string", json!("ünïcode")),
-        StatusCode::OK,
-    );
-    server.wait_device_tag(DOMAIN, "acme/ua/w_string", |v| v["value"] == "ünïcode");
+    server.write_and_read_back(DOMAIN, "acme/ua/w_int16", json!(-300));
+    server.write_and_read_back(DOMAIN, "acme/ua/w_double", json!(5.0));
+    server.write_and_read_back(DOMAIN, "acme/ua/w_string", json!("ünïcode"));
     // Out of the type's range: 400; the server refuses a read-only node: 422 with its status.
     assert_error(
         server.write_tag(DOMAIN, "acme/ua/w_int16", json!(40000)),
@@ -358,11 +339,7 @@ fn node_opcua_server_values_and_writes() {
     server.wait_device_tag(DOMAIN, "acme/ua/n_uint64", |v| {
         v["value"] == json!(u64::MAX)
     });
-    json_ok(
-        server.write_tag(DOMAIN, "acme/ua/n_double", json!(-2.25)),
-        StatusCode::OK,
-    );
-    server.wait_device_tag(DOMAIN, "acme/ua/n_double", |v| v["value"] == -2.25);
+    server.write_and_read_back(DOMAIN, "acme/ua/n_double", json!(-2.25));
 }
 
 #[test]

@@ -19,6 +19,16 @@ impl Server {
         self.get_json(domain, &format!("/svc/connectors/{}/status", enc(id)))
     }
 
+    /// The status of connector `id`'s point whose tag is `tag`.
+    pub fn point_status(&self, domain: &str, id: &str, tag: &str) -> Value {
+        let status = self.connector_status(domain, id);
+        status["points"]
+            .as_array()
+            .and_then(|points| points.iter().find(|p| p["tag"] == tag))
+            .cloned()
+            .unwrap_or_else(|| panic!("connector {id} has no point {tag}: {status}"))
+    }
+
     /// Waits (30 s at most) until connector `id` is in `state`; its status then.
     pub fn wait_connector(&self, domain: &str, id: &str, state: &str) -> Value {
         self.poll(
@@ -56,6 +66,19 @@ impl Server {
                 .clone();
             check(&newest).then_some(newest)
         })
+    }
+
+    /// Writes `value` to tag `topic` (200 expected), then waits until the tag holds it: the
+    /// device took it and it was read back.
+    pub fn write_and_read_back(&self, domain: &str, topic: &str, value: Value) {
+        json_ok(self.write_tag(domain, topic, value.clone()), StatusCode::OK);
+        // A number by its value: a device may give 5.0 back as 5.
+        self.wait_device_tag(domain, topic, |v| {
+            match (v["value"].as_f64(), value.as_f64()) {
+                (Some(held), Some(written)) => held == written,
+                _ => v["value"] == value,
+            }
+        });
     }
 
     /// `POST /svc/tag/write {"topic","value"}` as admin in `domain`.
