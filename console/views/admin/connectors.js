@@ -11,10 +11,9 @@ import { confirmCell, errorNotice } from "../../dom.js";
 import { connectorForm } from "./connector_form.js";
 import { browsePanel } from "./connector_browse.js";
 import { certificatesPanel } from "./connector_certificates.js";
+import { liveStatus } from "./live_status.js";
 
 export const title = "Connectors";
-
-const POLL_MS = 2000;
 
 export function render(section) {
   section.innerHTML = `
@@ -62,7 +61,6 @@ export function render(section) {
     }
   };
 
-  let gone = false;
   /** Each listed connector's `show(status)`, by record id. */
   const rows = new Map();
   /** The ids whose points are unfolded (kept when the list is read again). */
@@ -125,34 +123,19 @@ export function render(section) {
         return trs;
       }),
     );
-    await poll();
+    await live.poll();
   };
 
-  // One poll at a time; a list that no longer matches the statuses is read again.
-  let polling = false;
-  const poll = async () => {
-    if (polling || gone) return;
-    polling = true;
-    try {
-      const statuses = await call("GET", "/svc/connectors/status");
-      const known = statuses.every((s) => rows.has(s.id)) && statuses.length === rows.size;
-      for (const status of statuses) rows.get(status.id)?.(status);
-      section.querySelector("#connectors-polled").textContent =
-        `status: live, asked at ${new Date().toLocaleTimeString()}`;
-      if (!known && !gone) setTimeout(() => list().catch(fail));
-      await certificates();
-    } finally {
-      polling = false;
-    }
-  };
-
+  const live = liveStatus({
+    feature: "connectors",
+    rows,
+    polled: section.querySelector("#connectors-polled"),
+    list,
+    fail,
+    after: certificates,
+  });
   list().catch(fail);
-  // Without read rights the first refusal says why; asking again would only repeat it.
-  const timer = may("connectors", "*", "read") ? setInterval(() => poll().catch(fail), POLL_MS) : null;
-  return () => {
-    gone = true;
-    clearInterval(timer);
-  };
+  return live.stop;
 }
 
 /** A connector's row, its points row, and `show(status)`, which fills both in as polls answer. */

@@ -7,10 +7,9 @@ import { call } from "../../api.js";
 import { may } from "../../rights.js";
 import { confirmCell, errorNotice } from "../../dom.js";
 import { upstreamForm } from "./upstream_form.js";
+import { liveStatus } from "./live_status.js";
 
 export const title = "Upstreams";
-
-const POLL_MS = 2000;
 
 export function render(section) {
   section.innerHTML = `
@@ -44,7 +43,6 @@ export function render(section) {
   };
 
   let records = [];
-  let gone = false;
   /** Each listed upstream's `show(status)`, by record id. */
   const rows = new Map();
   const tbody = section.querySelector("#upstreams");
@@ -76,32 +74,18 @@ export function render(section) {
         return tr;
       }),
     );
-    await poll();
+    await live.poll();
   };
 
-  // One poll at a time; a list that no longer matches the statuses is read again.
-  let polling = false;
-  const poll = async () => {
-    if (polling || gone) return;
-    polling = true;
-    try {
-      const statuses = await call("GET", "/svc/upstreams/status");
-      const known = statuses.every((s) => rows.has(s.id)) && statuses.length === rows.size;
-      for (const status of statuses) rows.get(status.id)?.(status);
-      section.querySelector("#polled").textContent = `status: live, asked at ${new Date().toLocaleTimeString()}`;
-      if (!known && !gone) setTimeout(() => list().catch(fail));
-    } finally {
-      polling = false;
-    }
-  };
-
+  const live = liveStatus({
+    feature: "upstreams",
+    rows,
+    polled: section.querySelector("#polled"),
+    list,
+    fail,
+  });
   list().catch(fail);
-  // Without read rights the first refusal says why; asking again would only repeat it.
-  const timer = may("upstreams", "*", "read") ? setInterval(() => poll().catch(fail), POLL_MS) : null;
-  return () => {
-    gone = true;
-    clearInterval(timer);
-  };
+  return live.stop;
 }
 
 /** A row and its `show(status)`, which fills in the status cells as the polls answer. */
