@@ -4,7 +4,7 @@
 // shown, sent only when typed (or cleared on purpose). "Test without saving" connects once with
 // what the form says, password included; "add as point" from the browser appends to the points.
 
-import { call } from "../../api.js";
+import { wireRecordForm } from "./record_form.js";
 
 /** A starter per kind: what a new connector of that kind needs, the rest left to defaults. */
 export const STARTERS = {
@@ -143,26 +143,16 @@ export function connectorForm(form, { writable, saved, tested, fail }) {
     return fields;
   };
 
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      if (editing) await call("PUT", `/svc/${encodeURIComponent(editing.id)}`, body());
-      else await call("POST", "/svc/connectors", body());
-      edit(null);
-      await saved();
-    } catch (e) {
-      fail(e);
-    }
+  wireRecordForm(form, {
+    table: "connectors",
+    body,
+    editing: () => editing,
+    edit,
+    saved,
+    tested,
+    nameOf: (fields) => fields.name || "the connector",
+    fail,
   });
-  form.querySelector(".test").addEventListener("click", async () => {
-    try {
-      const fields = body();
-      tested(await call("POST", "/svc/connectors/test", fields), fields.name || "the connector");
-    } catch (e) {
-      fail(e);
-    }
-  });
-  form.querySelector(".cancel").addEventListener("click", () => edit(null));
 
   /** Appends `point` to the points JSON (an area that is not a JSON array is left alone). */
   const addPoint = (point) => {

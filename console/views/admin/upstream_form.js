@@ -3,7 +3,7 @@
 // write-only: never shown, sent only when typed (or cleared on purpose). Bindings are one per
 // line, `<in|out|both> <local> <remote or -> [filter]`.
 
-import { call } from "../../api.js";
+import { wireRecordForm } from "./record_form.js";
 
 const FIELDS = `
   <div class="row">
@@ -77,25 +77,16 @@ export function upstreamForm(form, { writable, saved, tested, fail }) {
     return fields;
   };
 
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      if (editing) await call("PUT", `/svc/${encodeURIComponent(editing.id)}`, body());
-      else await call("POST", "/svc/upstreams", body());
-      edit(null);
-      await saved();
-    } catch (e) {
-      fail(e);
-    }
+  wireRecordForm(form, {
+    table: "upstreams",
+    body,
+    editing: () => editing,
+    edit,
+    saved,
+    tested,
+    nameOf: () => el.name.value,
+    fail,
   });
-  form.querySelector(".test").addEventListener("click", async () => {
-    try {
-      tested(await call("POST", "/svc/upstreams/test", body()), el.name.value);
-    } catch (e) {
-      fail(e);
-    }
-  });
-  form.querySelector(".cancel").addEventListener("click", () => edit(null));
   for (const control of el) control.disabled = !writable;
   edit(null);
   return edit;
