@@ -21,6 +21,7 @@ mod report_sql;
 mod schedule;
 mod schema;
 mod server;
+mod sparkplug;
 mod store;
 mod telemetry;
 mod time;
