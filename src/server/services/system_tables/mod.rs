@@ -272,6 +272,17 @@ pub async fn record_by_name(
     Ok(found)
 }
 
+/// Every record of a domain's system table (none when it was never written).
+pub async fn records_of(state: &AppState, domain: &str, table: &str) -> ApiResult<Vec<Value>> {
+    let table = TableRef::new(domain, table).map_err(ApiError::bad_request)?;
+    let query = crate::query::parse(&[("limit".into(), crate::query::MAX_LIMIT.to_string())])
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(state
+        .store
+        .run(move |s| s.list_records(&table, &query))
+        .await?)
+}
+
 /// The key of a stored record (the part of its `id` after the table).
 pub fn record_key(record: &Value) -> ApiResult<String> {
     let id = record
