@@ -263,6 +263,14 @@ impl Host {
         Some(Ok((topic, encode(vec![metric]))))
     }
 
+    /// Whether `tag` of `domain` is a metric a BIRTH declared (writes to it are commands).
+    pub fn writes_to(&self, domain: &str, tag: &str) -> bool {
+        self.targets
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&(domain.to_string(), tag.to_string()))
+    }
+
     /// The status of every node of `domain`, by host, group and node.
     pub fn statuses(&self, domain: &str) -> Vec<NodeStatus> {
         let configs = self.configs.read().unwrap_or_else(|e| e.into_inner());
