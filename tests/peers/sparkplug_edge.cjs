@@ -215,6 +215,9 @@ function device(cmd) {
 
 async function run(cmd) {
   let p;
+  if ((cmd.cmd === "stop" || cmd.cmd === "drop") && !mqtt.connected) {
+    throw new Error("not connected"); // no close event would come to answer it
+  }
   switch (cmd.cmd) {
     case "nbirth":
       p = payload(cmd);
