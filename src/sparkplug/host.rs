@@ -26,7 +26,6 @@ pub struct NodeKey {
 /// What the host asks the server to do about one message.
 #[derive(Debug)]
 pub struct Handled {
-    pub config: HostConfig,
     pub outcome: Outcome,
     /// The NCMD asking the node to rebirth, when `outcome.rebirth`: (topic, payload).
     pub rebirth: Option<(String, Vec<u8>)>,
@@ -161,11 +160,7 @@ impl Host {
             self.remember_targets(&key, device.as_deref());
         }
         let rebirth = outcome.rebirth.then(|| rebirth_command(&group, &node));
-        Some(Handled {
-            config,
-            outcome,
-            rebirth,
-        })
+        Some(Handled { outcome, rebirth })
     }
 
     /// Keeps where writes to the tags a BIRTH just declared go.

@@ -85,6 +85,7 @@ mod report_query;
 mod schemathesis;
 mod sdk_auth;
 mod sdk_filters;
+mod sparkplug;
 mod tag_stream;
 mod tags;
 mod tenancy;
