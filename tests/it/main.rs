@@ -86,6 +86,8 @@ mod schemathesis;
 mod sdk_auth;
 mod sdk_filters;
 mod sparkplug;
+mod sparkplug_python;
+mod sparkplug_tenancy;
 mod tag_stream;
 mod tags;
 mod tenancy;
