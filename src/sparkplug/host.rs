@@ -277,7 +277,7 @@ impl Host {
             .filter(|(key, _)| key.domain == domain)
             .filter_map(|(key, session)| {
                 let host = hosts.iter().find(|c| c.takes(&key.group))?;
-                Some(session.status(&host.name, &key.group, &key.node))
+                Some(session.status(host, &key.group, &key.node))
             })
             .collect()
     }

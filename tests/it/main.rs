@@ -35,6 +35,7 @@ mod console_admin;
 mod console_connectors;
 mod console_flows;
 mod console_records;
+mod console_sparkplug;
 mod console_system;
 mod console_tag;
 mod durability;
