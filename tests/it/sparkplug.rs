@@ -483,15 +483,16 @@ fn births_are_kept_retained_under_sparkplug_certificates_and_raw_messages_still_
     wait_value(&server, ACME, &format!("{PREFIX}/edge8/d1/B"), |v| {
         *v == json!(-1)
     });
-    let certificates = SparkplugPeer::listener(
-        server.listener_port("mqtt"),
-        "admin",
-        ADMIN_PASSWORD,
-        "$sparkplug/certificates/#",
-    );
+    // A group no host takes: the broker keeps its BIRTH all the same.
+    let port = server.listener_port("mqtt");
+    let lab = SparkplugPeer::edge_node(port, "admin", ADMIN_PASSWORD, "Lab", "bench1");
+    lab.send(json!({"cmd": "nbirth", "metrics": [metric("C", 1, "Boolean", json!(true))]}));
+    let certificates =
+        SparkplugPeer::listener(port, "admin", ADMIN_PASSWORD, "$sparkplug/certificates/#");
     for topic in [
         "spBv1.0/Plant/NBIRTH/edge8",
         "spBv1.0/Plant/DBIRTH/edge8/d1",
+        "spBv1.0/Lab/NBIRTH/bench1",
     ] {
         let kept = certificates.wait_event(
             |e| e["topic"] == format!("$sparkplug/certificates/{topic}"),

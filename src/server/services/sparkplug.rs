@@ -12,6 +12,7 @@
 //! which hold rights in it, receive it.
 
 use crate::broker::{Message, Principal};
+use crate::ids::ADMIN_DOMAIN;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::system_tables::{records_of, tags::declare_missing};
 use crate::server::AppState;
@@ -89,15 +90,16 @@ impl Sparkplug {
     }
 
     /// Hands `message` to the host when it is a Sparkplug message of a domain that runs one
-    /// (`domain`: the topic's owner, else its publisher's). Waits while the host is behind.
+    /// (`domain`: the topic's owner, else its publisher's), or a BIRTH of any domain (the
+    /// Sparkplug-aware broker keeps them all). Waits while the host is behind.
     pub async fn offer(&self, domain: Option<&str>, message: &Message) {
         if !message.topic.starts_with(NAMESPACE) || message.origin.as_deref() == Some(ORIGIN) {
             return;
         }
-        let Some(domain) = domain.or_else(|| message.publisher.as_ref()?.domain.as_deref()) else {
-            return;
-        };
-        if !self.host.serves(domain) {
+        let domain = domain
+            .or_else(|| message.publisher.as_ref()?.domain.as_deref())
+            .unwrap_or(ADMIN_DOMAIN);
+        if !self.host.serves(domain) && !is_birth(&message.topic) {
             return;
         }
         let incoming = Incoming {
@@ -235,6 +237,9 @@ async fn apply_all(state: AppState, mut inbox: mpsc::Receiver<Incoming>) {
     while inbox.recv_many(&mut batch, BATCH).await > 0 {
         let mut work = Work::default();
         for incoming in batch.drain(..) {
+            if is_birth(&incoming.topic) {
+                work.certify(&incoming);
+            }
             let handled = state.sparkplug.host.handle(
                 &incoming.domain,
                 &incoming.topic,
@@ -261,6 +266,15 @@ struct Work {
 }
 
 impl Work {
+    /// Keeps a BIRTH retained under `$sparkplug/certificates/` (its owner's to read, as the
+    /// BIRTH is).
+    fn certify(&mut self, incoming: &Incoming) {
+        let copy = format!("{CERTIFICATES}{}", incoming.topic);
+        let payload = incoming.payload.to_vec();
+        self.publishes
+            .push((incoming.domain.clone(), copy, payload, 1, true));
+    }
+
     fn add(&mut self, incoming: &Incoming, handled: Handled) {
         let Handled { outcome, rebirth } = handled;
         let domain = &incoming.domain;
