@@ -263,6 +263,25 @@ fn a_sequence_gap_and_a_node_never_born_each_bring_one_rebirth_request() {
         .count();
     assert_eq!(rebirths, 1, "one request, throttled: {}", node.output());
     assert_eq!(node_status(&server, "edge3")["rebirths_requested"], 1);
+    let metrics = server.scrape();
+    assert_eq!(
+        sample(&metrics, "svc_sparkplug_rebirth_requests_total"),
+        1.0
+    );
+    assert_eq!(
+        sample(&metrics, "svc_sparkplug_nodes{state=\"online\"}"),
+        1.0
+    );
+    assert_eq!(
+        sample(&metrics, "svc_sparkplug_messages_total"),
+        4.0,
+        "a birth and three data"
+    );
+    assert_eq!(
+        sample(&metrics, "svc_sparkplug_problems_total"),
+        1.0,
+        "the gap"
+    );
 
     // After a restart svc has no session of the node: its data brings a rebirth request, and
     // the BIRTH that answers it brings the node back.
