@@ -24,6 +24,7 @@ mod cli_papercuts;
 mod cli_readme;
 mod cli_records;
 mod cli_reports;
+mod cli_sparkplug;
 mod cli_tags;
 mod cli_upstreams;
 mod code_uploads;
