@@ -172,17 +172,20 @@ impl NodeSession {
             }
             _ => {
                 self.check_seq(cx, payload, &mut out);
+                // A metric no BIRTH declared: the host's picture of the node is stale.
+                let mut unknown = false;
                 match (verb, device) {
                     (Verb::NData, _) => {
                         let metrics = &mut self.metrics;
-                        data(cx, None, metrics, payload, &mut out)
+                        unknown = !data(cx, None, metrics, payload, &mut out);
                     }
                     (Verb::DBirth, Some(device)) => {
                         self.device_birth(cx, device, payload, &mut out)
                     }
                     (Verb::DData, Some(device)) => match self.devices.get_mut(device) {
                         Some(known) if known.online => {
-                            data(cx, Some(device), &mut known.metrics, payload, &mut out)
+                            unknown =
+                                !data(cx, Some(device), &mut known.metrics, payload, &mut out);
                         }
                         _ => {
                             out.problems.push(format!(
@@ -199,10 +202,10 @@ impl NodeSession {
                     }
                     _ => {}
                 }
+                if unknown {
+                    self.ask_rebirth(cx, &mut out);
+                }
             }
-        }
-        if out.problems.iter().any(|p| p.contains("alias")) {
-            self.ask_rebirth(cx, &mut out);
         }
         if let Some(last) = out.problems.last() {
             self.last_problem = Some(last.clone());
@@ -387,25 +390,31 @@ fn birth(cx: &Context<'_>, device: Option<&str>, payload: &Payload, out: &mut Ou
     metrics
 }
 
-/// A DATA message's metrics, found by alias (or name) among the BIRTH's.
+/// A DATA message's metrics, found by alias (or name) among the BIRTH's; `false` when one was
+/// not among them.
 fn data(
     cx: &Context<'_>,
     device: Option<&str>,
     metrics: &mut Metrics,
     payload: &Payload,
     out: &mut Outcome,
-) {
+) -> bool {
+    let mut all_known = true;
     for metric in &payload.metrics {
         match metrics.find(metric) {
             Some(index) => read(cx, payload, &mut metrics.defs[index], metric, out),
-            None => out.problems.push(format!(
-                "a metric of {} with alias {:?} and name {:?} that no BIRTH declared",
-                device.map_or("the node".to_string(), |d| format!("device `{d}`")),
-                metric.alias,
-                metric.name
-            )),
+            None => {
+                all_known = false;
+                out.problems.push(format!(
+                    "a metric of {} with alias {:?} and name {:?} that no BIRTH declared",
+                    device.map_or("the node".to_string(), |d| format!("device `{d}`")),
+                    metric.alias,
+                    metric.name
+                ));
+            }
         }
     }
+    all_known
 }
 
 /// One metric's value into an update of its tag.

@@ -21,7 +21,6 @@ use crate::sparkplug::{
     CommandError, Handled, Host, HostConfig, SparkplugTopic, CERTIFICATES, NAMESPACE, TABLE,
 };
 use crate::store::HistoryWrite;
-use axum::http::StatusCode;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -225,9 +224,9 @@ pub async fn write(
     Some(match command {
         Ok((topic, payload)) => publish(state, domain, &topic, payload, 0, false)
             .await
-            .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e)),
+            .map_err(ApiError::unavailable),
         Err(CommandError::Invalid(why)) => Err(ApiError::bad_request(why)),
-        Err(CommandError::Offline(why)) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, why)),
+        Err(CommandError::Offline(why)) => Err(ApiError::unavailable(why)),
     })
 }
 
