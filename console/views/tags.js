@@ -11,6 +11,13 @@ export const title = "Live tags";
 /** A value older than this is marked stale. */
 const STALE_MS = 60_000;
 const ROW_PX = 28;
+/** What a raw Sparkplug B message shows instead of its protobuf bytes read as text. */
+const SPARKPLUG_PAYLOAD = "Sparkplug B payload (a host decodes it into its metrics' tags)";
+
+/** Whether `topic` carries a protobuf Sparkplug B payload (every spBv1.0 topic but STATE). */
+function isSparkplugPayload(topic) {
+  return topic.startsWith("spBv1.0/") && !topic.startsWith("spBv1.0/STATE/");
+}
 const OVERSCAN = 10;
 
 export function render(main) {
@@ -125,7 +132,7 @@ export function render(main) {
       value.textContent = "never seen";
     } else {
       value.className = "value";
-      value.textContent = JSON.stringify(tag.value);
+      value.textContent = isSparkplugPayload(row.topic) ? SPARKPLUG_PAYLOAD : JSON.stringify(tag.value);
       const ms = Math.max(0, now - tag.at);
       age.textContent = ms < 1000 ? "now" : `${Math.round(ms / 1000)} s`;
       if (ms > STALE_MS) age.className = "age stale";

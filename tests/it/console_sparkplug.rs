@@ -41,6 +41,15 @@ async fn the_live_tree_shows_sparkplug_nodes_and_devices_with_their_state() {
         .until("the device online", WAIT, &badge(&device_folder))
         .await;
     assert_eq!(device, json!("Sparkplug device online"));
+    // The raw BIRTH is not shown as protobuf bytes read as text.
+    let raw = browser
+        .until(
+            "the raw NBIRTH",
+            WAIT,
+            "document.querySelector(\"[data-topic='spBv1.0/Plant/NBIRTH/press'] .value\")?.textContent",
+        )
+        .await;
+    assert_eq!(raw, json!("Sparkplug B payload (a host decodes it into its metrics' tags)"));
     browser.screenshot("sparkplug-live-tree").await;
 
     let mut node = node;
