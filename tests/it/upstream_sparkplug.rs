@@ -1,0 +1,373 @@
+//! Upstreams as Sparkplug B edge nodes (issue 36), against Mosquitto as the upstream broker and
+//! a real MQTT client on it as the host application: the NBIRTH declares every tag of the
+//! branch (alias, datatype, value, `engUnit`) after bdSeq and node control; a tag change is an
+//! NDATA by alias; an NCMD rebirth brings a new NBIRTH and an NCMD write reaches the local tag;
+//! a new tag brings a rebirth; the bindings of the same upstream keep working; a deleted or
+//! disabled upstream says NDEATH, a killed svc's will does, and bdSeq counts the connections.
+//! Payloads are decoded with srad-types (Tahu's `sparkplug_b.proto` through prost).
+
+use crate::common::*;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use srad_types::payload::{metric, DataType, Message as _, Metric, Payload};
+use std::time::Duration;
+
+const NBIRTH: &str = "spBv1.0/Plant/NBIRTH/svc1";
+const NDATA: &str = "spBv1.0/Plant/NDATA/svc1";
+const NDEATH: &str = "spBv1.0/Plant/NDEATH/svc1";
+const NCMD: &str = "spBv1.0/Plant/NCMD/svc1";
+
+fn add_namespace(server: &Server, path: &str) {
+    let resp = server
+        .admin_in("domains:acme", Method::POST, "/svc/namespaces")
+        .json(&json!({"name": path.replace('/', "_"), "path": path}))
+        .send()
+        .expect("POST /svc/namespaces");
+    json_ok(resp, StatusCode::CREATED);
+}
+
+fn status(server: &Server, id: &str) -> Value {
+    server.get_json(
+        "domains:acme",
+        &format!("/svc/upstreams/{}/status", enc(id)),
+    )
+}
+
+/// The plant: domain `acme` with namespace `acme/site1`, three tags with values (one with a
+/// unit), and the host application subscribed to everything Sparkplug on `peer`.
+fn plant(peer: &PeerBroker) -> (Server, Mqtt) {
+    let server = Server::start();
+    server.create_domain("acme");
+    add_namespace(&server, "acme/site1");
+    server.create_record(
+        "domains:acme",
+        "tags",
+        &json!({"path": "acme/site1/line1/temp", "historize": false, "unit": "°C"}),
+    );
+    server.create_tag("domains:acme", "acme/site1/line1/count", false);
+    server.create_tag("domains:acme", "acme/site1/mode", false);
+    let mut device = server.mqtt_admin(Proto::V5, Via::Tcp, "device");
+    for (topic, value) in [
+        ("acme/site1/line1/temp", "21.5"),
+        ("acme/site1/line1/count", "42"),
+        ("acme/site1/mode", "\"auto\""),
+    ] {
+        assert_eq!(device.publish(topic, value, 1, false), "Success");
+    }
+    let mut host = peer.client("scada-host");
+    assert_eq!(host.subscribe("spBv1.0/#", 1), Some(1));
+    (server, host)
+}
+
+fn edge_upstream(server: &Server, peer: &PeerBroker, extra: Value) -> String {
+    let mut body = json!({"name": "scada", "host": "127.0.0.1", "port": peer.port,
+        "username": "edge", "password": "edge-pw-123",
+        "reconnect": {"initial": "200ms", "max": "1s"},
+        "sparkplug": {"group": "Plant", "node": "svc1", "branch": "acme/site1"}});
+    body.as_object_mut()
+        .expect("object")
+        .extend(extra.as_object().expect("object").clone());
+    let created = server.create_record("domains:acme", "upstreams", &body);
+    created["id"].as_str().expect("id").to_string()
+}
+
+/// The next message on `topic` (others are skipped), decoded.
+fn next_on(host: &mut Mqtt, topic: &str) -> (Msg, Payload) {
+    decoded(host.expect_publish(topic))
+}
+
+fn decoded(msg: Msg) -> (Msg, Payload) {
+    let payload = Payload::decode(&msg.payload[..])
+        .unwrap_or_else(|e| panic!("{}: not a Sparkplug B payload: {e}", msg.topic));
+    (msg, payload)
+}
+
+fn named<'p>(payload: &'p Payload, name: &str) -> &'p Metric {
+    payload
+        .metrics
+        .iter()
+        .find(|m| m.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no metric `{name}` in {payload:?}"))
+}
+
+fn bd_seq(payload: &Payload) -> u64 {
+    let metric = named(payload, "bdSeq");
+    assert_eq!(metric.datatype, Some(DataType::Int64 as u32), "{metric:?}");
+    match metric.value {
+        Some(metric::Value::LongValue(n)) => n,
+        ref other => panic!("bdSeq holds {other:?}"),
+    }
+}
+
+/// (name, alias, datatype, value) of the tag metrics of an NBIRTH, in order.
+fn tag_metrics(birth: &Payload) -> Vec<(String, u64, DataType, Option<metric::Value>)> {
+    birth
+        .metrics
+        .iter()
+        .filter(|m| !matches!(m.name.as_deref(), Some("bdSeq" | "Node Control/Rebirth")))
+        .map(|m| {
+            let datatype = DataType::try_from(m.datatype.expect("a datatype") as i32)
+                .expect("a known datatype");
+            (
+                m.name.clone().expect("a name"),
+                m.alias.expect("an alias"),
+                datatype,
+                m.value.clone(),
+            )
+        })
+        .collect()
+}
+
+fn ncmd(metric: Metric) -> Vec<u8> {
+    Payload {
+        timestamp: Some(1),
+        metrics: vec![metric],
+        seq: None,
+        uuid: None,
+        body: None,
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn an_upstream_is_a_sparkplug_edge_node_born_with_its_tags_and_commanded_by_ncmd() {
+    let peer = PeerBroker::start("edge", "edge-pw-123");
+    let (server, mut host) = plant(&peer);
+    assert_eq!(host.subscribe("cloud/#", 1), Some(1));
+    let id = edge_upstream(
+        &server,
+        &peer,
+        json!({"bindings": [{"direction": "out", "local": "acme/site1/line1",
+            "remote": "cloud/line1"}]}),
+    );
+
+    // NBIRTH: seq 0, bdSeq 0, node control, then every tag by sorted name with aliases 1, 2, ….
+    let (msg, birth) = next_on(&mut host, NBIRTH);
+    assert_eq!((msg.qos, msg.retain), (0, false));
+    assert_eq!(birth.seq, Some(0));
+    assert_eq!(bd_seq(&birth), 0);
+    let rebirth = named(&birth, "Node Control/Rebirth");
+    assert_eq!(rebirth.datatype, Some(DataType::Boolean as u32));
+    assert_eq!(rebirth.value, Some(metric::Value::BooleanValue(false)));
+    assert_eq!(
+        tag_metrics(&birth),
+        [
+            (
+                "line1/count".to_string(),
+                1,
+                DataType::Int64,
+                Some(metric::Value::LongValue(42))
+            ),
+            (
+                "line1/temp".to_string(),
+                2,
+                DataType::Double,
+                Some(metric::Value::DoubleValue(21.5))
+            ),
+            (
+                "mode".to_string(),
+                3,
+                DataType::String,
+                Some(metric::Value::StringValue("auto".into()))
+            ),
+        ]
+    );
+    let temp = named(&birth, "line1/temp");
+    let properties = temp.properties.as_ref().expect("engUnit");
+    assert_eq!(properties.keys, ["engUnit"]);
+    assert_eq!(
+        properties.values[0].value,
+        Some(srad_types::payload::property_value::Value::StringValue(
+            "°C".into()
+        ))
+    );
+    assert!(temp.timestamp.is_some_and(|ts| ts > 1_600_000_000_000));
+    let connected = status(&server, &id);
+    assert_eq!(connected["state"], "connected", "{connected}");
+    assert_eq!(connected["sparkplug"]["online"], true, "{connected}");
+    assert_eq!(connected["sparkplug"]["bd_seq"], 0, "{connected}");
+
+    // A tag change: one NDATA by alias, seq 1; the binding carries it as well.
+    let mut device = server.mqtt_admin(Proto::V5, Via::Tcp, "device2");
+    assert_eq!(
+        device.publish("acme/site1/line1/temp", "22.5", 1, false),
+        "Success"
+    );
+    // The bridged copy goes through the durable queue, the NDATA after its window: either
+    // may come first.
+    let mut seen = host.collect_until(NDATA);
+    let (msg, data) = decoded(seen.pop().expect("the NDATA"));
+    if !seen.iter().any(|m| m.topic == "cloud/line1/temp") {
+        seen.push(host.expect_publish("cloud/line1/temp"));
+    }
+    let bridged: Vec<String> = seen
+        .iter()
+        .filter(|m| m.topic.starts_with("cloud/"))
+        .map(|m| format!("{} {}", m.topic, m.text()))
+        .collect();
+    assert_eq!(bridged, ["cloud/line1/temp 22.5"]);
+    assert_eq!((msg.qos, msg.retain), (0, false));
+    assert_eq!(data.seq, Some(1));
+    assert_eq!(data.metrics.len(), 1, "{data:?}");
+    let changed = &data.metrics[0];
+    assert_eq!((changed.alias, changed.name.as_deref()), (Some(2), None));
+    assert_eq!(changed.value, Some(metric::Value::DoubleValue(22.5)));
+
+    // An NCMD rebirth: a new NBIRTH, seq 0 again, the same bdSeq, the latest values.
+    let mut ask = Metric::new();
+    ask.set_name("Node Control/Rebirth".into())
+        .set_datatype(DataType::Boolean)
+        .set_value(metric::Value::BooleanValue(true));
+    host.publish(NCMD, ncmd(ask), 1, false);
+    let (_, reborn) = next_on(&mut host, NBIRTH);
+    assert_eq!((reborn.seq, bd_seq(&reborn)), (Some(0), 0));
+    assert_eq!(
+        named(&reborn, "line1/temp").value,
+        Some(metric::Value::DoubleValue(22.5))
+    );
+
+    // An NCMD write by alias: the local tag takes the value, and reports it as NDATA.
+    let mut watcher = server.mqtt_admin(Proto::V5, Via::Tcp, "watcher");
+    watcher.subscribe("acme/site1/mode", 1);
+    let mut write = Metric::new();
+    write
+        .set_alias(3)
+        .set_datatype(DataType::String)
+        .set_value(metric::Value::StringValue("manual".into()));
+    host.publish(NCMD, ncmd(write), 1, false);
+    let written = watcher.expect_publish("acme/site1/mode");
+    assert_eq!(written.text(), "\"manual\"");
+    let (_, data) = next_on(&mut host, NDATA);
+    assert_eq!(data.seq, Some(1), "the first NDATA after the rebirth");
+    assert_eq!(data.metrics[0].alias, Some(3));
+    assert_eq!(
+        data.metrics[0].value,
+        Some(metric::Value::StringValue("manual".into()))
+    );
+
+    // A tag new since the NBIRTH (registered on its first publish): a rebirth declaring it.
+    assert_eq!(
+        device.publish("acme/site1/line2/speed", "7", 1, false),
+        "Success"
+    );
+    let (_, grown) = next_on(&mut host, NBIRTH);
+    let speed = named(&grown, "line2/speed");
+    assert_eq!(
+        (speed.alias, speed.value.clone()),
+        (Some(4), Some(metric::Value::LongValue(7))),
+        "the next alias; the others keep theirs"
+    );
+    assert_eq!(named(&grown, "mode").alias, Some(3));
+    let now = status(&server, &id);
+    assert_eq!(now["sparkplug"]["commands"], 2, "{now}");
+    assert_eq!(now["sparkplug"]["writes"], 1, "{now}");
+
+    // Deleted: the explicit NDEATH (QoS 1) of this connection's bdSeq, without seq.
+    let resp = server
+        .admin_in("domains:acme", Method::DELETE, &rec_path(&id))
+        .send()
+        .expect("DELETE upstream");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let (msg, death) = next_on(&mut host, NDEATH);
+    assert_eq!((msg.qos, msg.retain), (1, false));
+    assert_eq!((death.seq, bd_seq(&death)), (None, 0));
+    assert_eq!(death.metrics.len(), 1);
+}
+
+#[test]
+fn the_will_says_ndeath_when_svc_dies_and_bd_seq_counts_the_connections() {
+    let peer = PeerBroker::start("edge", "edge-pw-123");
+    let (mut server, mut host) = plant(&peer);
+    let id = edge_upstream(&server, &peer, json!({}));
+    let (_, birth) = next_on(&mut host, NBIRTH);
+    assert_eq!(bd_seq(&birth), 0);
+
+    // Disabled: an NDEATH of bdSeq 0; enabled again: the next connection is bdSeq 1.
+    let off = server
+        .admin_in(
+            "domains:acme",
+            Method::POST,
+            &format!("/svc/upstreams/{}/disconnect", enc(&id)),
+        )
+        .send()
+        .expect("disconnect");
+    assert_eq!(json_ok(off, StatusCode::OK)["state"], "disabled");
+    let (_, death) = next_on(&mut host, NDEATH);
+    assert_eq!(bd_seq(&death), 0);
+    let on = server
+        .admin_in(
+            "domains:acme",
+            Method::POST,
+            &format!("/svc/upstreams/{}/connect", enc(&id)),
+        )
+        .send()
+        .expect("connect");
+    json_ok(on, StatusCode::OK);
+    let (_, birth) = next_on(&mut host, NBIRTH);
+    assert_eq!(bd_seq(&birth), 1);
+
+    // Killed: Mosquitto publishes the will, the NDEATH of that connection (QoS 1).
+    server.kill9();
+    let (msg, will) = next_on(&mut host, NDEATH);
+    assert_eq!((msg.qos, msg.retain), (1, false));
+    assert_eq!((will.seq, bd_seq(&will)), (None, 1));
+
+    // svc keeps bdSeq in memory: started again, it counts from 0 (NBIRTH and will agree).
+    server.restart();
+    let (_, birth) = next_on(&mut host, NBIRTH);
+    assert_eq!(bd_seq(&birth), 0);
+    assert_eq!(tag_metrics(&birth).len(), 3, "{birth:?}");
+    server.poll(Duration::from_secs(10), "the edge node is online", || {
+        let now = status(&server, &id);
+        (now["sparkplug"]["online"] == true).then_some(())
+    });
+}
+
+#[test]
+fn the_sparkplug_member_is_checked_field_by_field() {
+    let server = Server::start();
+    server.create_domain("acme");
+    add_namespace(&server, "acme/site1");
+    let body =
+        |sparkplug: Value| json!({"name": "scada", "host": "127.0.0.1", "sparkplug": sparkplug});
+    for (sparkplug, needle) in [
+        (
+            json!({"node": "n", "branch": "acme/site1"}),
+            "`sparkplug.group`",
+        ),
+        (
+            json!({"group": "a/b", "node": "n", "branch": "acme/site1"}),
+            "`sparkplug.group`",
+        ),
+        (
+            json!({"group": "g", "node": "#", "branch": "acme/site1"}),
+            "`sparkplug.node`",
+        ),
+        (
+            json!({"group": "g", "node": "n", "branch": "acme/elsewhere"}),
+            "`sparkplug.branch`",
+        ),
+    ] {
+        let resp = server
+            .admin_in("domains:acme", Method::POST, "/svc/upstreams")
+            .json(&body(sparkplug))
+            .send()
+            .expect("POST /svc/upstreams");
+        assert_error(resp, StatusCode::BAD_REQUEST, &[needle]);
+    }
+    let created = server.create_record(
+        "domains:acme",
+        "upstreams",
+        &json!({"name": "scada", "host": "127.0.0.1", "enabled": false,
+            "sparkplug": {"group": "g", "node": "n", "branch": "acme/site1/line1"}}),
+    );
+    assert_eq!(created["sparkplug"]["branch"], "acme/site1/line1");
+    let id = created["id"].as_str().expect("id");
+    let resp = server
+        .admin_in("domains:acme", Method::PUT, &rec_path(id))
+        .json(&json!({"sparkplug": false}))
+        .send()
+        .expect("PUT");
+    let updated = json_ok(resp, StatusCode::OK);
+    assert!(updated.get("sparkplug").is_none(), "{updated}");
+}
