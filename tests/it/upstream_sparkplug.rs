@@ -276,9 +276,15 @@ fn an_upstream_is_a_sparkplug_edge_node_born_with_its_tags_and_commanded_by_ncmd
 
 #[test]
 fn the_will_says_ndeath_when_svc_dies_and_bd_seq_counts_the_connections() {
+    for version in ["5", "3.1.1"] {
+        will_and_bd_seq(version);
+    }
+}
+
+fn will_and_bd_seq(version: &str) {
     let peer = PeerBroker::start("edge", "edge-pw-123");
     let (mut server, mut host) = plant(&peer);
-    let id = edge_upstream(&server, &peer, json!({}));
+    let id = edge_upstream(&server, &peer, json!({"mqtt_version": version}));
     let (_, birth) = next_on(&mut host, NBIRTH);
     assert_eq!(bd_seq(&birth), 0);
 
@@ -315,7 +321,7 @@ fn the_will_says_ndeath_when_svc_dies_and_bd_seq_counts_the_connections() {
     // svc keeps bdSeq in memory: started again, it counts from 0 (NBIRTH and will agree).
     server.restart();
     let (_, birth) = next_on(&mut host, NBIRTH);
-    assert_eq!(bd_seq(&birth), 0);
+    assert_eq!(bd_seq(&birth), 0, "MQTT {version}");
     assert_eq!(tag_metrics(&birth).len(), 3, "{birth:?}");
     server.poll(Duration::from_secs(10), "the edge node is online", || {
         let now = status(&server, &id);

@@ -131,7 +131,9 @@ fn ndata_goes_by_alias_with_the_next_sequence_number_and_wraps_at_256() {
     node.change("acme/site1/line1/temp", 10_002, b"23").unwrap();
     let data = decode(&node.data(10_003).expect("an NDATA"));
     assert_eq!(data.seq, Some(1));
-    let got: Vec<(Option<u64>, Option<&str>, Option<u32>, Option<u64>)> = data
+    // (alias, name, datatype, timestamp) of each metric.
+    type Seen<'a> = (Option<u64>, Option<&'a str>, Option<u32>, Option<u64>);
+    let got: Vec<Seen> = data
         .metrics
         .iter()
         .map(|m| (m.alias, m.name.as_deref(), m.datatype, m.timestamp))
