@@ -263,6 +263,7 @@ fn an_upstream_is_a_sparkplug_edge_node_born_with_its_tags_and_commanded_by_ncmd
     assert_eq!(now["sparkplug"]["writes"], 1, "{now}");
 
     // Deleted: the explicit NDEATH (QoS 1) of this connection's bdSeq, without seq.
+    std::thread::sleep(PAUSE);
     let resp = server
         .admin_in("domains:acme", Method::DELETE, &rec_path(&id))
         .send()
@@ -272,7 +273,17 @@ fn an_upstream_is_a_sparkplug_edge_node_born_with_its_tags_and_commanded_by_ncmd
     assert_eq!((msg.qos, msg.retain), (1, false));
     assert_eq!((death.seq, bd_seq(&death)), (None, 0));
     assert_eq!(death.metrics.len(), 1);
+    assert!(explicit(&death, &grown), "not the will: {death:?}");
 }
+
+/// Whether an NDEATH is the one svc publishes before disconnecting, made later than `birth`
+/// (the stop comes at least [`PAUSE`] after it), not the will, made at the CONNECT, before it.
+fn explicit(death: &Payload, birth: &Payload) -> bool {
+    death.timestamp > birth.timestamp
+}
+
+/// Between an NBIRTH and a stop, so the explicit NDEATH is younger than the NBIRTH.
+const PAUSE: Duration = Duration::from_millis(20);
 
 #[test]
 fn the_will_says_ndeath_when_svc_dies_and_bd_seq_counts_the_connections() {
@@ -289,6 +300,7 @@ fn will_and_bd_seq(version: &str) {
     assert_eq!(bd_seq(&birth), 0);
 
     // Disabled: an NDEATH of bdSeq 0; enabled again: the next connection is bdSeq 1.
+    std::thread::sleep(PAUSE);
     let off = server
         .admin_in(
             "domains:acme",
@@ -300,6 +312,7 @@ fn will_and_bd_seq(version: &str) {
     assert_eq!(json_ok(off, StatusCode::OK)["state"], "disabled");
     let (_, death) = next_on(&mut host, NDEATH);
     assert_eq!(bd_seq(&death), 0);
+    assert!(explicit(&death, &birth), "not the will: {death:?}");
     let on = server
         .admin_in(
             "domains:acme",
@@ -327,6 +340,13 @@ fn will_and_bd_seq(version: &str) {
         let now = status(&server, &id);
         (now["sparkplug"]["online"] == true).then_some(())
     });
+
+    // Stopped (SIGTERM): the node says NDEATH before it disconnects.
+    std::thread::sleep(PAUSE);
+    assert!(server.terminate().success());
+    let (_, death) = next_on(&mut host, NDEATH);
+    assert_eq!(bd_seq(&death), 0);
+    assert!(explicit(&death, &birth), "not the will: {death:?}");
 }
 
 #[test]
