@@ -9,8 +9,14 @@
 #   python3-venv, python3-pip  a venv under target/ holding schemathesis (pinned), which
 #                      tests/it/schemathesis.rs runs against the served OpenAPI document
 #   (PyPI, pinned) asyncua and pymodbus in target/peers-venv: the OPC UA and Modbus TCP
-#                      servers the connector tests start (tests/peers/)
-#   (npm, pinned) node-opcua-server in target/peers-node: the second OPC UA server
+#                      servers the connector tests start (tests/peers/); mqtt-spb-wrapper, a
+#                      Python Sparkplug B edge node independent of Eclipse Tahu, the second
+#                      edge node of the Sparkplug tests (tests/peers/sparkplug_edge.py)
+#   (npm, pinned) node-opcua-server in target/peers-node: the second OPC UA server;
+#                      sparkplug-client and sparkplug-payload (Eclipse Tahu's reference edge
+#                      node and payload codec) with mqtt 4.x, the one sparkplug-client runs on:
+#                      the Sparkplug edge node and the Sparkplug decoder of the tests
+#                      (tests/peers/sparkplug_edge.cjs, sparkplug_listen.cjs)
 #   postgresql         the PostgreSQL engine's tests start a private server of their own
 #                      (initdb in a temporary directory, as an unprivileged user)
 # Needs only the Rust toolchain; system packages come from apt (as root, or through sudo).
@@ -43,8 +49,9 @@ if [ "$("$venv/bin/schemathesis" --version 2>/dev/null | grep -o '[0-9][0-9.]*$'
   "$venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-# The connector tests' device peers: Python's asyncua and pymodbus, and npm's node-opcua.
-PEERS_PY="asyncua==2.1.0 pymodbus==3.16.1"
+# The connector tests' device peers: Python's asyncua and pymodbus, and npm's node-opcua; the
+# Sparkplug tests' edge nodes: Python's mqtt-spb-wrapper, and npm's sparkplug-client (Tahu).
+PEERS_PY="asyncua==2.1.0 pymodbus==3.16.1 mqtt-spb-wrapper==2.1.2"
 peers="${CARGO_TARGET_DIR:-target}/peers-venv"
 if [ "$(cat "$peers/.pinned" 2>/dev/null)" != "$PEERS_PY" ]; then
   /usr/bin/python3 -m venv "$peers"
@@ -52,7 +59,9 @@ if [ "$(cat "$peers/.pinned" 2>/dev/null)" != "$PEERS_PY" ]; then
   "$peers/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir $PEERS_PY
   echo "$PEERS_PY" >"$peers/.pinned"
 fi
-PEERS_NODE="node-opcua-server@2.186.4"
+# mqtt is pinned to the 4.x release that sparkplug-client 3.2.4 (mqtt ^4.2.8) resolves to, so
+# the Sparkplug peers and sparkplug-client share one copy.
+PEERS_NODE="node-opcua-server@2.186.4 sparkplug-client@3.2.4 sparkplug-payload@1.0.3 mqtt@4.3.8"
 peers_node="${CARGO_TARGET_DIR:-target}/peers-node"
 if [ "$(cat "$peers_node/.pinned" 2>/dev/null)" != "$PEERS_NODE" ]; then
   command -v npm >/dev/null 2>&1 || need_node=1
@@ -62,7 +71,8 @@ if [ "$(cat "$peers_node/.pinned" 2>/dev/null)" != "$PEERS_NODE" ]; then
     $SUDO apt-get install -y -qq nodejs npm
   fi
   mkdir -p "$peers_node"
-  (cd "$peers_node" && npm install --silent --no-audit --no-fund "$PEERS_NODE")
+  # shellcheck disable=SC2086
+  (cd "$peers_node" && npm install --silent --no-audit --no-fund $PEERS_NODE)
   echo "$PEERS_NODE" >"$peers_node/.pinned"
 fi
 

@@ -4,6 +4,7 @@
 
 import { call } from "../api.js";
 import { stream } from "../sse.js";
+import { sparkplugFolders } from "./tag/sparkplug_nodes.js";
 
 export const title = "Live tags";
 
@@ -29,6 +30,8 @@ export function render(main) {
   /** topic → {value, at}; folders are derived from the topics. */
   const tags = new Map();
   const collapsed = new Set();
+  /** Folders of Sparkplug nodes and devices → their state (see tag/sparkplug_nodes.js). */
+  let sparkplug = new Map();
   let needle = "";
   let rows = [];
   let structureChanged = true;
@@ -99,6 +102,14 @@ export function render(main) {
       div.dataset.folder = row.folder;
       div.tabIndex = 0;
       div.textContent = `${open ? "▾" : "▸"} ${row.label}`;
+      const state = sparkplug.get(row.folder);
+      if (state) {
+        const badge = document.createElement("span");
+        badge.className = `sparkplug ${state.online ? "online" : "offline"}`;
+        badge.textContent = state.text;
+        badge.title = state.title;
+        div.append(badge);
+      }
       return div;
     }
     const tag = tags.get(row.topic);
@@ -176,7 +187,12 @@ export function render(main) {
     },
   );
   const timer = setInterval(schedule, 1000);
+  const nodes = sparkplugFolders((folders) => {
+    sparkplug = folders;
+    schedule();
+  });
   return () => {
+    nodes.stop();
     abort.abort();
     clearInterval(timer);
     cancelAnimationFrame(frame);

@@ -328,8 +328,13 @@ impl Broker {
                 ..Default::default()
             })
         });
-        self.publish_with(origin, topic, payload, qos, retain, properties)
-            .await
+        let message = Inside {
+            topic,
+            payload,
+            qos,
+            retain,
+        };
+        self.publish_with(origin, None, message, properties).await
     }
 
     /// Publishes the answer to an MQTT 5 request on its response topic, with the request's
@@ -339,36 +344,61 @@ impl Broker {
             correlation_data: response.correlation.clone(),
             ..Default::default()
         });
-        self.publish_with(None, &response.topic, payload, 1, false, Some(properties))
+        let message = Inside {
+            topic: &response.topic,
+            payload,
+            qos: 1,
+            retain: false,
+        };
+        self.publish_with(None, None, message, Some(properties))
             .await
     }
 
     async fn publish_with(
         &self,
         origin: Option<Arc<str>>,
-        topic: &str,
-        payload: Bytes,
-        qos: u8,
-        retain: bool,
+        publisher: Option<Arc<Principal>>,
+        message: Inside<'_>,
         properties: Option<Box<rmqtt_codec::v5::PublishProperties>>,
     ) -> Result<()> {
         let publication = inside(
-            topic,
-            payload,
-            qos,
-            retain,
+            message.topic,
+            message.payload,
+            message.qos,
+            message.retain,
             properties,
             crate::time::now_ms(),
         );
         self.hub
             .policy
-            .on_message(publication.message(origin, None))
+            .on_message(publication.message(origin, publisher))
             .await
             .map_err(|e| anyhow::anyhow!("the message was not stored: {e}"))?;
         self.hub
             .deliver_all(&[publication], Vec::new())
             .await
             .map_err(|e| anyhow::anyhow!("cannot deliver the message: {e}"))
+    }
+
+    /// [`Broker::publish_from`] on behalf of `publisher`: the policy sees the message as that
+    /// principal's (a topic nobody owns registers in its domain), though no client sent it.
+    pub async fn publish_as(
+        &self,
+        origin: Arc<str>,
+        publisher: Arc<Principal>,
+        topic: &str,
+        payload: Bytes,
+        qos: u8,
+        retain: bool,
+    ) -> Result<()> {
+        let message = Inside {
+            topic,
+            payload,
+            qos,
+            retain,
+        };
+        self.publish_with(Some(origin), Some(publisher), message, None)
+            .await
     }
 
     /// Publishes several messages from the in-process writer `origin` at once (a connector's
@@ -457,6 +487,14 @@ impl Broker {
 }
 
 /// A publication from inside the process (no client sent it).
+/// A message published from inside the process.
+struct Inside<'a> {
+    topic: &'a str,
+    payload: Bytes,
+    qos: u8,
+    retain: bool,
+}
+
 fn inside(
     topic: &str,
     payload: Bytes,

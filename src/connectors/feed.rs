@@ -8,6 +8,7 @@
 
 use super::kind::{Reading, Sink};
 use super::point::Point;
+use crate::historian::payload::TagMessage;
 use crate::store::Quality;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -48,22 +49,6 @@ pub struct PointStatus {
     /// `good`, `uncertain`, `bad`; `null` before the first value.
     pub quality: Option<&'static str>,
     pub error: Option<String>,
-}
-
-/// A tag's message: `{"value", "timestamp", "quality"}`, written straight from the reading.
-#[derive(Serialize)]
-struct TagValue<'a> {
-    value: &'a Value,
-    timestamp: String,
-    quality: QualityMember,
-}
-
-/// The device's status code, or the quality's name when the device gave none.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum QualityMember {
-    Code(u32),
-    Label(&'static str),
 }
 
 pub struct Feed {
@@ -131,17 +116,9 @@ impl Feed {
     }
 
     fn send(&self, point: &Point, value: Value, at_ms: i64, quality: Quality) {
-        let payload = TagValue {
-            value: &value,
-            timestamp: crate::historian::format_ms(at_ms),
-            quality: match quality.status() {
-                Some(code) => QualityMember::Code(code),
-                None => QualityMember::Label(quality.label()),
-            },
-        };
-        let bytes = serde_json::to_vec(&payload).unwrap_or_default();
+        let bytes = TagMessage::new(&value, at_ms, quality).to_bytes();
         // A closed channel means the connector is stopping: nothing to publish to.
-        let _ = self.out.send((point.tag.clone(), Bytes::from(bytes)));
+        let _ = self.out.send((point.tag.clone(), bytes));
     }
 }
 

@@ -9,6 +9,41 @@
 use crate::store::Quality;
 use serde_json::Value;
 
+/// The message of a tag value that svc publishes itself (a connector's reading, a Sparkplug
+/// metric): `{"value", "timestamp", "quality"}`, written straight from its parts, the shape
+/// [`point_from_payload`] reads without building a map.
+#[derive(serde::Serialize)]
+pub struct TagMessage<'a> {
+    value: &'a Value,
+    timestamp: String,
+    quality: QualityMember,
+}
+
+/// A status code, or the quality's name when it has none beyond its severity.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum QualityMember {
+    Code(u32),
+    Label(&'static str),
+}
+
+impl<'a> TagMessage<'a> {
+    pub fn new(value: &'a Value, ts_ms: i64, quality: Quality) -> TagMessage<'a> {
+        TagMessage {
+            value,
+            timestamp: crate::historian::format_ms(ts_ms),
+            quality: match quality.status() {
+                Some(code) => QualityMember::Code(code),
+                None => QualityMember::Label(quality.label()),
+            },
+        }
+    }
+
+    pub fn to_bytes(&self) -> bytes::Bytes {
+        bytes::Bytes::from(serde_json::to_vec(self).unwrap_or_default())
+    }
+}
+
 /// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in epoch milliseconds.
 const MIN_MS: i64 = -62_135_596_800_000;
 const MAX_MS: i64 = 253_402_300_799_999;

@@ -50,6 +50,8 @@ pub struct Shared {
     pub upstreams: Arc<crate::upstream::supervisor::Supervisor>,
     /// The devices (OPC UA, Modbus) read into tags and written back.
     pub connectors: Arc<crate::connectors::supervisor::Supervisor>,
+    /// The Sparkplug host: edge nodes' metrics as tags.
+    pub sparkplug: services::sparkplug::Sparkplug,
     /// REST record writes, committed in groups (see [`services::record_writer::RecordWriter`]).
     pub records: services::record_writer::RecordWriter,
     /// Recent requests for `GET /svc/logs`.
@@ -207,6 +209,7 @@ async fn serve(settings: Settings) -> Result<()> {
         )
         .context("cannot start the upstreams")?,
         connectors,
+        sparkplug: services::sparkplug::Sparkplug::default(),
         records: services::record_writer::RecordWriter::start(store.clone())
             .context("cannot start the record writer")?,
     }));
@@ -229,6 +232,7 @@ async fn serve(settings: Settings) -> Result<()> {
             e.message
         )
     })?;
+    services::sparkplug::Sparkplug::start(&state);
     // Once what the other instances' notices act on (the broker, the deployments) is up.
     services::peers::listen(&state).await;
     start_upstreams(&state).await?;
@@ -245,6 +249,7 @@ async fn serve(settings: Settings) -> Result<()> {
     http::listener::serve(http, routes::router(state.clone()), async move {
         shutdown_signal().await;
         tracing::info!("shutting down");
+        services::sparkplug::withdraw_all(&stopping).await;
         if let Some(broker) = stopping.broker.get() {
             broker.shutdown().await;
         }
@@ -335,6 +340,9 @@ async fn start_upstreams(state: &AppState) -> Result<()> {
     for domain in domains {
         state.upstreams.reload_domain(&domain.name).await;
         state.connectors.reload_domain(&domain.name).await;
+        if let Err(e) = services::sparkplug::reload_domain(state, &domain.name).await {
+            tracing::warn!(domain = domain.name, error = %e.message, "cannot start the domain's Sparkplug hosts");
+        }
     }
     Ok(())
 }

@@ -114,6 +114,8 @@ pub struct NodeSession {
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeStatus {
     pub host: String,
+    /// The tree folder of the node's tags, when the host's template gives it one.
+    pub folder: Option<String>,
     pub group: String,
     pub node: String,
     pub online: bool,
@@ -132,6 +134,7 @@ pub struct NodeStatus {
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceStatus {
     pub device: String,
+    pub folder: Option<String>,
     pub online: bool,
     pub last_birth: Option<String>,
     pub metrics: usize,
@@ -291,11 +294,12 @@ impl NodeSession {
         }
     }
 
-    /// The node's status, named by its host and group.
-    pub fn status(&self, host: &str, group: &str, node: &str) -> NodeStatus {
+    /// The node's status under `host`.
+    pub fn status(&self, host: &HostConfig, group: &str, node: &str) -> NodeStatus {
         let time = |ms: Option<i64>| ms.map(crate::historian::format_ms);
         NodeStatus {
-            host: host.to_string(),
+            host: host.name.clone(),
+            folder: host.folder(group, node, None),
             group: group.to_string(),
             node: node.to_string(),
             online: self.online,
@@ -312,6 +316,7 @@ impl NodeSession {
                 .iter()
                 .map(|(name, d)| DeviceStatus {
                     device: name.clone(),
+                    folder: host.folder(group, node, Some(name)),
                     online: d.online,
                     last_birth: time(d.birth_ms),
                     metrics: d.metrics.defs.len(),

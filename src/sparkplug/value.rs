@@ -303,7 +303,7 @@ fn array_json(datatype: DataType, bytes: &[u8]) -> Result<Value, String> {
         }
         t => {
             let width = element_width(t);
-            if bytes.len() % width != 0 {
+            if !bytes.len().is_multiple_of(width) {
                 return Err(malformed());
             }
             Ok(Value::Array(

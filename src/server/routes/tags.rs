@@ -109,18 +109,13 @@ async fn write(
             request.topic, caller.domain
         )));
     }
-    // A tag a connector reads is written to its device; the answer waits for the device.
+    // A tag a connector reads is written to its device (the answer waits for the device); a
+    // Sparkplug metric's becomes a command to its edge node.
     if let Some(domain) = state.uns.tags.domain_of(&request.topic) {
-        if let Some(result) = state
-            .connectors
-            .write(&domain, &request.topic, request.value.clone())
-            .await
-        {
-            return result.map(|()| Json(Success::yes())).map_err(|e| {
-                let status = StatusCode::from_u16(device_links::write_status(&e))
-                    .unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-                ApiError::new(status, e.to_string())
-            });
+        let written =
+            device_links::write_to_source(&state, &domain, &request.topic, request.value.clone());
+        if let Some(result) = written.await {
+            return result.map(|()| Json(Success::yes()));
         }
     }
     let payload = serde_json::to_vec(&request.value)

@@ -7,7 +7,10 @@
 use crate::broker::{Broker, Message};
 use crate::connectors::feed::Uns;
 use crate::connectors::kind::WriteError;
+use crate::server::error::{ApiError, ApiResult};
+use crate::server::services::sparkplug;
 use crate::server::AppState;
+use axum::http::StatusCode;
 use bytes::Bytes;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
@@ -40,10 +43,44 @@ pub fn write_status(error: &WriteError) -> u16 {
     }
 }
 
+/// Writes `value` to where tag `tag` of `domain` comes from, when it comes from a device (a
+/// connector's point, a Sparkplug metric) and answers once the device took it (a connector)
+/// or the command is sent (Sparkplug); `None` for any other tag. The error's status is 400,
+/// 422 or 503.
+pub async fn write_to_source(
+    state: &AppState,
+    domain: &str,
+    tag: &str,
+    value: Value,
+) -> Option<ApiResult<()>> {
+    if let Some(result) = state.connectors.write(domain, tag, value.clone()).await {
+        return Some(result.map_err(|e| {
+            let status =
+                StatusCode::from_u16(write_status(&e)).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            ApiError::new(status, e.to_string())
+        }));
+    }
+    sparkplug::write(state, domain, tag, &value).await
+}
+
+/// The (domain, tag) a publish on `topic` writes to: a connector point's write topic, or
+/// `<tag>/set` of a Sparkplug metric's tag.
+fn write_target(state: &AppState, topic: &str) -> Option<(String, String)> {
+    if let Some(target) = state.connectors.write_topic(topic) {
+        return Some(target);
+    }
+    if !topic.ends_with("/set") {
+        return None;
+    }
+    let domain = state.uns.tags.domain_of(topic)?;
+    let tag = state.sparkplug.write_topic(&domain, topic)?;
+    Some((domain.to_string(), tag))
+}
+
 /// Carries a publish on a write topic to the device, in the background (the publisher's
 /// acknowledgement does not wait for the device); `false` when `message` is on no write topic.
 pub fn write_from_mqtt(state: &AppState, message: &Message) -> bool {
-    let Some((domain, tag)) = state.connectors.write_topic(&message.topic) else {
+    let Some((domain, tag)) = write_target(state, &message.topic) else {
         return false;
     };
     let value = match crate::historian::payload::decode_payload(&message.payload) {
@@ -55,14 +92,16 @@ pub fn write_from_mqtt(state: &AppState, message: &Message) -> bool {
     let state = state.clone();
     let response = message.response.clone();
     tokio::spawn(async move {
-        let result = state.connectors.write(&domain, &tag, value).await;
+        let result = write_to_source(&state, &domain, &tag, value).await;
         let answer = match &result {
             Some(Ok(())) => json!({"ok": true}),
-            Some(Err(e)) => json!({"ok": false, "status": write_status(e), "error": e.to_string()}),
+            Some(Err(e)) => {
+                json!({"ok": false, "status": e.status.as_u16(), "error": e.message})
+            }
             None => return,
         };
         if let Some(Err(e)) = &result {
-            tracing::info!(domain, tag, error = %e, "a device write from MQTT failed");
+            tracing::info!(domain, tag, error = %e.message, "a device write from MQTT failed");
         }
         let (Some(response), Some(broker)) = (response, state.broker.get()) else {
             return;

@@ -19,6 +19,7 @@ pub(crate) mod mqtt_policy;
 pub(crate) mod namespace_index;
 pub(crate) mod peers;
 pub(crate) mod record_writer;
+pub(crate) mod sparkplug;
 pub(crate) mod system_tables;
 pub(crate) mod tag_registration;
 pub(crate) mod tag_registry;

@@ -40,6 +40,10 @@ impl PlatformPolicy {
         if who.admin {
             return true;
         }
+        // The Sparkplug-aware broker's copy of a BIRTH is the BIRTH's owner's.
+        let topic = topic
+            .strip_prefix(crate::sparkplug::CERTIFICATES)
+            .unwrap_or(topic);
         let owner = self.state.uns.tags.domain_of(topic);
         let domain = match (owner.as_deref(), who.domain.as_deref()) {
             (Some(owner), _) => owner,
@@ -201,6 +205,12 @@ impl Policy for PlatformPolicy {
             .collect();
         self.state.upstreams.carry_out(&outbound).await?;
         drop(outbound);
+        for message in &messages {
+            if message.topic.starts_with(crate::sparkplug::NAMESPACE) {
+                let domain = self.state.uns.tags.domain_of(&message.topic);
+                self.state.sparkplug.offer(domain.as_deref(), message).await;
+            }
+        }
         for (message, owner) in messages.into_iter().zip(owners) {
             self.state.uns.last_values.set(
                 &message.topic,

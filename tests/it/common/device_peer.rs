@@ -10,14 +10,15 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// The target dir scripts/test.sh installs the peers into.
-fn target_dir() -> PathBuf {
+/// The target dir scripts/test.sh installs the peers into (the Sparkplug peers too).
+pub(super) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
 }
 
-fn script(name: &str) -> String {
+/// The path of a peer script of `tests/peers/`.
+pub(super) fn script(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/peers")
         .join(name)

@@ -14,6 +14,7 @@ mod postgres;
 mod raw_clients;
 mod raw_mqtt;
 mod slow_link;
+mod sparkplug_peer;
 pub use conformance::*;
 pub use device_peer::*;
 pub use mosquitto::*;
@@ -24,6 +25,7 @@ pub use postgres::*;
 pub use raw_clients::*;
 pub use raw_mqtt::*;
 pub use slow_link::*;
+pub use sparkplug_peer::*;
 
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::CONTENT_TYPE;

@@ -11,9 +11,9 @@ mod process;
 use crate::flows::graph::{Flow, NodeKind};
 use crate::functions::{FunctionDef, Trigger, PROCESSES};
 use crate::historian::decode_payload;
-use crate::ids::{TableRef, ADMIN_DOMAIN};
-use crate::server::error::{ApiError, ApiResult};
-use crate::server::services::system_tables::FLOWS;
+use crate::ids::ADMIN_DOMAIN;
+use crate::server::error::ApiResult;
+use crate::server::services::system_tables::{records_of, FLOWS};
 use crate::server::services::tag_registry::TagOwner;
 use crate::server::AppState;
 use crate::store::{RunOwner, Store};
@@ -302,17 +302,6 @@ impl Automation {
             );
         }
     }
-}
-
-/// Every record of a domain's system table (none when it was never written).
-async fn records_of(state: &AppState, domain: &str, table: &str) -> ApiResult<Vec<Value>> {
-    let table = TableRef::new(domain, table).map_err(ApiError::bad_request)?;
-    let query = crate::query::parse(&[("limit".into(), crate::query::MAX_LIMIT.to_string())])
-        .map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(state
-        .store
-        .run(move |s| s.list_records(&table, &query))
-        .await?)
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {

@@ -4,14 +4,13 @@
 //! `password_set`); a write creates the points' missing tags with their `historize`, `unit`
 //! and compression, then restarts the domain's changed connectors.
 
-use super::{
-    keep_stored_on_null, require_own_namespaces, take_password_secret, SystemTable, TAGS_TABLE,
-};
+use super::tags::declare_missing;
+use super::{keep_stored_on_null, require_own_namespaces, take_password_secret, SystemTable};
 use crate::connectors::{config, FEATURE};
 use crate::ids::TableRef;
-use crate::server::error::{ApiError, ApiResult};
+use crate::server::error::ApiResult;
 use crate::server::AppState;
-use crate::store::{RecordWrite, StoreError, CONNECTORS, TAGS};
+use crate::store::CONNECTORS;
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
@@ -106,52 +105,21 @@ impl SystemTable for ConnectorsTable {
         let Some(points) = record.get("points").and_then(Value::as_array) else {
             return Ok(());
         };
-        let table = TableRef::new(domain, TAGS).map_err(ApiError::internal)?;
-        let mut writes = Vec::new();
-        for point in points {
-            let Some(tag) = point.get("tag").and_then(Value::as_str) else {
-                continue;
-            };
-            if state.uns.tags.is_owner(tag, domain) {
-                continue;
-            }
-            let mut fields = Map::new();
-            fields.insert("path".into(), json!(tag));
-            for member in ["historize", "unit", "compression", "description"] {
-                if let Some(value) = point.get(member).filter(|v| !v.is_null()) {
-                    fields.insert(member.into(), value.clone());
+        let tags = points
+            .iter()
+            .filter_map(|point| {
+                let tag = point.get("tag").and_then(Value::as_str)?;
+                let mut fields = Map::new();
+                fields.insert("path".into(), json!(tag));
+                for member in ["historize", "unit", "compression", "description"] {
+                    if let Some(value) = point.get(member).filter(|v| !v.is_null()) {
+                        fields.insert(member.into(), value.clone());
+                    }
                 }
-            }
-            TAGS_TABLE
-                .prepare_create(&mut fields, "", domain, "")
-                .map_err(ApiError::bad_request)?;
-            writes.push(RecordWrite::Insert {
-                table: table.clone(),
-                key: crate::ids::new_key(),
-                fields,
-            });
-        }
-        if writes.is_empty() {
-            return Ok(());
-        }
-        let owner = domain.to_string();
-        let results = state
-            .store
-            .run(move |s| {
-                TAGS_TABLE.ensure_collection(s, &owner)?;
-                Ok(s.write_records(writes))
+                Some(fields)
             })
-            .await?;
-        for result in results {
-            match result {
-                // Another write declared it meanwhile: the tag is there.
-                Ok(_) | Err(StoreError::Conflict(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        TAGS_TABLE.reload(state, domain).await?;
-        state.peers.changed(domain, TAGS_TABLE).await;
-        Ok(())
+            .collect();
+        declare_missing(state, domain, tags).await
     }
 
     async fn reload(&self, state: &AppState, domain: &str) -> ApiResult<()> {

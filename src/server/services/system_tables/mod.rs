@@ -1,6 +1,6 @@
 //! The built-in tables that live among a domain's records and are written through the generic
 //! record routes: `tags`, `namespaces`, `upstreams`, `processes` (functions), `flows` and
-//! `connectors`. Each
+//! `connectors` and `sparkplug`. Each
 //! is one implementation of [`SystemTable`] in a file of its own: its permission feature, the
 //! schema svc creates on first use, the rules checked on every write, and the derived state
 //! (tag registry, bridges, deployed functions and flows) refreshed after every write. A new
@@ -10,7 +10,8 @@ mod connectors;
 mod flows;
 mod namespaces;
 mod processes;
-mod tags;
+mod sparkplug;
+pub mod tags;
 mod upstreams;
 
 pub use flows::FLOWS;
@@ -30,15 +31,17 @@ pub const UPSTREAMS_TABLE: &dyn SystemTable = &upstreams::UpstreamsTable;
 pub const PROCESSES_TABLE: &dyn SystemTable = &processes::ProcessesTable;
 pub const FLOWS_TABLE: &dyn SystemTable = &flows::FlowsTable;
 pub const CONNECTORS_TABLE: &dyn SystemTable = &connectors::ConnectorsTable;
+pub const SPARKPLUG_TABLE: &dyn SystemTable = &sparkplug::SparkplugTable;
 
 /// Every system table, in the order peers reload them.
-pub const ALL: [&dyn SystemTable; 6] = [
+pub const ALL: [&dyn SystemTable; 7] = [
     TAGS_TABLE,
     NAMESPACES_TABLE,
     UPSTREAMS_TABLE,
     PROCESSES_TABLE,
     FLOWS_TABLE,
     CONNECTORS_TABLE,
+    SPARKPLUG_TABLE,
 ];
 
 /// The system table `table` is, if it is one.
@@ -270,6 +273,17 @@ pub async fn record_by_name(
         .run(move |s| s.record_by_field(&table_ref, "name", &Value::String(name)))
         .await?;
     Ok(found)
+}
+
+/// Every record of a domain's system table (none when it was never written).
+pub async fn records_of(state: &AppState, domain: &str, table: &str) -> ApiResult<Vec<Value>> {
+    let table = TableRef::new(domain, table).map_err(ApiError::bad_request)?;
+    let query = crate::query::parse(&[("limit".into(), crate::query::MAX_LIMIT.to_string())])
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(state
+        .store
+        .run(move |s| s.list_records(&table, &query))
+        .await?)
 }
 
 /// The key of a stored record (the part of its `id` after the table).

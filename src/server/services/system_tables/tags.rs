@@ -5,10 +5,11 @@
 use super::SystemTable;
 use crate::duration::parse_duration;
 use crate::historian::compression::Compression;
+use crate::ids::TableRef;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::historize;
 use crate::server::AppState;
-use crate::store::TAGS;
+use crate::store::{RecordWrite, StoreError, TAGS};
 use crate::topic::validate_topic_name;
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
@@ -90,6 +91,60 @@ impl SystemTable for TagsTable {
         historize::prune(state).await;
         Ok(())
     }
+}
+
+/// Creates, in one transaction, the tags of `domain` among `tags` (each a tag record's fields:
+/// `path` and what else it sets) that the domain does not own yet, then reloads the registry
+/// here and on the other instances. What brings tags of its own (a connector's points, a
+/// Sparkplug BIRTH's metrics) declares them this way; thousands at once are one write.
+/// A path another domain owns is skipped, as is one declared meanwhile by another write.
+pub async fn declare_missing(
+    state: &AppState,
+    domain: &str,
+    tags: Vec<Map<String, Value>>,
+) -> ApiResult<()> {
+    let table = TableRef::new(domain, TAGS).map_err(ApiError::internal)?;
+    let mut writes = Vec::new();
+    for mut fields in tags {
+        let Some(path) = fields.get("path").and_then(Value::as_str) else {
+            continue;
+        };
+        if state.uns.tags.is_owner(path, domain)
+            || state.uns.tags.may_declare(domain, path).is_err()
+        {
+            continue;
+        }
+        TagsTable
+            .prepare_create(&mut fields, "", domain, "")
+            .map_err(ApiError::bad_request)?;
+        writes.push(RecordWrite::Insert {
+            table: table.clone(),
+            key: crate::ids::new_key(),
+            fields,
+        });
+    }
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let owner = domain.to_string();
+    let results = state
+        .store
+        .run(move |s| {
+            let tags: &dyn SystemTable = &TagsTable;
+            tags.ensure_collection(s, &owner)?;
+            Ok(s.write_records(writes))
+        })
+        .await?;
+    for result in results {
+        match result {
+            // Another write declared it meanwhile: the tag is there.
+            Ok(_) | Err(StoreError::Conflict(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    TagsTable.reload(state, domain).await?;
+    state.peers.changed(domain, &TagsTable).await;
+    Ok(())
 }
 
 /// Rules of a tag record beyond its schema: the path is a topic name; historize defaults off;
