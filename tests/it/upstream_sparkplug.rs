@@ -4,7 +4,9 @@
 //! NDATA by alias; an NCMD rebirth brings a new NBIRTH and an NCMD write reaches the local tag;
 //! a new tag brings a rebirth; the bindings of the same upstream keep working; a deleted or
 //! disabled upstream says NDEATH, a killed svc's will does, and bdSeq counts the connections.
-//! Payloads are decoded with srad-types (Tahu's `sparkplug_b.proto` through prost).
+//! Payloads are decoded with srad-types (Tahu's `sparkplug_b.proto` through prost) and, as an
+//! independent implementation, by npm's sparkplug-payload (Tahu's JavaScript codec, the
+//! `sparkplug_listen.cjs` peer), which also encodes an NCMD.
 
 use crate::common::*;
 use reqwest::{Method, StatusCode};
@@ -129,11 +131,28 @@ fn ncmd(metric: Metric) -> Vec<u8> {
     .encode_to_vec()
 }
 
+/// What Tahu's decoder (the listener peer) made of the first message on `topic`: no error
+/// from sparkplug-payload's own decoder either.
+fn tahu(listener: &SparkplugPeer, topic: &str) -> Value {
+    let found = listener.wait_event(|line| line["topic"] == topic, Duration::from_secs(10));
+    assert!(found.get("lib_error").is_none(), "{found}");
+    found
+}
+
+/// The metric named `name` of a decoded payload.
+fn tahu_metric<'v>(message: &'v Value, name: &str) -> &'v Value {
+    message["payload"]["metrics"]
+        .as_array()
+        .and_then(|metrics| metrics.iter().find(|m| m["name"] == name))
+        .unwrap_or_else(|| panic!("no metric `{name}` in {message}"))
+}
+
 #[test]
 fn an_upstream_is_a_sparkplug_edge_node_born_with_its_tags_and_commanded_by_ncmd() {
     let peer = PeerBroker::start("edge", "edge-pw-123");
     let (server, mut host) = plant(&peer);
     assert_eq!(host.subscribe("cloud/#", 1), Some(1));
+    let listener = SparkplugPeer::listener(peer.port, "edge", "edge-pw-123", "spBv1.0/#");
     let id = edge_upstream(
         &server,
         &peer,
@@ -182,6 +201,34 @@ fn an_upstream_is_a_sparkplug_edge_node_born_with_its_tags_and_commanded_by_ncmd
         ))
     );
     assert!(temp.timestamp.is_some_and(|ts| ts > 1_600_000_000_000));
+    let birth = tahu(&listener, NBIRTH);
+    assert_eq!(birth["payload"]["seq"], 0, "{birth}");
+    let bd = tahu_metric(&birth, "bdSeq");
+    assert_eq!((&bd["type"], &bd["value"]), (&json!("Int64"), &json!("0")));
+    let rebirth = tahu_metric(&birth, "Node Control/Rebirth");
+    assert_eq!(
+        (&rebirth["type"], &rebirth["value"]),
+        (&json!("Boolean"), &json!(false))
+    );
+    let temp = tahu_metric(&birth, "line1/temp");
+    assert_eq!(
+        (&temp["alias"], &temp["type"], &temp["value"]),
+        (&json!(2), &json!("Double"), &json!(21.5))
+    );
+    assert_eq!(
+        temp["properties"],
+        json!({"engUnit": {"type": "String", "value": "°C"}})
+    );
+    let count = tahu_metric(&birth, "line1/count");
+    assert_eq!(
+        (&count["alias"], &count["type"], &count["value"]),
+        (&json!(1), &json!("Int64"), &json!("42"))
+    );
+    let mode = tahu_metric(&birth, "mode");
+    assert_eq!(
+        (&mode["alias"], &mode["type"], &mode["value"]),
+        (&json!(3), &json!("String"), &json!("auto"))
+    );
     let connected = status(&server, &id);
     assert_eq!(connected["state"], "connected", "{connected}");
     assert_eq!(connected["sparkplug"]["online"], true, "{connected}");
@@ -212,13 +259,21 @@ fn an_upstream_is_a_sparkplug_edge_node_born_with_its_tags_and_commanded_by_ncmd
     let changed = &data.metrics[0];
     assert_eq!((changed.alias, changed.name.as_deref()), (Some(2), None));
     assert_eq!(changed.value, Some(metric::Value::DoubleValue(22.5)));
+    let data = tahu(&listener, NDATA);
+    assert_eq!(data["payload"]["seq"], 1, "{data}");
+    let metrics = data["payload"]["metrics"].as_array().expect("metrics");
+    assert_eq!(metrics.len(), 1, "{data}");
+    assert_eq!(metrics[0]["alias"], 2, "{data}");
+    assert!(metrics[0].get("name").is_none(), "by alias only: {data}");
+    assert_eq!(metrics[0]["raw"], json!({"double_value": 22.5}), "{data}");
 
-    // An NCMD rebirth: a new NBIRTH, seq 0 again, the same bdSeq, the latest values.
-    let mut ask = Metric::new();
-    ask.set_name("Node Control/Rebirth".into())
-        .set_datatype(DataType::Boolean)
-        .set_value(metric::Value::BooleanValue(true));
-    host.publish(NCMD, ncmd(ask), 1, false);
+    // An NCMD rebirth (encoded by Tahu's codec): a new NBIRTH, seq 0 again, the same bdSeq,
+    // the latest values.
+    listener.send(
+        json!({"cmd": "publish", "topic": NCMD, "qos": 0, "payload_json": {
+        "timestamp": 1_767_225_600_000u64,
+        "metrics": [{"name": "Node Control/Rebirth", "type": "Boolean", "value": true}]}}),
+    );
     let (_, reborn) = next_on(&mut host, NBIRTH);
     assert_eq!((reborn.seq, bd_seq(&reborn)), (Some(0), 0));
     assert_eq!(
@@ -274,6 +329,30 @@ fn an_upstream_is_a_sparkplug_edge_node_born_with_its_tags_and_commanded_by_ncmd
     assert_eq!((death.seq, bd_seq(&death)), (None, 0));
     assert_eq!(death.metrics.len(), 1);
     assert!(explicit(&death, &grown), "not the will: {death:?}");
+    let death = tahu(&listener, NDEATH);
+    assert_eq!(
+        (death["qos"].clone(), death["retain"].clone()),
+        (json!(1), json!(false))
+    );
+    assert!(death["payload"].get("seq").is_none(), "{death}");
+    let bd = tahu_metric(&death, "bdSeq");
+    assert_eq!((&bd["type"], &bd["value"]), (&json!("Int64"), &json!("0")));
+    // Every message read by sparkplug-payload's own decoder as well: three NBIRTHs, two
+    // NDATA, the NDEATH (and the NCMD the listener sent).
+    let events = listener.events();
+    let messages: Vec<&Value> = events.iter().filter(|l| l.get("topic").is_some()).collect();
+    assert!(
+        messages.iter().all(|m| m.get("lib_error").is_none()),
+        "{}",
+        listener.output()
+    );
+    let count = |topic: &str| messages.iter().filter(|m| m["topic"] == topic).count();
+    assert_eq!(
+        [count(NBIRTH), count(NDATA), count(NDEATH)],
+        [3, 2, 1],
+        "{}",
+        listener.output()
+    );
 }
 
 /// Whether an NDEATH is the one svc publishes before disconnecting, made later than `birth`
@@ -396,4 +475,87 @@ fn the_sparkplug_member_is_checked_field_by_field() {
         .expect("PUT");
     let updated = json_ok(resp, StatusCode::OK);
     assert!(updated.get("sparkplug").is_none(), "{updated}");
+}
+
+/// One svc consumes another as a Sparkplug source: the edge svc's upstream is the plant svc,
+/// whose Sparkplug host makes the edge node's metrics tags (values, units), follows their
+/// changes, and writes one back as an NCMD that reaches the edge's tag.
+#[test]
+fn another_svc_consumes_svc_as_a_sparkplug_source_and_writes_back() {
+    let plant = Server::start();
+    plant.create_domain("corp");
+    for (name, path) in [("plant", "corp/plant"), ("sparkplug", "spBv1.0/Plant")] {
+        plant.create_record(
+            "domains:corp",
+            "namespaces",
+            &json!({"name": name, "path": path}),
+        );
+    }
+    plant.create_record(
+        "domains:corp",
+        "sparkplug",
+        &json!({"name": "site", "namespace": "corp/plant/sp", "groups": ["Plant"]}),
+    );
+    plant.user_with_grants("domains:corp", "edge", &[("tags", "read-write", "*")]);
+    let edge = Server::start();
+    edge.create_domain("acme");
+    add_namespace(&edge, "acme/site1");
+    edge.create_record(
+        "domains:acme",
+        "tags",
+        &json!({"path": "acme/site1/line1/temp", "historize": false, "unit": "°C"}),
+    );
+    edge.create_tag("domains:acme", "acme/site1/mode", false);
+    let mut device = edge.mqtt_admin(Proto::V5, Via::Tcp, "device");
+    device.publish("acme/site1/line1/temp", "21.5", 1, false);
+    device.publish("acme/site1/mode", "\"auto\"", 1, false);
+    edge.create_record(
+        "domains:acme",
+        "upstreams",
+        &json!({"name": "plant", "host": "127.0.0.1", "port": plant.listener_port("mqtt"),
+            "username": "edge", "password": "edge-pw-123",
+            "sparkplug": {"group": "Plant", "node": "svc1", "branch": "acme/site1"}}),
+    );
+
+    let value_on_plant = |tag: &str, expected: Value| {
+        plant.poll(Duration::from_secs(15), tag, || {
+            let values = plant.get_json("domains:corp", "/svc/tag/values");
+            let found = values
+                .as_array()?
+                .iter()
+                .find(|v| v["topic"] == tag)?
+                .clone();
+            (found["value"] == expected).then_some(())
+        })
+    };
+    let temp = "corp/plant/sp/Plant/svc1/line1/temp";
+    value_on_plant(temp, json!(21.5));
+    value_on_plant("corp/plant/sp/Plant/svc1/mode", json!("auto"));
+    let tree = plant.get_json(
+        "domains:corp",
+        "/svc/namespaces/tree?path=corp/plant/sp/Plant/svc1/line1",
+    );
+    assert_eq!(tree["tags"][0]["unit"], "°C", "{tree}");
+
+    // A change on the edge reaches the plant as NDATA.
+    device.publish("acme/site1/line1/temp", "23.25", 1, false);
+    value_on_plant(temp, json!(23.25));
+
+    // A write on the plant goes back as an NCMD and sets the edge's tag.
+    let resp = plant
+        .admin_in("domains:corp", Method::POST, "/svc/tag/write")
+        .json(&json!({"topic": "corp/plant/sp/Plant/svc1/mode", "value": "manual"}))
+        .send()
+        .expect("POST /svc/tag/write");
+    json_ok(resp, StatusCode::OK);
+    edge.poll(Duration::from_secs(15), "the edge's tag written", || {
+        let values = edge.get_json("domains:acme", "/svc/tag/values");
+        let mode = values
+            .as_array()?
+            .iter()
+            .find(|v| v["topic"] == "acme/site1/mode")?
+            .clone();
+        (mode["value"] == "manual").then_some(())
+    });
+    value_on_plant("corp/plant/sp/Plant/svc1/mode", json!("manual"));
 }
