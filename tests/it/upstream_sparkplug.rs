@@ -3,7 +3,8 @@
 //! branch (alias, datatype, value, `engUnit`) after bdSeq and node control; a tag change is an
 //! NDATA by alias; an NCMD rebirth brings a new NBIRTH and an NCMD write reaches the local tag;
 //! a new tag brings a rebirth; the bindings of the same upstream keep working; a deleted or
-//! disabled upstream says NDEATH, a killed svc's will does, and bdSeq counts the connections.
+//! disabled upstream says NDEATH, a killed svc's will does, and bdSeq counts the connections;
+//! another svc, as Sparkplug host, makes the node's metrics its tags and writes one back.
 //! Payloads are decoded with srad-types (Tahu's `sparkplug_b.proto` through prost) and, as an
 //! independent implementation, by npm's sparkplug-payload (Tahu's JavaScript codec, the
 //! `sparkplug_listen.cjs` peer), which also encodes an NCMD.
