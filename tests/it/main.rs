@@ -97,4 +97,5 @@ mod tenant_isolation;
 mod tui_tmux;
 mod upstream_bridge;
 mod upstream_links;
+mod upstream_sparkplug;
 mod upstreams;
