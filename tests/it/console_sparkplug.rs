@@ -49,7 +49,10 @@ async fn the_live_tree_shows_sparkplug_nodes_and_devices_with_their_state() {
             "document.querySelector(\"[data-topic='spBv1.0/Plant/NBIRTH/press'] .value\")?.textContent",
         )
         .await;
-    assert_eq!(raw, json!("Sparkplug B payload (a host decodes it into its metrics' tags)"));
+    assert_eq!(
+        raw,
+        json!("Sparkplug B payload (a host decodes it into its metrics' tags)")
+    );
     browser.screenshot("sparkplug-live-tree").await;
 
     let mut node = node;
