@@ -69,3 +69,80 @@ async fn the_live_tree_shows_sparkplug_nodes_and_devices_with_their_state() {
     blocking(move || drop(node)).await;
     stop(server).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_is_made_a_sparkplug_edge_node_and_back_in_its_form() {
+    let server = blocking(|| {
+        let server = Server::start();
+        server.create_domain("acme");
+        server.create_record(
+            ACME,
+            "namespaces",
+            &json!({"name": "site", "path": "acme/site1"}),
+        );
+        server
+    })
+    .await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let browser = Browser::start().await;
+    browser.log_in(&server.base, "admin", ADMIN_PASSWORD).await;
+    browser.open(&server.base, "#/acme/admin/upstreams").await;
+    let form = "#upstream-form";
+    for (field, text) in [
+        ("name", "scada".to_string()),
+        ("host", "127.0.0.1".to_string()),
+        ("port", port.to_string()),
+        ("spb_group", "PlantA".to_string()),
+        ("spb_node", "svc-site1".to_string()),
+        ("spb_branch", "acme/site1".to_string()),
+    ] {
+        browser
+            .fill(&format!("{form} input[name={field}]"), &text)
+            .await;
+    }
+    browser.click(&format!("{form} button[type=submit]")).await;
+    browser.element("tr[data-upstream=scada]").await;
+    let server = std::sync::Arc::new(server);
+    let reader = server.clone();
+    let stored = blocking(move || reader.get_json(ACME, "/svc/upstreams/all")).await;
+    assert_eq!(
+        stored[0]["sparkplug"],
+        json!({"group": "PlantA", "node": "svc-site1", "branch": "acme/site1"}),
+        "{stored}"
+    );
+    // Edited with the three fields cleared: the upstream is a plain bridge again.
+    browser.click("button[data-edit=scada]").await;
+    browser
+        .until(
+            "the form filled",
+            WAIT,
+            "document.querySelector('#upstream-form input[name=spb_group]').value === 'PlantA'",
+        )
+        .await;
+    for field in ["spb_group", "spb_node", "spb_branch"] {
+        browser
+            .element(&format!("{form} input[name={field}]"))
+            .await
+            .clear()
+            .await
+            .expect("clear");
+    }
+    browser.click(&format!("{form} button[type=submit]")).await;
+    let reader = server.clone();
+    let cleared = blocking(move || {
+        reader.poll(WAIT, "the role off", || {
+            let stored = reader.get_json(ACME, "/svc/upstreams/all");
+            (!stored[0]["sparkplug"].is_object()).then_some(stored)
+        })
+    })
+    .await;
+    assert!(
+        cleared[0]["sparkplug"].is_null() || cleared[0]["sparkplug"] == false,
+        "{cleared}"
+    );
+    browser.close().await;
+    stop(server).await;
+}

@@ -1,7 +1,8 @@
 // The form of an upstream (Administration → Upstreams): create one, or edit a stored one by
 // sending only what the form says (an update keeps what it does not mention). The password is
 // write-only: never shown, sent only when typed (or cleared on purpose). Bindings are one per
-// line, `<in|out|both> <local> <remote or -> [filter]`.
+// line, `<in|out|both> <local> <remote or -> [filter]`. A group, node and branch make the
+// upstream a Sparkplug B edge node publishing that branch; clearing all three turns it off.
 
 import { wireRecordForm } from "./record_form.js";
 
@@ -22,6 +23,11 @@ const FIELDS = `
   </div>
   <label class="bindings">Bindings, one a line: in|out|both, local topic, remote topic (or -), filter
     <textarea name="bindings" rows="3" cols="70" placeholder="both acme/site1 corp/acme/site1"></textarea></label>
+  <fieldset class="row sparkplug-edge"><legend>Sparkplug B edge node (optional)</legend>
+    <label>Group <input name="spb_group" placeholder="PlantA"></label>
+    <label>Edge node <input name="spb_node" placeholder="svc-site1"></label>
+    <label>Branch <input name="spb_branch" placeholder="acme/site1"></label>
+  </fieldset>
   <div class="row">
     <button class="primary" type="submit">Save upstream</button>
     <button type="button" class="test">Test without saving</button>
@@ -52,6 +58,9 @@ export function upstreamForm(form, { writable, saved, tested, fail }) {
       el[name].value = record[name] ?? "";
     }
     el.enabled.checked = record.enabled;
+    el.spb_group.value = record.sparkplug?.group ?? "";
+    el.spb_node.value = record.sparkplug?.node ?? "";
+    el.spb_branch.value = record.sparkplug?.branch ?? "";
     el.bindings.value = (record.bindings ?? [])
       .map((b) => [b.direction, b.local, b.remote || "-", b.filter === "#" ? "" : b.filter].join(" ").trim())
       .join("\n");
@@ -72,6 +81,9 @@ export function upstreamForm(form, { writable, saved, tested, fail }) {
       const value = name === "port" ? (el.port.value ? Number(el.port.value) : null) : el[name].value.trim() || null;
       if (value !== null || editing) fields[name] = value;
     }
+    const sparkplug = { group: el.spb_group.value.trim(), node: el.spb_node.value.trim(), branch: el.spb_branch.value.trim() };
+    if (sparkplug.group || sparkplug.node || sparkplug.branch) fields.sparkplug = sparkplug;
+    else if (editing?.sparkplug) fields.sparkplug = false; // null would keep the stored role
     if (el.password.value) fields.password = el.password.value;
     else if (el.clear.checked) fields.password = "";
     return fields;
