@@ -258,6 +258,12 @@ async fn serve(settings: Settings) -> Result<()> {
     .context("HTTP server failed")?;
     state.upstreams.stop_all().await;
     state.connectors.stop_all();
+    // The broker is closed: what the Sparkplug host took in is stored before the historian
+    // stops.
+    state
+        .sparkplug
+        .drain(std::time::Duration::from_secs(30))
+        .await;
     services::historize::close(&state).await;
     state.uns.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;

@@ -477,6 +477,12 @@ fn writes_to_metric_tags_arrive_as_commands_with_the_metrics_datatype() {
 #[test]
 fn births_are_kept_retained_under_sparkplug_certificates_and_raw_messages_still_flow() {
     let server = setup();
+    let live = SparkplugPeer::listener(
+        server.listener_port("mqtt"),
+        "admin",
+        ADMIN_PASSWORD,
+        "$sparkplug/certificates/spBv1.0/Plant/#",
+    );
     let raw = SparkplugPeer::listener(
         server.listener_port("mqtt"),
         "admin",
@@ -523,6 +529,11 @@ fn births_are_kept_retained_under_sparkplug_certificates_and_raw_messages_still_
             "the BIRTH as it came: {kept}"
         );
     }
+    // Published once each, as it came.
+    let copies = live.events();
+    let nbirth = "$sparkplug/certificates/spBv1.0/Plant/NBIRTH/edge8";
+    let copied = copies.iter().filter(|e| e["topic"] == nbirth).count();
+    assert_eq!(copied, 1, "{copies:?}");
 }
 
 #[test]
@@ -559,4 +570,38 @@ fn records_that_reach_outside_the_domain_or_are_malformed_are_refused() {
         1,
         "nothing stored beside the first host"
     );
+}
+
+#[test]
+fn what_the_host_took_in_is_stored_when_svc_stops() {
+    let mut server = setup();
+    let node = tahu(&server, "edge9");
+    node.send(json!({"cmd": "nbirth", "metrics": [metric_now("Count", 1, "Int32", json!(0))]}));
+    // Each at a time of its own: the historian keeps one point per tag and time.
+    let base = metric_now("x", 0, "Int32", json!(0))["timestamp"]
+        .as_i64()
+        .unwrap();
+    for n in 1..=50 {
+        node.send(json!({"cmd": "ndata", "metrics": [
+            {"alias": 1, "type": "Int32", "value": n, "timestamp": base + n}]}));
+    }
+    // Every message reached the host (QoS 0 still in a socket when svc stops may not).
+    server.poll(WAIT, "the host took every message", || {
+        let taken = sample(&server.scrape(), "svc_sparkplug_messages_total");
+        (taken >= 51.0).then_some(())
+    });
+    // Stopped at once: the host's queue is applied and stored before the historian stops.
+    server.terminate();
+    drop(node);
+    server.restart();
+    // The 51 values, then `bad` from the node's will: its connection ended as svc stopped,
+    // and even that was stored before the historian stopped.
+    let history = server.history(ACME, &format!("{PREFIX}/edge9/Count"), 52);
+    let points = history.as_array().unwrap();
+    assert_eq!(points[0]["quality"], "bad", "{history}");
+    let good: Vec<i64> = points[1..]
+        .iter()
+        .filter_map(|p| p["value"].as_i64())
+        .collect();
+    assert_eq!(good, (0..=50).rev().collect::<Vec<i64>>(), "{history}");
 }

@@ -25,19 +25,29 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// The `origin` of what the host publishes: its own messages are not fed back to it.
 const ORIGIN: &str = "sparkplug";
 /// Messages waiting for the host's task before publishers wait (backpressure, not loss).
-const INBOX: usize = 4096;
-/// The most messages the task applies before carrying out what they ask.
-const BATCH: usize = 512;
+const INBOX: usize = 1024;
+/// The most messages the task takes at once.
+const BATCH: usize = 256;
+/// The most metric values gathered before they are published and historized (so a batch of
+/// large NDATA stays well under the historian's queue limits and its memory stays small).
+const MAX_VALUES: usize = 16_384;
 /// The suffix of a Sparkplug-derived tag's write topic.
 const WRITE_SUFFIX: &str = "/set";
 
+/// What the host's task takes: a message, or a request to finish what came before.
+enum Incoming {
+    Message(Received),
+    /// Answered once every message sent before it is applied and carried out.
+    Drain(oneshot::Sender<()>),
+}
+
 /// A message for the host.
-struct Incoming {
+struct Received {
     domain: String,
     topic: String,
     payload: Bytes,
@@ -101,14 +111,32 @@ impl Sparkplug {
         if !self.host.serves(domain) && !is_birth(&message.topic) {
             return;
         }
-        let incoming = Incoming {
+        let incoming = Incoming::Message(Received {
             domain: domain.to_string(),
             topic: message.topic.clone(),
             payload: message.payload.clone(),
             received_ms: message.received_ms,
-        };
+        });
         // Closed only when the server stops.
         let _ = self.inbox.send(incoming).await;
+    }
+
+    /// Waits (at most `within`) until every message handed to the host so far is applied and
+    /// its values stored: svc stopping calls it once the broker is closed, before the
+    /// historian stops, so nothing the edge nodes sent is dropped on the way.
+    pub async fn drain(&self, within: std::time::Duration) {
+        let (done, drained) = oneshot::channel();
+        let asked = self.inbox.send(Incoming::Drain(done));
+        if tokio::time::timeout(within, async {
+            if asked.await.is_ok() {
+                let _ = drained.await;
+            }
+        })
+        .await
+        .is_err()
+        {
+            tracing::warn!("the Sparkplug host did not finish its messages before svc stopped");
+        }
     }
 
     /// The tag a write topic (`<tag>/set`) writes to, when that tag is a metric's.
@@ -230,12 +258,22 @@ pub async fn write(
     })
 }
 
-/// Applies the messages as they come, a batch at a time, until the server stops.
+/// Applies the messages as they come, a batch at a time, until the server stops. What a
+/// batch asks for is carried out every [`MAX_VALUES`] values (an NDATA may hold thousands of
+/// metrics: a batch of messages is no measure of its size), and when a drain asks.
 async fn apply_all(state: AppState, mut inbox: mpsc::Receiver<Incoming>) {
     let mut batch = Vec::with_capacity(BATCH);
     while inbox.recv_many(&mut batch, BATCH).await > 0 {
         let mut work = Work::default();
         for incoming in batch.drain(..) {
+            let incoming = match incoming {
+                Incoming::Message(message) => message,
+                Incoming::Drain(done) => {
+                    std::mem::take(&mut work).carry_out(&state).await;
+                    let _ = done.send(());
+                    continue;
+                }
+            };
             if is_birth(&incoming.topic) {
                 work.certify(&incoming);
             }
@@ -247,6 +285,9 @@ async fn apply_all(state: AppState, mut inbox: mpsc::Receiver<Incoming>) {
             );
             if let Some(handled) = handled {
                 work.add(&incoming, handled);
+            }
+            if work.values.len() + work.historical.len() >= MAX_VALUES {
+                std::mem::take(&mut work).carry_out(&state).await;
             }
         }
         work.carry_out(&state).await;
@@ -267,14 +308,14 @@ struct Work {
 impl Work {
     /// Keeps a BIRTH retained under `$sparkplug/certificates/` (its owner's to read, as the
     /// BIRTH is).
-    fn certify(&mut self, incoming: &Incoming) {
+    fn certify(&mut self, incoming: &Received) {
         let copy = format!("{CERTIFICATES}{}", incoming.topic);
         let payload = incoming.payload.to_vec();
         self.publishes
             .push((incoming.domain.clone(), copy, payload, 1, true));
     }
 
-    fn add(&mut self, incoming: &Incoming, handled: Handled) {
+    fn add(&mut self, incoming: &Received, handled: Handled) {
         let Handled { outcome, rebirth } = handled;
         let domain = &incoming.domain;
         for declaration in outcome.declarations {
@@ -289,11 +330,6 @@ impl Work {
                 .entry(domain.clone())
                 .or_default()
                 .push(fields);
-        }
-        if is_birth(&incoming.topic) {
-            let copy = format!("{CERTIFICATES}{}", incoming.topic);
-            self.publishes
-                .push((domain.clone(), copy, incoming.payload.to_vec(), 1, true));
         }
         for update in outcome.updates {
             if update.historical {
