@@ -4,12 +4,20 @@
 
 import { call } from "../api.js";
 import { stream } from "../sse.js";
+import { sparkplugFolders } from "./tag/sparkplug_nodes.js";
 
 export const title = "Live tags";
 
 /** A value older than this is marked stale. */
 const STALE_MS = 60_000;
 const ROW_PX = 28;
+/** What a raw Sparkplug B message shows instead of its protobuf bytes read as text. */
+const SPARKPLUG_PAYLOAD = "Sparkplug B payload (a host decodes it into its metrics' tags)";
+
+/** Whether `topic` carries a protobuf Sparkplug B payload (every spBv1.0 topic but STATE). */
+function isSparkplugPayload(topic) {
+  return topic.startsWith("spBv1.0/") && !topic.startsWith("spBv1.0/STATE/");
+}
 const OVERSCAN = 10;
 
 export function render(main) {
@@ -29,6 +37,8 @@ export function render(main) {
   /** topic → {value, at}; folders are derived from the topics. */
   const tags = new Map();
   const collapsed = new Set();
+  /** Folders of Sparkplug nodes and devices → their state (see tag/sparkplug_nodes.js). */
+  let sparkplug = new Map();
   let needle = "";
   let rows = [];
   let structureChanged = true;
@@ -99,6 +109,14 @@ export function render(main) {
       div.dataset.folder = row.folder;
       div.tabIndex = 0;
       div.textContent = `${open ? "▾" : "▸"} ${row.label}`;
+      const state = sparkplug.get(row.folder);
+      if (state) {
+        const badge = document.createElement("span");
+        badge.className = `sparkplug ${state.online ? "online" : "offline"}`;
+        badge.textContent = state.text;
+        badge.title = state.title;
+        div.append(badge);
+      }
       return div;
     }
     const tag = tags.get(row.topic);
@@ -114,7 +132,7 @@ export function render(main) {
       value.textContent = "never seen";
     } else {
       value.className = "value";
-      value.textContent = JSON.stringify(tag.value);
+      value.textContent = isSparkplugPayload(row.topic) ? SPARKPLUG_PAYLOAD : JSON.stringify(tag.value);
       const ms = Math.max(0, now - tag.at);
       age.textContent = ms < 1000 ? "now" : `${Math.round(ms / 1000)} s`;
       if (ms > STALE_MS) age.className = "age stale";
@@ -176,7 +194,12 @@ export function render(main) {
     },
   );
   const timer = setInterval(schedule, 1000);
+  const nodes = sparkplugFolders((folders) => {
+    sparkplug = folders;
+    schedule();
+  });
   return () => {
+    nodes.stop();
     abort.abort();
     clearInterval(timer);
     cancelAnimationFrame(frame);

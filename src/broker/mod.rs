@@ -328,7 +328,12 @@ impl Broker {
                 ..Default::default()
             })
         });
-        let message = Inside { topic, payload, qos, retain };
+        let message = Inside {
+            topic,
+            payload,
+            qos,
+            retain,
+        };
         self.publish_with(origin, None, message, properties).await
     }
 
@@ -345,7 +350,8 @@ impl Broker {
             qos: 1,
             retain: false,
         };
-        self.publish_with(None, None, message, Some(properties)).await
+        self.publish_with(None, None, message, Some(properties))
+            .await
     }
 
     async fn publish_with(
@@ -385,8 +391,14 @@ impl Broker {
         qos: u8,
         retain: bool,
     ) -> Result<()> {
-        let message = Inside { topic, payload, qos, retain };
-        self.publish_with(Some(origin), Some(publisher), message, None).await
+        let message = Inside {
+            topic,
+            payload,
+            qos,
+            retain,
+        };
+        self.publish_with(Some(origin), Some(publisher), message, None)
+            .await
     }
 
     /// Publishes several messages from the in-process writer `origin` at once (a connector's

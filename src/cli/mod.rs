@@ -18,6 +18,7 @@ mod output;
 mod parse;
 mod records;
 mod run;
+mod sparkplug;
 mod tags;
 mod upstreams;
 
@@ -99,6 +100,10 @@ pub enum Command {
     /// Modbus TCP); their status; the OPC UA server certificates to trust.
     #[command(subcommand)]
     Connectors(ConnectorsCommand),
+    /// List, create, update and delete the domain's Sparkplug B hosts; list the edge nodes
+    /// they know.
+    #[command(subcommand)]
+    Sparkplug(SparkplugCommand),
     /// Deploy, run and inspect functions (JavaScript run by the server on triggers).
     #[command(subcommand)]
     Functions(FunctionsCommand),
@@ -530,6 +535,31 @@ pub enum ConnectorsCommand {
         #[arg(value_parser = non_empty())]
         thumbprint: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SparkplugCommand {
+    /// List the Sparkplug hosts of the domain.
+    List,
+    /// Create a Sparkplug host from a JSON file (`-`: standard input).
+    Create {
+        #[arg(long, short = 'f', value_parser = non_empty())]
+        file: String,
+    },
+    /// Change a Sparkplug host (by name or record id) with the fields of a JSON file.
+    Update {
+        #[arg(value_parser = non_empty())]
+        host: String,
+        #[arg(long, short = 'f', value_parser = non_empty())]
+        file: String,
+    },
+    /// Delete a Sparkplug host, by name or record id.
+    Delete {
+        #[arg(value_parser = non_empty())]
+        host: String,
+    },
+    /// The edge nodes the hosts know: online or not, last BIRTH, sequence, rebirths asked.
+    Nodes,
 }
 
 /// `--limit` of the run logs: the server keeps answering at most 1000 runs.

@@ -47,6 +47,17 @@ impl ApiError {
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
+
+    /// 503: what the request needs (a device, an edge node, the broker) cannot be reached.
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+    }
+
+    /// The status `code` (a device write's 400, 422 or 503), 503 when it is no status.
+    pub fn with_code(code: u16, message: impl Into<String>) -> ApiError {
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+        ApiError::new(status, message)
+    }
 }
 
 impl From<StoreError> for ApiError {

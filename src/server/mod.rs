@@ -168,6 +168,16 @@ async fn serve(settings: Settings) -> Result<()> {
         settings.data_dir.clone(),
         &settings.device_name,
     );
+    let tags = Arc::new(
+        services::tag_registry::TagRegistry::load(&store).context("cannot load the tags")?,
+    );
+    let last_values: Arc<services::last_values::LastValues> = Arc::default();
+    let local = services::upstream_links::LocalBroker {
+        broker: broker_cell.clone(),
+        tags: tags.clone(),
+        last_values: last_values.clone(),
+        connectors: connectors.clone(),
+    };
     let state = AppState(Arc::new(Shared {
         identities: Arc::new(Identities::new(
             store.clone(),
@@ -182,11 +192,8 @@ async fn serve(settings: Settings) -> Result<()> {
         settings: Arc::new(settings),
         http_addr: http.local_addr()?,
         uns: services::uns::Uns {
-            tags: Arc::new(
-                services::tag_registry::TagRegistry::load(&store)
-                    .context("cannot load the tags")?,
-            ),
-            last_values: Arc::default(),
+            tags,
+            last_values,
             historian: HistorianWriter::start(store.clone(), seal_idle)
                 .context("cannot start the historian writer")?,
             compressed: services::historize::Series::default(),
@@ -198,7 +205,7 @@ async fn serve(settings: Settings) -> Result<()> {
         upstreams: crate::upstream::supervisor::Supervisor::new(
             store.clone(),
             services::link_status::status_publisher(broker_cell.clone(), "upstreams"),
-            Arc::new(routes::upstreams::LocalBroker(broker_cell)),
+            Arc::new(local),
         )
         .context("cannot start the upstreams")?,
         connectors,
@@ -249,7 +256,7 @@ async fn serve(settings: Settings) -> Result<()> {
     })
     .await
     .context("HTTP server failed")?;
-    state.upstreams.stop_all();
+    state.upstreams.stop_all().await;
     state.connectors.stop_all();
     services::historize::close(&state).await;
     state.uns.historian.shutdown().await;

@@ -104,6 +104,20 @@ impl HostConfig {
     }
 }
 
+impl HostConfig {
+    /// The folder of the tree that holds the metrics' tags of `node` (or of its `device`):
+    /// their tag path without the metric, when the template's last level is `{metric}` alone
+    /// and the path names the node. The console marks that folder with the node's state.
+    pub fn folder(&self, group: &str, node: &str, device: Option<&str>) -> Option<String> {
+        let template = self.tag_template.strip_suffix("/{metric}")?;
+        if !template.contains("{node}") || template.contains("{metric}") {
+            return None;
+        }
+        let tag = self.tag(group, node, device, "m")?;
+        tag.strip_suffix("/m").map(str::to_string)
+    }
+}
+
 /// Checks a `sparkplug` record and rewrites it normalised (known fields, defaults filled in).
 pub fn normalise(fields: &mut Map<String, Value>) -> Result<(), String> {
     let known = [

@@ -12,6 +12,7 @@ use prost::Message as _;
 use serde_json::Value;
 use srad_types::payload::{metric, DataType, Metric, Payload};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, RwLock};
 use std::time::Instant;
 
@@ -26,7 +27,6 @@ pub struct NodeKey {
 /// What the host asks the server to do about one message.
 #[derive(Debug)]
 pub struct Handled {
-    pub config: HostConfig,
     pub outcome: Outcome,
     /// The NCMD asking the node to rebirth, when `outcome.rebirth`: (topic, payload).
     pub rebirth: Option<(String, Vec<u8>)>,
@@ -57,9 +57,24 @@ struct Target {
     metric: String,
 }
 
+/// What the host counted since svc started, for `/metrics`.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Counts {
+    /// Sparkplug messages applied to a node's session.
+    pub messages: u64,
+    /// Metrics or payloads that could not be read.
+    pub problems: u64,
+    pub rebirths_requested: u64,
+    pub nodes_online: u64,
+    pub nodes_offline: u64,
+}
+
 #[derive(Default)]
 pub struct Host {
     configs: RwLock<HashMap<String, Vec<HostConfig>>>,
+    messages: AtomicU64,
+    problems: AtomicU64,
+    rebirths: AtomicU64,
     sessions: Mutex<BTreeMap<NodeKey, NodeSession>>,
     /// Every tag a BIRTH declared, by (domain, tag).
     targets: RwLock<HashMap<(String, String), Target>>,
@@ -148,24 +163,27 @@ impl Host {
         };
         let mut sessions = self.sessions();
         let session = sessions.entry(key.clone()).or_default();
+        self.messages.fetch_add(1, Ordering::Relaxed);
         let outcome = match Payload::decode(payload) {
             Ok(decoded) => session.apply(&cx, verb, device.as_deref(), &decoded),
             Err(e) => {
                 session.last_problem =
                     Some(format!("a {verb} that is not a Sparkplug B payload: {e}"));
+                self.problems.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
         };
         drop(sessions);
+        self.problems
+            .fetch_add(outcome.problems.len() as u64, Ordering::Relaxed);
+        if outcome.rebirth {
+            self.rebirths.fetch_add(1, Ordering::Relaxed);
+        }
         if matches!(verb, Verb::NBirth | Verb::DBirth) {
             self.remember_targets(&key, device.as_deref());
         }
         let rebirth = outcome.rebirth.then(|| rebirth_command(&group, &node));
-        Some(Handled {
-            config,
-            outcome,
-            rebirth,
-        })
+        Some(Handled { outcome, rebirth })
     }
 
     /// Keeps where writes to the tags a BIRTH just declared go.
@@ -271,6 +289,19 @@ impl Host {
             .contains_key(&(domain.to_string(), tag.to_string()))
     }
 
+    /// What the host counted, and its nodes online and offline (of every domain).
+    pub fn counts(&self) -> Counts {
+        let sessions = self.sessions();
+        let online = sessions.values().filter(|s| s.online).count() as u64;
+        Counts {
+            messages: self.messages.load(Ordering::Relaxed),
+            problems: self.problems.load(Ordering::Relaxed),
+            rebirths_requested: self.rebirths.load(Ordering::Relaxed),
+            nodes_online: online,
+            nodes_offline: sessions.len() as u64 - online,
+        }
+    }
+
     /// The status of every node of `domain`, by host, group and node.
     pub fn statuses(&self, domain: &str) -> Vec<NodeStatus> {
         let configs = self.configs.read().unwrap_or_else(|e| e.into_inner());
@@ -282,7 +313,7 @@ impl Host {
             .filter(|(key, _)| key.domain == domain)
             .filter_map(|(key, session)| {
                 let host = hosts.iter().find(|c| c.takes(&key.group))?;
-                Some(session.status(&host.name, &key.group, &key.node))
+                Some(session.status(host, &key.group, &key.node))
             })
             .collect()
     }

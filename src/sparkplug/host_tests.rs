@@ -218,3 +218,26 @@ fn other_groups_domains_and_garbage_are_not_taken() {
     assert!(host.statuses("d")[0].last_problem.is_some());
     assert!(host.statuses("e").is_empty());
 }
+
+#[test]
+fn a_metric_no_birth_declared_asks_a_rebirth() {
+    let host = host();
+    host.handle("d", "spBv1.0/G/NBIRTH/n1", &nbirth(0), T0)
+        .unwrap();
+    let data = payload(
+        1,
+        vec![m(None, 99, DataType::Int32, metric::Value::IntValue(1))],
+    );
+    let handled = host.handle("d", "spBv1.0/G/NDATA/n1", &data, T0).unwrap();
+    assert!(handled.rebirth.is_some());
+    assert!(handled.outcome.updates.is_empty());
+    let status = &host.statuses("d")[0];
+    assert!(
+        status
+            .last_problem
+            .as_deref()
+            .unwrap_or_default()
+            .contains("99"),
+        "{status:?}"
+    );
+}

@@ -114,6 +114,8 @@ pub struct NodeSession {
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeStatus {
     pub host: String,
+    /// The tree folder of the node's tags, when the host's template gives it one.
+    pub folder: Option<String>,
     pub group: String,
     pub node: String,
     pub online: bool,
@@ -132,6 +134,7 @@ pub struct NodeStatus {
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceStatus {
     pub device: String,
+    pub folder: Option<String>,
     pub online: bool,
     pub last_birth: Option<String>,
     pub metrics: usize,
@@ -169,17 +172,20 @@ impl NodeSession {
             }
             _ => {
                 self.check_seq(cx, payload, &mut out);
+                // A metric no BIRTH declared: the host's picture of the node is stale.
+                let mut unknown = false;
                 match (verb, device) {
                     (Verb::NData, _) => {
                         let metrics = &mut self.metrics;
-                        data(cx, None, metrics, payload, &mut out)
+                        unknown = !data(cx, None, metrics, payload, &mut out);
                     }
                     (Verb::DBirth, Some(device)) => {
                         self.device_birth(cx, device, payload, &mut out)
                     }
                     (Verb::DData, Some(device)) => match self.devices.get_mut(device) {
                         Some(known) if known.online => {
-                            data(cx, Some(device), &mut known.metrics, payload, &mut out)
+                            unknown =
+                                !data(cx, Some(device), &mut known.metrics, payload, &mut out);
                         }
                         _ => {
                             out.problems.push(format!(
@@ -196,10 +202,10 @@ impl NodeSession {
                     }
                     _ => {}
                 }
+                if unknown {
+                    self.ask_rebirth(cx, &mut out);
+                }
             }
-        }
-        if out.problems.iter().any(|p| p.contains("alias")) {
-            self.ask_rebirth(cx, &mut out);
         }
         if let Some(last) = out.problems.last() {
             self.last_problem = Some(last.clone());
@@ -291,11 +297,12 @@ impl NodeSession {
         }
     }
 
-    /// The node's status, named by its host and group.
-    pub fn status(&self, host: &str, group: &str, node: &str) -> NodeStatus {
+    /// The node's status under `host`.
+    pub fn status(&self, host: &HostConfig, group: &str, node: &str) -> NodeStatus {
         let time = |ms: Option<i64>| ms.map(crate::historian::format_ms);
         NodeStatus {
-            host: host.to_string(),
+            host: host.name.clone(),
+            folder: host.folder(group, node, None),
             group: group.to_string(),
             node: node.to_string(),
             online: self.online,
@@ -312,6 +319,7 @@ impl NodeSession {
                 .iter()
                 .map(|(name, d)| DeviceStatus {
                     device: name.clone(),
+                    folder: host.folder(group, node, Some(name)),
                     online: d.online,
                     last_birth: time(d.birth_ms),
                     metrics: d.metrics.defs.len(),
@@ -382,25 +390,31 @@ fn birth(cx: &Context<'_>, device: Option<&str>, payload: &Payload, out: &mut Ou
     metrics
 }
 
-/// A DATA message's metrics, found by alias (or name) among the BIRTH's.
+/// A DATA message's metrics, found by alias (or name) among the BIRTH's; `false` when one was
+/// not among them.
 fn data(
     cx: &Context<'_>,
     device: Option<&str>,
     metrics: &mut Metrics,
     payload: &Payload,
     out: &mut Outcome,
-) {
+) -> bool {
+    let mut all_known = true;
     for metric in &payload.metrics {
         match metrics.find(metric) {
             Some(index) => read(cx, payload, &mut metrics.defs[index], metric, out),
-            None => out.problems.push(format!(
-                "a metric of {} with alias {:?} and name {:?} that no BIRTH declared",
-                device.map_or("the node".to_string(), |d| format!("device `{d}`")),
-                metric.alias,
-                metric.name
-            )),
+            None => {
+                all_known = false;
+                out.problems.push(format!(
+                    "a metric of {} with alias {:?} and name {:?} that no BIRTH declared",
+                    device.map_or("the node".to_string(), |d| format!("device `{d}`")),
+                    metric.alias,
+                    metric.name
+                ));
+            }
         }
     }
+    all_known
 }
 
 /// One metric's value into an update of its tag.

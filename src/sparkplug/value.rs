@@ -16,6 +16,40 @@ use srad_types::payload::{
     metric, property_value, DataSet, DataType, Metric, PropertySet, Template,
 };
 
+// prost gives a metric, a dataset cell, a template parameter and a property value each an enum
+// of its own with the same scalar variants: these two write the conversions once.
+
+/// The [`Scalar`] a oneof value `$V` (in scope as `V`) holds; `None` for its other variants.
+macro_rules! scalar_of {
+    ($value:expr, $V:ident) => {
+        match $value {
+            $V::IntValue(n) => Some(Scalar::Int(*n)),
+            $V::LongValue(n) => Some(Scalar::Long(*n)),
+            $V::FloatValue(x) => Some(Scalar::Float(*x)),
+            $V::DoubleValue(x) => Some(Scalar::Double(*x)),
+            $V::BooleanValue(b) => Some(Scalar::Bool(*b)),
+            $V::StringValue(s) => Some(Scalar::Text(s)),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    };
+}
+
+/// A [`Scalar`] as the oneof value `$V`.
+macro_rules! scalar_into {
+    ($scalar:expr, $V:ident) => {
+        match $scalar {
+            Scalar::Int(n) => $V::IntValue(n),
+            Scalar::Long(n) => $V::LongValue(n),
+            Scalar::Float(x) => $V::FloatValue(x),
+            Scalar::Double(x) => $V::DoubleValue(x),
+            Scalar::Bool(b) => $V::BooleanValue(b),
+            Scalar::Text(s) => $V::StringValue(s.to_string()),
+            Scalar::String(s) => $V::StringValue(s),
+        }
+    };
+}
+
 /// The datatype named by a metric's `datatype` field.
 pub fn datatype(code: u32) -> Option<DataType> {
     i32::try_from(code)
@@ -58,15 +92,7 @@ pub fn from_json(datatype: DataType, value: &Value) -> Result<metric::Value, Str
         DataType::Template => V::TemplateValue(template_from_json(value)?),
         t if is_array(t) => V::BytesValue(array_from_json(t, value)?),
         DataType::Bytes | DataType::File => V::BytesValue(bytes_from_json(value)?),
-        t => match scalar_from_json(t, value)? {
-            Scalar::Int(n) => V::IntValue(n),
-            Scalar::Long(n) => V::LongValue(n),
-            Scalar::Float(x) => V::FloatValue(x),
-            Scalar::Double(x) => V::DoubleValue(x),
-            Scalar::Bool(b) => V::BooleanValue(b),
-            Scalar::Text(s) => V::StringValue(s.to_string()),
-            Scalar::String(s) => V::StringValue(s),
-        },
+        t => scalar_into!(scalar_from_json(t, value)?, V),
     })
 }
 
@@ -303,7 +329,7 @@ fn array_json(datatype: DataType, bytes: &[u8]) -> Result<Value, String> {
         }
         t => {
             let width = element_width(t);
-            if bytes.len() % width != 0 {
+            if !bytes.len().is_multiple_of(width) {
                 return Err(malformed());
             }
             Ok(Value::Array(
@@ -431,15 +457,7 @@ fn dataset_json(set: &DataSet) -> Result<Value, String> {
 
 fn cell_scalar(value: &data_set_value::Value) -> Result<Scalar<'_>, String> {
     use data_set_value::Value as V;
-    Ok(match value {
-        V::IntValue(n) => Scalar::Int(*n),
-        V::LongValue(n) => Scalar::Long(*n),
-        V::FloatValue(x) => Scalar::Float(*x),
-        V::DoubleValue(x) => Scalar::Double(*x),
-        V::BooleanValue(b) => Scalar::Bool(*b),
-        V::StringValue(s) => Scalar::Text(s),
-        V::ExtensionValue(_) => return Err("a dataset cell holds an extension".into()),
-    })
+    scalar_of!(value, V).ok_or_else(|| "a dataset cell holds an extension".into())
 }
 
 fn dataset_from_json(value: &Value) -> Result<DataSet, String> {
@@ -479,15 +497,7 @@ fn dataset_from_json(value: &Value) -> Result<DataSet, String> {
                     return Ok(DataSetValue { value: None });
                 }
                 use data_set_value::Value as V;
-                let value = match scalar_from_json(*t, cell)? {
-                    Scalar::Int(n) => V::IntValue(n),
-                    Scalar::Long(n) => V::LongValue(n),
-                    Scalar::Float(x) => V::FloatValue(x),
-                    Scalar::Double(x) => V::DoubleValue(x),
-                    Scalar::Bool(b) => V::BooleanValue(b),
-                    Scalar::Text(s) => V::StringValue(s.to_string()),
-                    Scalar::String(s) => V::StringValue(s),
-                };
+                let value = scalar_into!(scalar_from_json(*t, cell)?, V);
                 Ok(DataSetValue { value: Some(value) })
             })
             .collect::<Result<Vec<_>, String>>()?;
@@ -537,15 +547,7 @@ fn template_json(template: &Template) -> Result<Value, String> {
 
 fn parameter_scalar(value: &parameter::Value) -> Result<Scalar<'_>, String> {
     use parameter::Value as V;
-    Ok(match value {
-        V::IntValue(n) => Scalar::Int(*n),
-        V::LongValue(n) => Scalar::Long(*n),
-        V::FloatValue(x) => Scalar::Float(*x),
-        V::DoubleValue(x) => Scalar::Double(*x),
-        V::BooleanValue(b) => Scalar::Bool(*b),
-        V::StringValue(s) => Scalar::Text(s),
-        V::ExtensionValue(_) => return Err("a template parameter holds an extension".into()),
-    })
+    scalar_of!(value, V).ok_or_else(|| "a template parameter holds an extension".into())
 }
 
 /// A template from JSON: its members' datatypes are inferred from their JSON values (a write
@@ -579,15 +581,7 @@ fn template_from_json(value: &Value) -> Result<Template, String> {
         for (name, value) in given {
             let t = datatype_of(value);
             use parameter::Value as V;
-            let v = match scalar_from_json(t, value)? {
-                Scalar::Int(n) => V::IntValue(n),
-                Scalar::Long(n) => V::LongValue(n),
-                Scalar::Float(x) => V::FloatValue(x),
-                Scalar::Double(x) => V::DoubleValue(x),
-                Scalar::Bool(b) => V::BooleanValue(b),
-                Scalar::Text(s) => V::StringValue(s.to_string()),
-                Scalar::String(s) => V::StringValue(s),
-            };
+            let v = scalar_into!(scalar_from_json(t, value)?, V);
             parameters.push(Parameter {
                 name: Some(name.clone()),
                 r#type: Some(t as u32),
@@ -633,15 +627,7 @@ pub fn properties_json(set: &PropertySet) -> Value {
 
 fn property_scalar(value: &property_value::Value) -> Option<Scalar<'_>> {
     use property_value::Value as V;
-    Some(match value {
-        V::IntValue(n) => Scalar::Int(*n),
-        V::LongValue(n) => Scalar::Long(*n),
-        V::FloatValue(x) => Scalar::Float(*x),
-        V::DoubleValue(x) => Scalar::Double(*x),
-        V::BooleanValue(b) => Scalar::Bool(*b),
-        V::StringValue(s) => Scalar::Text(s),
-        _ => return None,
-    })
+    scalar_of!(value, V)
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! An upstream's record: every field checked with an error naming it, defaults filled in, so
 //! what is stored is always complete. The password is not part of the record (it is kept
-//! aside, write-only); the record says only whether one is set.
+//! aside, write-only); the record says only whether one is set. `sparkplug` makes the upstream
+//! a Sparkplug B edge node as well (see `upstream::sparkplug`).
 
 use crate::fields::*;
+use crate::sparkplug::topic::valid_id;
 use crate::topic::{validate_topic_filter, validate_topic_name};
 use serde_json::{json, Map, Value};
 
@@ -40,6 +42,7 @@ pub fn normalise(
         "reconnect",
         "buffer",
         "bindings",
+        "sparkplug",
     ];
     if let Some(unknown) = fields
         .keys()
@@ -122,6 +125,9 @@ pub fn normalise(
     out.insert("reconnect".into(), reconnect(fields.get("reconnect"))?);
     out.insert("buffer".into(), buffer(fields.get("buffer"))?);
     out.insert("bindings".into(), bindings(fields.get("bindings"))?);
+    if let Some(edge) = sparkplug(fields.get("sparkplug"))? {
+        out.insert("sparkplug".into(), edge);
+    }
     *fields = out;
     Ok(())
 }
@@ -139,6 +145,56 @@ pub fn binding_locals(fields: &Map<String, Value>) -> Vec<(usize, String)> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The `sparkplug.branch` of an upstream that is a Sparkplug edge node (checked against the
+/// domain's namespaces, as binding locals are).
+pub fn sparkplug_branch(fields: &Map<String, Value>) -> Option<String> {
+    let branch = fields.get("sparkplug")?.get("branch")?.as_str()?;
+    Some(branch.to_string())
+}
+
+/// `sparkplug`: `{group, node, branch}` makes the upstream a Sparkplug B edge node publishing
+/// the tags under `branch`; absent or `false`, it is not one (`false` is how an update turns
+/// the role off, since null keeps the stored value).
+fn sparkplug(value: Option<&Value>) -> Result<Option<Value>, String> {
+    let edge = match value {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => return Ok(None),
+        Some(Value::Object(edge)) => edge,
+        Some(_) => {
+            return Err(
+                "field `sparkplug` must be an object {group, node, branch}, or false".into(),
+            )
+        }
+    };
+    only(edge, "sparkplug", &["group", "node", "branch"])?;
+    let named = within("sparkplug");
+    let mut out = Map::new();
+    for id in ["group", "node"] {
+        let text = text(edge, id)
+            .map_err(named)?
+            .ok_or_else(|| format!("field `sparkplug.{id}` is required"))?;
+        // Sparkplug ids are one topic level of the Sparkplug topics.
+        if !valid_id(&text) || text.contains('\0') {
+            return Err(format!(
+                "field `sparkplug.{id}` must be one topic level without `/`, `+`, `#`, NUL or \
+                 a leading `$`, not `{text}`"
+            ));
+        }
+        out.insert(id.into(), json!(text));
+    }
+    let branch = text(edge, "branch")
+        .map_err(named)?
+        .ok_or("field `sparkplug.branch` is required")?;
+    validate_topic_name(&branch).map_err(|e| format!("field `sparkplug.branch`: {e}"))?;
+    if branch.starts_with('$') || branch.split('/').any(str::is_empty) {
+        return Err(format!(
+            "field `sparkplug.branch` must be a topic path without empty levels and not a `$` \
+             topic, not `{branch}`"
+        ));
+    }
+    out.insert("branch".into(), json!(branch));
+    Ok(Some(Value::Object(out)))
 }
 
 fn tls(value: Option<&Value>) -> Result<Value, String> {
@@ -336,6 +392,35 @@ mod tests {
                 "`bindings[0].qos`",
             ),
             (json!({"colour": "red"}), "`colour`"),
+            (json!({"sparkplug": "yes"}), "`sparkplug`"),
+            (
+                json!({"sparkplug": {"node": "n", "branch": "a"}}),
+                "`sparkplug.group`",
+            ),
+            (
+                json!({"sparkplug": {"group": "g/h", "node": "n", "branch": "a"}}),
+                "`sparkplug.group`",
+            ),
+            (
+                json!({"sparkplug": {"group": "g", "node": "n+", "branch": "a"}}),
+                "`sparkplug.node`",
+            ),
+            (
+                json!({"sparkplug": {"group": "g", "node": "n", "branch": "a/#"}}),
+                "`sparkplug.branch`",
+            ),
+            (
+                json!({"sparkplug": {"group": "g", "node": "n", "branch": "a//b"}}),
+                "`sparkplug.branch`",
+            ),
+            (
+                json!({"sparkplug": {"group": "g", "node": "n"}}),
+                "`sparkplug.branch`",
+            ),
+            (
+                json!({"sparkplug": {"group": "g", "node": "n", "branch": "a", "x": 1}}),
+                "`sparkplug.x`",
+            ),
             (json!({"name": "a/b"}), "`name`"),
         ];
         for (patch, needle) in cases {
@@ -352,6 +437,19 @@ mod tests {
         assert!(normalised(json!({"name": "c"}))
             .unwrap_err()
             .contains("`host`"));
+    }
+
+    #[test]
+    fn a_sparkplug_edge_node_is_kept_and_false_turns_it_off() {
+        let edge = json!({"group": "Plant", "node": "svc1", "branch": "acme/site1"});
+        let got = normalised(json!({"name": "c", "host": "h", "sparkplug": edge})).unwrap();
+        assert_eq!(got["sparkplug"], edge);
+        let fields = got.as_object().unwrap();
+        assert_eq!(sparkplug_branch(fields).as_deref(), Some("acme/site1"));
+        let off = normalised(json!({"name": "c", "host": "h", "sparkplug": false})).unwrap();
+        assert!(off.get("sparkplug").is_none(), "{off}");
+        let none = normalised(json!({"name": "c", "host": "h"})).unwrap();
+        assert!(none.get("sparkplug").is_none(), "{none}");
     }
 
     #[test]

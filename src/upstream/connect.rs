@@ -129,11 +129,7 @@ impl Target {
     /// Connects, waits for the CONNACK (at most `limit`), and disconnects.
     pub async fn probe(&self, limit: Duration) -> Result<Probe, Failure> {
         let started = Instant::now();
-        let how = Open {
-            limit,
-            bridge: false,
-            announce: None,
-        };
+        let how = Open::plain(limit, false, None);
         let session = Session::connect(self, &how).await?;
         let session_present = session.session_present;
         session.disconnect().await;

@@ -7,15 +7,21 @@
 //! it, MQTT 5 subscriptions ask No Local (what the bridge publishes does not come back; MQTT
 //! 3.1.1 bridges drop the echo instead, see [`EchoGuard`]), and every bridged message carries
 //! a hop count (`svc-hops`) that is dropped at [`MAX_HOPS`].
+//!
+//! An upstream may also be a Sparkplug edge node ([`Relay::edge`]); its traffic is produced
+//! live by the connection (`upstream::sparkplug`), not queued.
 
 use super::binding::Binding;
 use super::echo::EchoGuard;
 use super::queue::{Depth, Dropped, Limits, OutQueue, UpstreamMessage};
 use super::queue_writer::QueueWriter;
+use super::sparkplug::{Edge, EdgeStatus};
 use crate::store::Store;
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::stream::BoxStream;
 use serde::Serialize;
+use serde_json::Value;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -35,6 +41,51 @@ pub trait Local: Send + Sync + 'static {
     /// Publishes a message that came from an upstream (`origin` names it) into the local
     /// broker, like any client's publish; `Ok` once it is stored and delivered.
     async fn publish(&self, origin: Arc<str>, incoming: Inbound) -> Result<(), String>;
+
+    /// The tags of `domain` at or under `branch`, with their units and latest payloads (a
+    /// Sparkplug edge node's metrics).
+    fn tags(&self, domain: &str, branch: &str) -> Vec<LocalTag>;
+
+    /// Every value a tag of `domain` at or under `branch` takes from now on, in order. Called
+    /// just before [`Local::tags`], no value falls between the two.
+    fn changes(&self, domain: &str, branch: &str) -> BoxStream<'static, TagChange>;
+
+    /// A number that changes whenever tags may have been declared, changed or deleted (in any
+    /// domain): the edge node reads its tags again then.
+    fn tags_generation(&self) -> u64;
+
+    /// Writes `value` to tag `tag` of `domain` for an upstream (`origin`, a Sparkplug NCMD):
+    /// to its device when a connector reads the tag, else published on the tag's topic like a
+    /// client's publish. `Ok` once the device took it or the broker stored it.
+    async fn write_tag(
+        &self,
+        origin: Arc<str>,
+        domain: &str,
+        tag: &str,
+        value: Value,
+    ) -> Result<(), String>;
+}
+
+/// A tag as a Sparkplug edge node publishes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalTag {
+    pub path: String,
+    pub unit: Option<String>,
+    /// The latest payload as published, and when it was received.
+    pub last: Option<(i64, Bytes)>,
+}
+
+/// What [`Local::changes`] tells.
+#[derive(Debug, Clone)]
+pub enum TagChange {
+    /// A tag took a value: its payload as published, and when it was received.
+    Value {
+        topic: String,
+        received_ms: i64,
+        payload: Bytes,
+    },
+    /// The watcher fell behind and missed values.
+    Lagged,
 }
 
 /// A message from an upstream, its topic already the local one.
@@ -176,6 +227,9 @@ pub struct Traffic {
     pub dropped: Dropped,
     pub buffer: Depth,
     pub bindings: Vec<BindingTraffic>,
+    /// The Sparkplug edge node, when the upstream is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sparkplug: Option<EdgeStatus>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -201,6 +255,8 @@ pub struct Relay {
     pub origin: Arc<str>,
     pub bindings: Vec<Binding>,
     pub outbox: Arc<Outbox>,
+    /// The Sparkplug edge node the upstream is as well, if it is one.
+    pub edge: Option<Arc<Edge>>,
     counters: Counters,
     /// For MQTT 3.1.1 upstreams carrying messages both ways (no No Local there).
     echoes: Option<Mutex<EchoGuard>>,
@@ -209,7 +265,12 @@ pub struct Relay {
 impl Relay {
     /// `no_local`: the upstream speaks MQTT 5, whose subscriptions can refuse the bridge's
     /// own messages.
-    pub fn new(bindings: Vec<Binding>, outbox: Arc<Outbox>, no_local: bool) -> Relay {
+    pub fn new(
+        bindings: Vec<Binding>,
+        outbox: Arc<Outbox>,
+        no_local: bool,
+        edge: Option<Arc<Edge>>,
+    ) -> Relay {
         let both_ways = bindings.iter().any(|b| b.incoming) && bindings.iter().any(|b| b.outgoing);
         Relay {
             echoes: (both_ways && !no_local).then(Mutex::default),
@@ -223,6 +284,7 @@ impl Relay {
             },
             bindings,
             outbox,
+            edge,
         }
     }
 
@@ -293,6 +355,7 @@ impl Relay {
                     out_messages: get(&n.out_messages),
                 })
                 .collect(),
+            sparkplug: self.edge.as_ref().map(|edge| edge.status()),
         }
     }
 

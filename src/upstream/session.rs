@@ -2,7 +2,10 @@
 //! (MQTT 5 or 3.1.1, through rmqtt-codec, the codec svc's broker speaks): the CONNECT/CONNACK
 //! handshake with its failures classified, then packets encoded into one buffer that is
 //! written with one write (a burst of messages is one syscall and few TCP segments, not one
-//! each) and packets decoded from whatever one read brought.
+//! each) and packets decoded from whatever one read brought. A connection may carry a will (the
+//! Sparkplug edge node's NDEATH).
+
+mod v311;
 
 use super::connect::{Failure, Target};
 use super::queue::UpstreamMessage;
@@ -15,6 +18,7 @@ use rmqtt_codec::{v3, v5};
 use std::num::{NonZeroU16, NonZeroU32};
 use std::time::Duration;
 use tokio_util::codec::{Decoder, Encoder};
+use v311::{from_v3, to_v3};
 
 /// The largest packet an upstream connection sends or takes (svc's own broker default).
 const MAX_PACKET: u32 = 1024 * 1024;
@@ -22,6 +26,7 @@ const MAX_PACKET: u32 = 1024 * 1024;
 pub const MAX_IN_FLIGHT: u16 = 1024;
 
 /// How a connection is to be opened.
+#[derive(Clone)]
 pub struct Open {
     /// Give up on the connection attempt after this long.
     pub limit: Duration,
@@ -30,6 +35,33 @@ pub struct Open {
     pub bridge: bool,
     /// Announced in the CONNECT (MQTT 5) as `svc-bridge`: `<domain>/<name>`.
     pub announce: Option<String>,
+    /// The message the upstream publishes when the connection ends without a DISCONNECT.
+    pub will: Option<Will>,
+    /// Start a new session and keep none after the connection (Sparkplug requires it of edge
+    /// nodes), whatever the record's `clean_start` and `session_expiry` say.
+    pub fresh: bool,
+}
+
+impl Open {
+    /// A connection as the record says, without a will.
+    pub fn plain(limit: Duration, bridge: bool, announce: Option<String>) -> Open {
+        Open {
+            limit,
+            bridge,
+            announce,
+            will: None,
+            fresh: false,
+        }
+    }
+}
+
+/// A will message.
+#[derive(Debug, Clone)]
+pub struct Will {
+    pub topic: String,
+    pub payload: Bytes,
+    pub qos: u8,
+    pub retain: bool,
 }
 
 /// A packet from the upstream that the bridge acts on.
@@ -130,13 +162,13 @@ impl Session {
             .password()
             .map(|p| Bytes::copy_from_slice(p.as_bytes()));
         let client_id = ByteString::from(target.text("client_id"));
-        let clean = target.flag("clean_start") != Some(false);
+        let clean = how.fresh || target.flag("clean_start") != Some(false);
         let mut write_buf = BytesMut::with_capacity(8 * 1024);
         let codec = if target.is_v5() {
             let connect = v5::Connect {
                 clean_start: clean,
                 keep_alive,
-                session_expiry_interval_secs: if how.bridge {
+                session_expiry_interval_secs: if how.bridge && !how.fresh {
                     u32::try_from(target.number("session_expiry")).unwrap_or(u32::MAX)
                 } else {
                     0
@@ -148,6 +180,19 @@ impl Session {
                     .iter()
                     .map(|a| (BRIDGE_PROPERTY.into(), a.as_str().into()))
                     .collect(),
+                last_will: how.will.as_ref().map(|will| v5::LastWill {
+                    qos: qos_of(will.qos),
+                    retain: will.retain,
+                    topic: ByteString::from(will.topic.as_str()),
+                    message: will.payload.clone(),
+                    will_delay_interval_sec: None,
+                    correlation_data: None,
+                    message_expiry_interval: None,
+                    content_type: None,
+                    user_properties: Vec::new(),
+                    is_utf8_payload: None,
+                    response_topic: None,
+                }),
                 client_id,
                 username,
                 password,
@@ -162,6 +207,12 @@ impl Session {
             let connect = v3::Connect {
                 clean_session: clean,
                 keep_alive,
+                last_will: how.will.as_ref().map(|will| v3::LastWill {
+                    qos: qos_of(will.qos),
+                    retain: will.retain,
+                    topic: ByteString::from(will.topic.as_str()),
+                    message: will.payload.clone(),
+                }),
                 client_id,
                 username,
                 password,
@@ -290,6 +341,26 @@ impl Session {
             packet_id: packet_id.and_then(NonZeroU16::new),
             payload: item.payload.clone(),
             properties,
+        })))
+    }
+
+    /// Queues a message of svc's own (a Sparkplug edge node's), without the hop count that
+    /// bridged messages carry.
+    pub fn publish_own(
+        &mut self,
+        topic: &str,
+        payload: Bytes,
+        qos: u8,
+        packet_id: Option<u16>,
+    ) -> Result<(), Failure> {
+        self.encode(v5::Packet::Publish(Box::new(Publish {
+            dup: false,
+            retain: false,
+            qos: qos_of(qos),
+            topic: ByteString::from(topic),
+            packet_id: packet_id.and_then(NonZeroU16::new),
+            payload,
+            properties: None,
         })))
     }
 
@@ -473,84 +544,4 @@ pub fn refusal_text(code: u8) -> &'static str {
         0xA2 => "wildcard subscriptions not supported",
         _ => "unspecified error",
     }
-}
-
-/// An MQTT 3.1.1 packet from the upstream in its MQTT 5 form.
-fn from_v3(packet: v3::Packet) -> v5::Packet {
-    use v3::Packet as P;
-    let ack = |packet_id| v5::PublishAck {
-        packet_id,
-        reason_code: v5::PublishAckReason::Success,
-        properties: Vec::new(),
-        reason_string: None,
-    };
-    let ack2 = |packet_id| v5::PublishAck2 {
-        packet_id,
-        reason_code: v5::PublishAck2Reason::Success,
-        properties: Vec::new(),
-        reason_string: None,
-    };
-    match packet {
-        P::Publish(publish) => v5::Packet::Publish(publish),
-        P::PublishAck { packet_id } => v5::Packet::PublishAck(ack(packet_id)),
-        P::PublishReceived { packet_id } => v5::Packet::PublishReceived(ack(packet_id)),
-        P::PublishRelease { packet_id } => v5::Packet::PublishRelease(ack2(packet_id)),
-        P::PublishComplete { packet_id } => v5::Packet::PublishComplete(ack2(packet_id)),
-        P::SubscribeAck { packet_id, status } => v5::Packet::SubscribeAck(v5::SubscribeAck {
-            packet_id,
-            properties: Vec::new(),
-            reason_string: None,
-            status: status
-                .into_iter()
-                .map(|code| match code {
-                    v3::SubscribeReturnCode::Success(QoS::AtMostOnce) => {
-                        v5::SubscribeAckReason::GrantedQos0
-                    }
-                    v3::SubscribeReturnCode::Success(QoS::AtLeastOnce) => {
-                        v5::SubscribeAckReason::GrantedQos1
-                    }
-                    v3::SubscribeReturnCode::Success(QoS::ExactlyOnce) => {
-                        v5::SubscribeAckReason::GrantedQos2
-                    }
-                    v3::SubscribeReturnCode::Failure => v5::SubscribeAckReason::UnspecifiedError,
-                })
-                .collect(),
-        }),
-        P::PingResponse => v5::Packet::PingResponse,
-        _ => v5::Packet::PingRequest,
-    }
-}
-
-/// A packet the bridge sends, in its MQTT 3.1.1 form.
-fn to_v3(packet: v5::Packet) -> Option<v3::Packet> {
-    use v5::Packet as P;
-    Some(match packet {
-        P::Publish(mut publish) => {
-            publish.properties = None;
-            v3::Packet::Publish(publish)
-        }
-        P::PublishAck(ack) => v3::Packet::PublishAck {
-            packet_id: ack.packet_id,
-        },
-        P::PublishReceived(ack) => v3::Packet::PublishReceived {
-            packet_id: ack.packet_id,
-        },
-        P::PublishRelease(ack) => v3::Packet::PublishRelease {
-            packet_id: ack.packet_id,
-        },
-        P::PublishComplete(ack) => v3::Packet::PublishComplete {
-            packet_id: ack.packet_id,
-        },
-        P::Subscribe(subscribe) => v3::Packet::Subscribe {
-            packet_id: subscribe.packet_id,
-            topic_filters: subscribe
-                .topic_filters
-                .into_iter()
-                .map(|(filter, options)| (filter, options.qos))
-                .collect(),
-        },
-        P::PingRequest => v3::Packet::PingRequest,
-        P::Disconnect(_) => v3::Packet::Disconnect,
-        _ => return None,
-    })
 }

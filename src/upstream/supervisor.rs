@@ -8,6 +8,11 @@
 //! The supervisor is also where the local broker hands every accepted message to the
 //! upstreams that carry it out ([`Supervisor::carry_out`]): written to their durable queues
 //! before the publisher is acknowledged.
+//!
+//! An upstream that stops (disabled, changed, deleted, or svc stopping) is asked to, and given
+//! [`STOP_LIMIT`] to say goodbye (a Sparkplug edge node's NDEATH, a DISCONNECT) before its task
+//! is aborted; a changed upstream connects again only after its old connection ended, so the
+//! two never overlap under one client id.
 
 use super::binding::Binding;
 use super::connect::{Failure, Target};
@@ -15,18 +20,22 @@ use super::queue::{Limits, UpstreamMessage};
 use super::queue_writer::QueueWriter;
 use super::relay::{Local, Outbound, Outbox, Relay, Traffic};
 use super::session::Open;
+use super::sparkplug::{Edge, EdgeConfig};
 use crate::backoff::Backoff;
 use crate::store::Store;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// How long one connection attempt may take.
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
+/// How long a stopping upstream may take to say goodbye before its task is aborted.
+const STOP_LIMIT: Duration = Duration::from_secs(3);
 
 pub use crate::model::LinkState as State;
 
@@ -86,13 +95,37 @@ fn lock(status: &Shared) -> MutexGuard<'_, Status> {
     status.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The task of an enabled upstream, and how to ask it to stop.
+struct Running {
+    handle: JoinHandle<()>,
+    stop: CancellationToken,
+}
+
+impl Running {
+    /// Asks the task to stop and waits for it, at most [`STOP_LIMIT`] (then aborts it).
+    async fn stop(mut self) {
+        self.stop.cancel();
+        if tokio::time::timeout(STOP_LIMIT, &mut self.handle)
+            .await
+            .is_err()
+        {
+            self.handle.abort();
+        }
+    }
+}
+
+/// Stops tasks, all at once.
+async fn stop_all(tasks: Vec<Running>) {
+    futures::future::join_all(tasks.into_iter().map(Running::stop)).await;
+}
+
 /// One upstream as the supervisor runs it.
 struct Link {
     /// The record and password it runs with, to restart it when either changes.
     config: Value,
     status: Shared,
     relay: Arc<Relay>,
-    task: Option<JoinHandle<()>>,
+    task: Option<Running>,
 }
 
 impl Link {
@@ -105,8 +138,9 @@ impl Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
+        // Stopped gracefully before being dropped, unless the supervisor itself goes.
         if let Some(task) = self.task.take() {
-            task.abort();
+            task.handle.abort();
         }
     }
 }
@@ -128,6 +162,9 @@ pub struct Supervisor {
     routes: RwLock<Arc<[Arc<Relay>]>>,
     /// One reload at a time, so two record writes cannot interleave their reloads.
     reloading: tokio::sync::Mutex<()>,
+    /// The bdSeq of each Sparkplug edge node's next connection, by (domain, record key): kept
+    /// across changes of the record, forgotten when the upstream is deleted.
+    bd_seqs: Mutex<HashMap<(String, String), Arc<AtomicU64>>>,
 }
 
 impl Supervisor {
@@ -146,6 +183,7 @@ impl Supervisor {
             links: Mutex::new(HashMap::new()),
             routes: RwLock::new(Arc::new([])),
             reloading: tokio::sync::Mutex::new(()),
+            bd_seqs: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -201,7 +239,8 @@ impl Supervisor {
     }
 
     /// Brings a domain's running upstreams in step with its records: new and changed enabled
-    /// ones (re)start, disabled ones stop, deleted ones go.
+    /// ones (re)start, disabled ones stop, deleted ones go. Stopping ones end (gracefully, see
+    /// [`STOP_LIMIT`]) before their replacements start.
     pub async fn reload_domain(&self, domain: &str) {
         let _one_at_a_time = self.reloading.lock().await;
         let (store, name) = (self.store.clone(), domain.to_string());
@@ -228,11 +267,38 @@ impl Supervisor {
                 outboxes.insert(key.clone(), outbox);
             }
         }
+        let configs: Vec<Value> = upstreams
+            .iter()
+            .map(
+                |(_, fields, password)| serde_json::json!({"record": fields, "password": password}),
+            )
+            .collect();
+        // The tasks of deleted and changed upstreams stop first; their links (and routes) stay
+        // until they have, then the deleted ones go and the changed ones are replaced.
+        let mut stopping = Vec::new();
+        let mut deleted = Vec::new();
+        {
+            let mut links = self.links();
+            for ((d, key), link) in links.iter_mut() {
+                if d == domain && !upstreams.iter().any(|(k, ..)| k == key) {
+                    stopping.extend(link.task.take());
+                    deleted.push(key.clone());
+                }
+            }
+            for ((key, ..), config) in upstreams.iter().zip(&configs) {
+                let slot = (domain.to_string(), key.clone());
+                if let Some(link) = links.get_mut(&slot).filter(|l| l.config != *config) {
+                    stopping.extend(link.task.take());
+                }
+            }
+        }
+        stop_all(stopping).await;
         let mut links = self.links();
         links.retain(|(d, key), link| {
-            let kept = d != domain || upstreams.iter().any(|(k, ..)| k == key);
-            if !kept {
+            let gone = d == domain && deleted.contains(key);
+            if gone {
                 (self.on_status)(domain, &lock(&link.status).name, None);
+                self.bd_seqs().remove(&(domain.to_string(), key.clone()));
                 let (store, id) = (self.store.clone(), link.relay.outbox.id.clone());
                 tokio::spawn(async move {
                     if let Err(e) = store.run(move |s| s.upstream_queue_clear(&id)).await {
@@ -240,10 +306,9 @@ impl Supervisor {
                     }
                 });
             }
-            kept
+            !gone
         });
-        for (key, fields, password) in upstreams {
-            let config = serde_json::json!({"record": fields, "password": password});
+        for ((key, fields, password), config) in upstreams.into_iter().zip(configs) {
             let slot = (domain.to_string(), key.clone());
             if links.get(&slot).is_some_and(|link| link.config == config) {
                 continue;
@@ -253,7 +318,11 @@ impl Supervisor {
             };
             outbox.set_limits(Limits::of(&fields));
             let no_local = fields.get("mqtt_version").and_then(Value::as_str) != Some("3.1.1");
-            let relay = Arc::new(Relay::new(Binding::all_of(&fields), outbox, no_local));
+            let edge = EdgeConfig::of(domain, &fields).map(|config| {
+                let bd_seq = self.bd_seqs().entry(slot.clone()).or_default().clone();
+                Arc::new(Edge::new(config, bd_seq))
+            });
+            let relay = Arc::new(Relay::new(Binding::all_of(&fields), outbox, no_local, edge));
             let name = fields
                 .get("name")
                 .and_then(Value::as_str)
@@ -286,13 +355,18 @@ impl Supervisor {
                     relay: relay.clone(),
                     on_status: self.on_status.clone(),
                 };
-                let how = Open {
-                    limit: CONNECT_LIMIT,
-                    bridge: true,
-                    announce: Some(format!("{domain}/{name}")),
-                };
+                let how = Open::plain(CONNECT_LIMIT, true, Some(format!("{domain}/{name}")));
                 let target = Target::new(fields, password);
-                tokio::spawn(run(target, how, backoff, report, self.local.clone()))
+                let stop = CancellationToken::new();
+                let handle = tokio::spawn(run(
+                    target,
+                    how,
+                    backoff,
+                    report,
+                    self.local.clone(),
+                    stop.clone(),
+                ));
+                Running { handle, stop }
             });
             links.insert(
                 slot,
@@ -331,10 +405,22 @@ impl Supervisor {
         State::tally(self.links().values().map(|link| lock(&link.status).state))
     }
 
-    /// Stops every connection (at shutdown).
-    pub fn stop_all(&self) {
-        self.links().clear();
+    /// Stops every connection, each saying goodbye (at shutdown).
+    pub async fn stop_all(&self) {
+        let _one_at_a_time = self.reloading.lock().await;
         *self.routes.write().unwrap_or_else(|e| e.into_inner()) = Arc::new([]);
+        let mut links: Vec<Link> = self.links().drain().map(|(_, link)| link).collect();
+        stop_all(
+            links
+                .iter_mut()
+                .filter_map(|link| link.task.take())
+                .collect(),
+        )
+        .await;
+    }
+
+    fn bd_seqs(&self) -> MutexGuard<'_, HashMap<(String, String), Arc<AtomicU64>>> {
+        self.bd_seqs.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -367,8 +453,15 @@ impl Report {
     }
 }
 
-/// The supervised connection: connect, serve until it fails, wait, again.
-async fn run(target: Target, how: Open, backoff: Backoff, report: Report, local: Arc<dyn Local>) {
+/// The supervised connection: connect, serve until it fails, wait, again; until `stop`.
+async fn run(
+    target: Target,
+    how: Open,
+    backoff: Backoff,
+    report: Report,
+    local: Arc<dyn Local>,
+    stop: CancellationToken,
+) {
     let report = Arc::new(report);
     let relay = report.relay.clone();
     let mut failures = 0;
@@ -379,14 +472,17 @@ async fn run(target: Target, how: Open, backoff: Backoff, report: Report, local:
             status.enter(State::Connecting);
         });
         let connected = report.clone();
-        let failure = relay
-            .serve(&target, &how, local.clone(), &mut move |_| {
+        let ended = relay
+            .serve(&target, &how, local.clone(), &stop, &mut move |_| {
                 connected.update(|status| {
                     status.attempts = 0;
                     status.enter(State::Connected);
                 });
             })
             .await;
+        let Some(failure) = ended else {
+            return;
+        };
         let was_connected = lock(&report.status).state == State::Connected;
         failures = if was_connected { 1 } else { failures + 1 };
         let delay = backoff.delay(failures);
@@ -409,6 +505,9 @@ async fn run(target: Target, how: Open, backoff: Backoff, report: Report, local:
             };
             status.enter(state);
         });
-        tokio::time::sleep(delay).await;
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = stop.cancelled() => return,
+        }
     }
 }

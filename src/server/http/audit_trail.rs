@@ -1,6 +1,6 @@
 //! What the audit trail records of a request, known from its method and route: which requests
 //! are administrative changes (users, groups, grants, API keys, domains, and the system tables
-//! namespaces, upstreams, connectors, processes, flows, collections, tags, and the trust list
+//! namespaces, upstreams, connectors, sparkplug, processes, flows, collections, tags, and the trust list
 //! of connector certificates) and the secret-free summary kept
 //! of each body. `observe` writes the entries; `GET /svc/audit` is `routes::audit`.
 
@@ -8,11 +8,12 @@ use axum::http::Method;
 use serde_json::{Map, Value};
 
 /// Record tables whose writes are administrative (the others hold a plant's data).
-const ADMIN_TABLES: [&str; 7] = [
+const ADMIN_TABLES: [&str; 8] = [
     "tags",
     "namespaces",
     "upstreams",
     "connectors",
+    "sparkplug",
     "processes",
     "flows",
     "collections",

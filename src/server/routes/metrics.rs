@@ -45,6 +45,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
     scrape_historian(&state, &mut registry);
     scrape_upstreams(&state, &mut registry);
     scrape_connectors(&state, &mut registry);
+    scrape_sparkplug(&state, &mut registry);
     let mut body = String::with_capacity(16 * 1024);
     prometheus_text::encode(&mut body, &registry)
         .map_err(|_| ApiError::internal("cannot encode the metrics"))?;
@@ -198,6 +199,37 @@ fn scrape_connectors(state: &AppState, registry: &mut Registry) {
         "connectors",
         "Device connectors by state (connected, connecting, backoff, error, disabled)",
         state.connectors.state_counts(),
+    );
+}
+
+fn scrape_sparkplug(state: &AppState, registry: &mut Registry) {
+    let counts = state.sparkplug.host.counts();
+    link_states(
+        registry,
+        "sparkplug_nodes",
+        "Sparkplug edge nodes the hosts know, by state (online, offline)",
+        vec![
+            ("online", counts.nodes_online as usize),
+            ("offline", counts.nodes_offline as usize),
+        ],
+    );
+    counter(
+        registry,
+        "sparkplug_messages",
+        "Sparkplug messages applied to an edge node's session",
+        counts.messages,
+    );
+    counter(
+        registry,
+        "sparkplug_problems",
+        "Sparkplug payloads and metrics the hosts could not read",
+        counts.problems,
+    );
+    counter(
+        registry,
+        "sparkplug_rebirth_requests",
+        "Rebirths the hosts asked of edge nodes (sequence gaps, nodes never seen born)",
+        counts.rebirths_requested,
     );
 }
 

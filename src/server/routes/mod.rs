@@ -22,6 +22,7 @@ pub(crate) mod openapi;
 pub(crate) mod processes;
 pub(crate) mod records;
 pub(crate) mod reports;
+pub(crate) mod sparkplug;
 pub(crate) mod tag_stream;
 pub(crate) mod tags;
 pub(crate) mod upstreams;
@@ -51,6 +52,7 @@ fn api_routes() -> utoipa_axum::router::OpenApiRouter<AppState> {
         .merge(namespaces::routes())
         .merge(upstreams::routes())
         .merge(connectors::routes())
+        .merge(sparkplug::routes())
         .merge(broker_clients::routes())
         .merge(historian::routes())
         .merge(processes::routes())

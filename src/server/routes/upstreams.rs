@@ -4,10 +4,8 @@
 //! latency, or 503 saying why the upstream cannot be reached or refused within 10 s; the
 //! connection status of one upstream or all (`GET …/{id}/status`, `GET …/status`); and the
 //! connect/disconnect switch (`POST …/{id}/connect|disconnect`, the record's `enabled`); the
-//! other svc instances bridged to this one (`GET /svc/upstreams/downstreams`); and the local
-//! broker as the upstreams publish into it.
+//! other svc instances bridged to this one (`GET /svc/upstreams/downstreams`).
 
-use crate::broker::Broker;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::http::caller::{Access, Caller};
 use crate::server::http::json::JsonBody;
@@ -15,38 +13,14 @@ use crate::server::services::checked_writes::update_checked;
 use crate::server::AppState;
 use crate::upstream::config::{self, FEATURE, UPSTREAMS};
 use crate::upstream::connect::{Probe, Target};
-use crate::upstream::relay::{Inbound, Local};
 use crate::upstream::supervisor::Status;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use utoipa_axum::{router::OpenApiRouter, routes};
-
-/// The local broker as the upstreams see it: messages from an upstream are published like a
-/// client's, marked with the upstream they came from.
-pub struct LocalBroker(pub Arc<OnceLock<Broker>>);
-
-#[async_trait::async_trait]
-impl Local for LocalBroker {
-    async fn publish(&self, origin: Arc<str>, message: Inbound) -> Result<(), String> {
-        let broker = self.0.get().ok_or("the MQTT broker is not running")?;
-        broker
-            .publish_relayed(
-                Some(origin),
-                &message.topic,
-                message.payload,
-                message.qos,
-                message.retain,
-                message.hops,
-            )
-            .await
-            .map_err(|e| e.to_string())
-    }
-}
 
 /// How long a test waits for the upstream's CONNACK.
 const TEST_LIMIT: Duration = Duration::from_secs(10);

@@ -10,7 +10,6 @@ use crate::connectors::kind::WriteError;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::sparkplug;
 use crate::server::AppState;
-use axum::http::StatusCode;
 use bytes::Bytes;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
@@ -54,11 +53,7 @@ pub async fn write_to_source(
     value: Value,
 ) -> Option<ApiResult<()>> {
     if let Some(result) = state.connectors.write(domain, tag, value.clone()).await {
-        return Some(result.map_err(|e| {
-            let status =
-                StatusCode::from_u16(write_status(&e)).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-            ApiError::new(status, e.to_string())
-        }));
+        return Some(result.map_err(|e| ApiError::with_code(write_status(&e), e.to_string())));
     }
     sparkplug::write(state, domain, tag, &value).await
 }

@@ -1,6 +1,7 @@
 //! The server's services: state and rules shared by the routes, the broker's policy and
 //! automation, with no HTTP in them (the tag registry, last values, namespaces, record writer,
-//! login throttle, peers, credentials, system tables, automation).
+//! login throttle, peers, credentials, system tables, automation, the upstreams' and the
+//! connectors' ways into the broker).
 
 pub(crate) mod audit_retention;
 pub(crate) mod automation;
@@ -23,3 +24,4 @@ pub(crate) mod system_tables;
 pub(crate) mod tag_registration;
 pub(crate) mod tag_registry;
 pub(crate) mod uns;
+pub(crate) mod upstream_links;

@@ -12,13 +12,15 @@
 //! which hold rights in it, receive it.
 
 use crate::broker::{Message, Principal};
+use crate::ids::ADMIN_DOMAIN;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::system_tables::{records_of, tags::declare_missing};
 use crate::server::AppState;
 use crate::sparkplug::session::Update;
-use crate::sparkplug::{CommandError, Handled, Host, HostConfig, SparkplugTopic, CERTIFICATES, NAMESPACE, TABLE};
+use crate::sparkplug::{
+    CommandError, Handled, Host, HostConfig, SparkplugTopic, CERTIFICATES, NAMESPACE, TABLE,
+};
 use crate::store::HistoryWrite;
-use axum::http::StatusCode;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -87,15 +89,16 @@ impl Sparkplug {
     }
 
     /// Hands `message` to the host when it is a Sparkplug message of a domain that runs one
-    /// (`domain`: the topic's owner, else its publisher's). Waits while the host is behind.
+    /// (`domain`: the topic's owner, else its publisher's), or a BIRTH of any domain (the
+    /// Sparkplug-aware broker keeps them all). Waits while the host is behind.
     pub async fn offer(&self, domain: Option<&str>, message: &Message) {
         if !message.topic.starts_with(NAMESPACE) || message.origin.as_deref() == Some(ORIGIN) {
             return;
         }
-        let Some(domain) = domain.or_else(|| message.publisher.as_ref()?.domain.as_deref()) else {
-            return;
-        };
-        if !self.host.serves(domain) {
+        let domain = domain
+            .or_else(|| message.publisher.as_ref()?.domain.as_deref())
+            .unwrap_or(ADMIN_DOMAIN);
+        if !self.host.serves(domain) && !is_birth(&message.topic) {
             return;
         }
         let incoming = Incoming {
@@ -211,14 +214,19 @@ async fn publish(
 /// Sends `value` to the metric behind `tag` of `domain` as an NCMD or DCMD; `None` when no
 /// BIRTH declared that tag. 400 when the value does not fit the metric's datatype, 503 when
 /// the node or device is offline (Sparkplug commands are not acknowledged: 200 means sent).
-pub async fn write(state: &AppState, domain: &str, tag: &str, value: &Value) -> Option<ApiResult<()>> {
+pub async fn write(
+    state: &AppState,
+    domain: &str,
+    tag: &str,
+    value: &Value,
+) -> Option<ApiResult<()>> {
     let command = state.sparkplug.host.command(domain, tag, value)?;
     Some(match command {
         Ok((topic, payload)) => publish(state, domain, &topic, payload, 0, false)
             .await
-            .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e)),
+            .map_err(ApiError::unavailable),
         Err(CommandError::Invalid(why)) => Err(ApiError::bad_request(why)),
-        Err(CommandError::Offline(why)) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, why)),
+        Err(CommandError::Offline(why)) => Err(ApiError::unavailable(why)),
     })
 }
 
@@ -228,6 +236,9 @@ async fn apply_all(state: AppState, mut inbox: mpsc::Receiver<Incoming>) {
     while inbox.recv_many(&mut batch, BATCH).await > 0 {
         let mut work = Work::default();
         for incoming in batch.drain(..) {
+            if is_birth(&incoming.topic) {
+                work.certify(&incoming);
+            }
             let handled = state.sparkplug.host.handle(
                 &incoming.domain,
                 &incoming.topic,
@@ -254,8 +265,17 @@ struct Work {
 }
 
 impl Work {
+    /// Keeps a BIRTH retained under `$sparkplug/certificates/` (its owner's to read, as the
+    /// BIRTH is).
+    fn certify(&mut self, incoming: &Incoming) {
+        let copy = format!("{CERTIFICATES}{}", incoming.topic);
+        let payload = incoming.payload.to_vec();
+        self.publishes
+            .push((incoming.domain.clone(), copy, payload, 1, true));
+    }
+
     fn add(&mut self, incoming: &Incoming, handled: Handled) {
-        let Handled { outcome, rebirth, .. } = handled;
+        let Handled { outcome, rebirth } = handled;
         let domain = &incoming.domain;
         for declaration in outcome.declarations {
             let mut fields = Map::new();
@@ -265,11 +285,15 @@ impl Work {
             if let Some(unit) = declaration.unit {
                 fields.insert("unit".into(), json!(unit));
             }
-            self.declarations.entry(domain.clone()).or_default().push(fields);
+            self.declarations
+                .entry(domain.clone())
+                .or_default()
+                .push(fields);
         }
         if is_birth(&incoming.topic) {
             let copy = format!("{CERTIFICATES}{}", incoming.topic);
-            self.publishes.push((domain.clone(), copy, incoming.payload.to_vec(), 1, true));
+            self.publishes
+                .push((domain.clone(), copy, incoming.payload.to_vec(), 1, true));
         }
         for update in outcome.updates {
             if update.historical {
@@ -285,10 +309,16 @@ impl Work {
             }
         }
         if let Some((topic, payload)) = rebirth {
-            self.publishes.push((domain.clone(), topic, payload, 0, false));
+            self.publishes
+                .push((domain.clone(), topic, payload, 0, false));
         }
         for problem in outcome.problems {
-            tracing::debug!(domain, topic = incoming.topic, problem, "a Sparkplug message was not read whole");
+            tracing::debug!(
+                domain,
+                topic = incoming.topic,
+                problem,
+                "a Sparkplug message was not read whole"
+            );
         }
     }
 
@@ -305,7 +335,11 @@ impl Work {
             .historical
             .into_iter()
             .filter(|w| {
-                state.uns.tags.owner(&w.topic).is_some_and(|o| o.historize && *o.domain == *w.domain)
+                state
+                    .uns
+                    .tags
+                    .owner(&w.topic)
+                    .is_some_and(|o| o.historize && *o.domain == *w.domain)
             })
             .collect();
         if !historical.is_empty() {
@@ -324,22 +358,34 @@ impl Work {
 fn is_birth(topic: &str) -> bool {
     matches!(
         SparkplugTopic::parse(topic),
-        Some(SparkplugTopic::Edge { verb: crate::sparkplug::topic::Verb::NBirth | crate::sparkplug::topic::Verb::DBirth, .. })
+        Some(SparkplugTopic::Edge {
+            verb: crate::sparkplug::topic::Verb::NBirth | crate::sparkplug::topic::Verb::DBirth,
+            ..
+        })
     )
 }
 
 /// Publishes metric values as their tags' messages `{"value","timestamp","quality"}`, QoS 1
 /// (historized ones are stored before the call returns), in one batch.
 async fn publish_values(state: &AppState, values: Vec<Update>) {
-    let Some(broker) = state.broker.get() else { return };
+    let Some(broker) = state.broker.get() else {
+        return;
+    };
     let messages: Vec<(String, Bytes)> = values
         .into_iter()
         .map(|update| {
-            let payload = crate::historian::payload::TagMessage::new(&update.value, update.ts_ms, update.quality);
+            let payload = crate::historian::payload::TagMessage::new(
+                &update.value,
+                update.ts_ms,
+                update.quality,
+            );
             (update.tag, payload.to_bytes())
         })
         .collect();
-    if let Err(e) = broker.publish_batch(Some(ORIGIN.into()), messages, 1, false).await {
+    if let Err(e) = broker
+        .publish_batch(Some(ORIGIN.into()), messages, 1, false)
+        .await
+    {
         tracing::warn!(error = %e, "Sparkplug metrics' values were not stored");
     }
 }

@@ -185,7 +185,7 @@ impl GrantSet {
 pub fn admin_grants(custom: &[(String, String)]) -> Vec<NamedGrant> {
     // Every feature a route checks (the system tables' included), so that an
     // administrator's effective permissions say what the routes allow.
-    const BUILT_IN: [&str; 13] = [
+    const BUILT_IN: [&str; 14] = [
         "api_keys",
         "audit",
         "collections",
@@ -196,6 +196,7 @@ pub fn admin_grants(custom: &[(String, String)]) -> Vec<NamedGrant> {
         "logs",
         "namespace",
         "processes",
+        "sparkplug",
         "tags",
         "upstreams",
         "users",

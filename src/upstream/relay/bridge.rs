@@ -3,18 +3,22 @@
 //! order within the upstream's window (every write carrying all that is ready), delete each
 //! message once acknowledged (PUBACK, or PUBREC/PUBREL/PUBCOMP for QoS 2), publish what comes
 //! in locally and acknowledge it only once published, keep the connection alive with pings,
-//! and give up on an upstream that stops answering or stops acknowledging.
+//! and give up on an upstream that stops answering or stops acknowledging. An upstream that is
+//! a Sparkplug edge node also subscribes to its NCMD topic, publishes its NBIRTH once
+//! subscribed, and its NDATA as its tags change ([`EdgeLink`]). Asked to stop, the connection
+//! says goodbye: the edge node's NDEATH, then DISCONNECT.
 
 use super::{lock, now_ms, Inbound, Local, Relay, MAX_HOPS};
 use crate::upstream::connect::{Failure, Target};
 use crate::upstream::session::{refusal_text, In, Incoming, Open, Session};
+use crate::upstream::sparkplug::{EdgeLink, EdgeWake};
 use std::collections::{HashMap, HashSet};
-use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// Messages encoded per pass before the buffer is written.
 const SEND_BATCH: usize = 256;
@@ -30,7 +34,13 @@ enum Wake {
     Ping,
     /// The SUBACK did not come in time.
     NotSubscribed,
+    Edge(EdgeWake),
+    Stop,
 }
+
+/// The connection ended because it was asked to (the upstream was disabled, changed or
+/// deleted, or svc stops).
+pub struct Stopped;
 
 /// Packet ids for outgoing QoS 1/2 messages: the next free one after the last.
 struct PacketIds {
@@ -63,18 +73,20 @@ impl Drop for Receiver {
 impl Relay {
     /// One connection: connect, subscribe, `connected` once the SUBACK granted every
     /// incoming binding's filter (at the CONNACK when nothing comes in), carry messages both
-    /// ways until the connection fails; returns why (a refused filter is a failure). What was
-    /// sent and not acknowledged is sent again on the next connection.
+    /// ways until the connection fails or `stop` is cancelled; returns why it failed (a
+    /// refused filter is a failure), `None` when it was stopped. What was sent and not
+    /// acknowledged is sent again on the next connection.
     pub async fn serve(
         self: &Arc<Self>,
         target: &Target,
         how: &Open,
         local: Arc<dyn Local>,
+        stop: &CancellationToken,
         connected: &mut (dyn FnMut(bool) + Send),
-    ) -> Failure {
-        let Err(failure) = self.bridge(target, how, local, connected).await;
+    ) -> Option<Failure> {
+        let ended = self.bridge(target, how, local, stop, connected).await;
         lock(&self.outbox.queue).requeue();
-        failure
+        ended.err()
     }
 
     async fn bridge(
@@ -82,16 +94,34 @@ impl Relay {
         target: &Target,
         how: &Open,
         local: Arc<dyn Local>,
+        stop: &CancellationToken,
         connected: &mut (dyn FnMut(bool) + Send),
-    ) -> Result<Infallible, Failure> {
-        let mut session = Session::connect(target, how).await?;
+    ) -> Result<Stopped, Failure> {
+        let mut edge = self
+            .edge
+            .as_ref()
+            .map(|edge| EdgeLink::new(edge.clone(), local.clone(), self.origin.clone()));
+        let how = match &edge {
+            Some(edge) => edge.open(how),
+            None => how.clone(),
+        };
+        let mut session = tokio::select! {
+            session = Session::connect(target, &how) => session?,
+            () = stop.cancelled() => return Ok(Stopped),
+        };
+        if let Some(edge) = &edge {
+            edge.connected();
+        }
         let session_present = session.session_present;
-        let filters: Vec<(String, u8)> = self
+        let mut filters: Vec<(String, u8)> = self
             .bindings
             .iter()
             .filter(|b| b.incoming)
             .map(|b| (b.remote_filter(), b.qos))
             .collect();
+        // The edge node is born only once its commands can reach it (Sparkplug: NBIRTH after
+        // the NCMD subscription).
+        filters.extend(edge.as_ref().map(EdgeLink::command_filter));
         // `connected` promises that what the upstream publishes under an incoming binding
         // now reaches this side: until the SUBACK the upstream drops it (a first connection
         // has no session that would keep it), so the SUBACK is awaited, at most as long as the
@@ -157,6 +187,8 @@ impl Relay {
                 () = tokio::time::sleep_until(ping_at.into()) => Wake::Ping,
                 () = tokio::time::sleep_until(subscribe_by.unwrap_or(ping_at).into()),
                     if subscribe_by.is_some() => Wake::NotSubscribed,
+                wake = edge_wake(&mut edge) => Wake::Edge(wake),
+                () = stop.cancelled() => Wake::Stop,
             };
             match wake {
                 Wake::Read(read) => {
@@ -164,6 +196,20 @@ impl Relay {
                     last_heard = Instant::now();
                     for packet in session.packets()? {
                         match packet {
+                            In::Publish(incoming)
+                                if edge.as_ref().is_some_and(|e| e.is_command(&incoming.topic)) =>
+                            {
+                                if let Some(edge) = &mut edge {
+                                    edge.command(&incoming.payload, &mut session)?;
+                                }
+                                // NCMDs come at QoS 0; acknowledged should one come at more.
+                                if let Some(id) = incoming.packet_id {
+                                    session.acknowledge(id, incoming.qos)?;
+                                    if incoming.qos == 2 {
+                                        unreleased.insert(id);
+                                    }
+                                }
+                            }
                             In::Publish(incoming) => {
                                 let repeat = incoming.qos == 2
                                     && incoming
@@ -204,6 +250,9 @@ impl Relay {
                                 }
                                 if subscribe_by.take().is_some() {
                                     connected(session_present);
+                                    if let Some(edge) = &mut edge {
+                                        edge.birth(&mut session)?;
+                                    }
                                 }
                             }
                             In::Disconnect(why) => return Err(Failure::Protocol(why)),
@@ -227,6 +276,18 @@ impl Relay {
                 }
                 Wake::Ping => session.ping()?,
                 Wake::NotSubscribed => return Err(Failure::Timeout(how.limit)),
+                Wake::Edge(wake) => {
+                    if let Some(edge) = &mut edge {
+                        edge.handle(wake, &mut session)?;
+                    }
+                }
+                Wake::Stop => {
+                    if let Some(edge) = &mut edge {
+                        edge.goodbye(&mut session, ids.next(&in_flight)).await;
+                    }
+                    session.disconnect().await;
+                    return Ok(Stopped);
+                }
             }
             if last_heard.elapsed() > silence_limit {
                 return Err(Failure::Timeout(silence_limit));
@@ -246,6 +307,14 @@ impl Relay {
                 self.count_out(&item);
             }
         }
+    }
+}
+
+/// What the edge node wakes the connection for; never, without one.
+async fn edge_wake(edge: &mut Option<EdgeLink>) -> EdgeWake {
+    match edge {
+        Some(edge) => edge.next().await,
+        None => std::future::pending().await,
     }
 }
 

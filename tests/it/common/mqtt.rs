@@ -219,64 +219,70 @@ impl Server {
             ),
         };
         let ws = !matches!(opts.via, Via::Tcp);
-        let (tx, rx) = mpsc::channel();
-        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = match opts.proto {
-            Proto::V3 => {
-                let mut o = rumqttc::MqttOptions::new(opts.client_id.clone(), host, port);
-                o.set_keep_alive(Duration::from_secs(opts.keep_alive_secs));
-                o.set_clean_session(opts.clean);
-                o.set_max_packet_size(1024 * 1024, 1024 * 1024);
-                if let Some((u, p)) = &opts.credentials {
-                    o.set_credentials(u.clone(), p.clone());
-                }
-                if ws {
-                    o.set_transport(rumqttc::Transport::Ws);
-                }
-                let (client, eventloop) = rumqttc::AsyncClient::new(o, 1000);
-                spawn_event_loop!(eventloop, step_v3, tx, stop_rx);
-                MqttHandle::V3(client)
+        connect_client(host, port, ws, opts)
+    }
+}
+
+/// Connects a test client to any broker (`host` a WebSocket URL when `ws`); `Err` carries the
+/// refusal (CONNACK code or transport error).
+pub fn connect_client(host: String, port: u16, ws: bool, opts: MqttOpts) -> Result<Mqtt, String> {
+    let (tx, rx) = mpsc::channel();
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let handle = match opts.proto {
+        Proto::V3 => {
+            let mut o = rumqttc::MqttOptions::new(opts.client_id.clone(), host, port);
+            o.set_keep_alive(Duration::from_secs(opts.keep_alive_secs));
+            o.set_clean_session(opts.clean);
+            o.set_max_packet_size(1024 * 1024, 1024 * 1024);
+            if let Some((u, p)) = &opts.credentials {
+                o.set_credentials(u.clone(), p.clone());
             }
-            Proto::V5 => {
-                let mut o = rumqttc::v5::MqttOptions::new(opts.client_id.clone(), host, port);
-                o.set_keep_alive(Duration::from_secs(opts.keep_alive_secs));
-                o.set_clean_start(opts.clean);
-                o.set_max_packet_size(Some(1024 * 1024));
-                if let Some((u, p)) = &opts.credentials {
-                    o.set_credentials(u.clone(), p.clone());
-                }
-                if let Some(expiry) = opts.session_expiry {
-                    let mut props = rumqttc::v5::mqttbytes::v5::ConnectProperties::new();
-                    props.session_expiry_interval = Some(expiry);
-                    props.max_packet_size = Some(1024 * 1024);
-                    o.set_connect_properties(props);
-                }
-                if ws {
-                    o.set_transport(rumqttc::Transport::Ws);
-                }
-                let (client, eventloop) = rumqttc::v5::AsyncClient::new(o, 1000);
-                spawn_event_loop!(eventloop, step_v5, tx, stop_rx);
-                MqttHandle::V5(client)
+            if ws {
+                o.set_transport(rumqttc::Transport::Ws);
             }
-        };
-        let mut mqtt = Mqtt {
-            handle,
-            _stop: stop,
-            rx,
-            backlog: Default::default(),
-            closed: None,
-            session_present: false,
-            client_id: opts.client_id.clone(),
-        };
-        match mqtt.rx.recv_timeout(MQTT_WAIT) {
-            Ok(MqttEv::ConnAck(Ok(session_present))) => {
-                mqtt.session_present = session_present;
-                Ok(mqtt)
-            }
-            Ok(MqttEv::ConnAck(Err(e))) | Ok(MqttEv::Closed(e)) => Err(e),
-            Ok(other) => Err(format!("expected CONNACK, got {other:?}")),
-            Err(_) => Err(format!("no CONNACK within {MQTT_WAIT:?}")),
+            let (client, eventloop) = rumqttc::AsyncClient::new(o, 1000);
+            spawn_event_loop!(eventloop, step_v3, tx, stop_rx);
+            MqttHandle::V3(client)
         }
+        Proto::V5 => {
+            let mut o = rumqttc::v5::MqttOptions::new(opts.client_id.clone(), host, port);
+            o.set_keep_alive(Duration::from_secs(opts.keep_alive_secs));
+            o.set_clean_start(opts.clean);
+            o.set_max_packet_size(Some(1024 * 1024));
+            if let Some((u, p)) = &opts.credentials {
+                o.set_credentials(u.clone(), p.clone());
+            }
+            if let Some(expiry) = opts.session_expiry {
+                let mut props = rumqttc::v5::mqttbytes::v5::ConnectProperties::new();
+                props.session_expiry_interval = Some(expiry);
+                props.max_packet_size = Some(1024 * 1024);
+                o.set_connect_properties(props);
+            }
+            if ws {
+                o.set_transport(rumqttc::Transport::Ws);
+            }
+            let (client, eventloop) = rumqttc::v5::AsyncClient::new(o, 1000);
+            spawn_event_loop!(eventloop, step_v5, tx, stop_rx);
+            MqttHandle::V5(client)
+        }
+    };
+    let mut mqtt = Mqtt {
+        handle,
+        _stop: stop,
+        rx,
+        backlog: Default::default(),
+        closed: None,
+        session_present: false,
+        client_id: opts.client_id.clone(),
+    };
+    match mqtt.rx.recv_timeout(MQTT_WAIT) {
+        Ok(MqttEv::ConnAck(Ok(session_present))) => {
+            mqtt.session_present = session_present;
+            Ok(mqtt)
+        }
+        Ok(MqttEv::ConnAck(Err(e))) | Ok(MqttEv::Closed(e)) => Err(e),
+        Ok(other) => Err(format!("expected CONNACK, got {other:?}")),
+        Err(_) => Err(format!("no CONNACK within {MQTT_WAIT:?}")),
     }
 }
 

@@ -130,6 +130,14 @@ impl PeerBroker {
         MosquittoSub::on(self.port, true, filter, 1, &self.user, &self.password)
     }
 
+    /// A rumqttc client (MQTT 5, clean) on the plain listener as the broker's user: binary
+    /// payloads arrive as they were sent (`mosquitto_sub` prints text lines).
+    pub fn client(&self, client_id: &str) -> Mqtt {
+        let opts = MqttOpts::new(Proto::V5, Via::Tcp, client_id).creds(&self.user, &self.password);
+        connect_client("127.0.0.1".into(), self.port, false, opts)
+            .unwrap_or_else(|e| panic!("client `{client_id}` could not connect to mosquitto: {e}"))
+    }
+
     /// `mosquitto_pub` (MQTT 5) on the plain listener as the broker's user, with `args`.
     pub fn mosquitto_pub(&self, args: &[&str]) {
         let mut all = vec!["-u", self.user.as_str(), "-P", self.password.as_str()];

@@ -83,19 +83,9 @@ impl SparkplugPeer {
 
     /// A second, independent edge node (`tests/peers/sparkplug_edge.py`, PyPI's
     /// mqtt-spb-wrapper): same commands and events, for what the wrapper can send (its header
-    /// says what it can't, and how it names birth metrics and numbers bdSeq).
-    pub fn python_edge_node(
-        port: u16,
-        username: &str,
-        password: &str,
-        group: &str,
-        node: &str,
-    ) -> SparkplugPeer {
-        SparkplugPeer::python_edge_node_with(port, username, password, group, node, &[])
-    }
-
-    /// [`SparkplugPeer::python_edge_node`] with more arguments: `--client-id ID`,
-    /// `--match-bdseq` (NBIRTH carries the bdSeq of the will, which the wrapper alone does not).
+    /// says what it can't, and how it names birth metrics and numbers bdSeq). `extra`:
+    /// `--client-id ID`, `--match-bdseq` (NBIRTH carries the bdSeq of the will, which the
+    /// wrapper alone does not).
     pub fn python_edge_node_with(
         port: u16,
         username: &str,

@@ -47,15 +47,17 @@ impl SystemTable for SparkplugTable {
         true
     }
 
-    /// The metrics' namespace lies inside one of the domain's namespaces (400 naming it).
+    /// The metrics' namespace lies inside one of the domain's namespaces (400 naming it); an
+    /// update that leaves it alone keeps the stored one, checked when it was written.
     fn check_owner(
         &self,
         state: &AppState,
         domain: &str,
         fields: &Map<String, Value>,
     ) -> ApiResult<()> {
-        let namespace = fields.get("namespace").and_then(Value::as_str).unwrap_or_default();
-        require_own_namespaces(state, domain, [("namespace".to_string(), namespace.to_string())])
+        let namespace = fields.get("namespace").and_then(Value::as_str);
+        let checked = namespace.map(|n| ("namespace".to_string(), n.to_string()));
+        require_own_namespaces(state, domain, checked)
     }
 
     fn prepare_create(

@@ -5,10 +5,10 @@
 use super::SystemTable;
 use crate::duration::parse_duration;
 use crate::historian::compression::Compression;
+use crate::ids::TableRef;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::historize;
 use crate::server::AppState;
-use crate::ids::TableRef;
 use crate::store::{RecordWrite, StoreError, TAGS};
 use crate::topic::validate_topic_name;
 use async_trait::async_trait;
@@ -109,7 +109,9 @@ pub async fn declare_missing(
         let Some(path) = fields.get("path").and_then(Value::as_str) else {
             continue;
         };
-        if state.uns.tags.is_owner(path, domain) || state.uns.tags.may_declare(domain, path).is_err() {
+        if state.uns.tags.is_owner(path, domain)
+            || state.uns.tags.may_declare(domain, path).is_err()
+        {
             continue;
         }
         TagsTable

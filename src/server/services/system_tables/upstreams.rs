@@ -1,5 +1,6 @@
 //! The `upstreams` system table: the brokers a domain's namespaces are bridged to, under the
-//! `upstreams` feature. Every binding's local side lies in the domain's namespaces; the
+//! `upstreams` feature. Every binding's local side, and a Sparkplug edge node's branch, lies in
+//! the domain's namespaces; the
 //! password is write-only (kept apart, the record says only `password_set`); a write
 //! reconnects the domain's bridges.
 
@@ -45,7 +46,8 @@ impl SystemTable for UpstreamsTable {
                 {"name": "tls", "type": "json"},
                 {"name": "reconnect", "type": "json"},
                 {"name": "buffer", "type": "json"},
-                {"name": "bindings", "type": "json"}
+                {"name": "bindings", "type": "json"},
+                {"name": "sparkplug", "type": "json"}
             ],
             "indexDetails": [{"fields": ["name"], "isUnique": true}]
         })
@@ -56,7 +58,8 @@ impl SystemTable for UpstreamsTable {
         true
     }
 
-    /// Every binding's `local` lies inside one of the domain's namespaces (400 naming the field).
+    /// Every binding's `local`, and `sparkplug.branch`, lies inside one of the domain's
+    /// namespaces (400 naming the field).
     fn check_owner(
         &self,
         state: &AppState,
@@ -65,7 +68,11 @@ impl SystemTable for UpstreamsTable {
     ) -> ApiResult<()> {
         let locals = upstream::binding_locals(fields)
             .into_iter()
-            .map(|(i, local)| (format!("bindings[{i}].local"), local));
+            .map(|(i, local)| (format!("bindings[{i}].local"), local))
+            .chain(
+                upstream::sparkplug_branch(fields)
+                    .map(|branch| ("sparkplug.branch".to_string(), branch)),
+            );
         require_own_namespaces(state, domain, locals)
     }
 
