@@ -50,7 +50,8 @@
 #   - kept up: the historian's rows of the bench tags whose source timestamp lies in the
 #     window's ticks, counted read-only with sqlite3 BENCH_GRACE (3) s after the window, the
 #     load still on: equal to the values sent in the window when svc keeps up; and the age of
-#     the newest value of the first and the last node at the window's end;
+#     the newest stored value of the first and the last node at the window's end (up to a
+#     period when svc keeps up);
 #   - recorded in the end: the same count once the generator stopped and svc's count stopped
 #     moving (missing = sent in the window − this: lost, not late);
 #   - every row checked: value − timestamp = j for metric j (the generator's values), one row per
@@ -290,7 +291,7 @@ measure() {
     R[$key.folded]=$(awk -v a="$folded_from" -v b="$folded_to" 'BEGIN { printf "%.0f", b - a }')
     R[$key.folds]=$(awk -v a="$folds_from" -v b="$folds_to" 'BEGIN { printf "%.0f", b - a }')
     R[$key.fold_pct]=$(awk -v a="$fold_s_from" -v b="$fold_s_to" -v ms="${R[$key.elapsed_ms]}" 'BEGIN { printf "%.1f", (b - a) * 100000 / ms }')
-    R[$key.lag_ms]=$((at_to - $(hist "SELECT coalesce(min(newest), 0) FROM (SELECT max(p.ts) AS newest FROM hist_points p
+    R[$key.lag_ms]=$(($(now_ms) - $(hist "SELECT coalesce(min(newest), 0) FROM (SELECT max(p.ts) AS newest FROM hist_points p
         JOIN hist_series s ON s.id = p.series WHERE s.topic IN ('$TAGS/node1/m1', '$TAGS/node$NODES/m$METRICS') GROUP BY s.id);")))
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true
@@ -322,16 +323,18 @@ measure() {
     for stat in values_in_window values_sent skipped_values late_ticks max_lag_ms rebirth_requests bytes_sent max_backlog_bytes births; do
         R[$key.$stat]=$(jnum "$done_line" "$stat")
     done
+    R[$key.spb_metrics]=$(call GET /metrics | awk '/^svc_sparkplug_/ { printf "%s%s %s", sep, $1, $2; sep = ", " }')
     local nodes
     nodes=$(try_get /svc/sparkplug/nodes)
     if [ -n "$nodes" ]; then
         R[$key.status]=$(python3 -c '
 import json, sys
 nodes = json.load(sys.stdin)
+online = sum(1 for n in nodes if n.get("online"))
+rebirths = sum(n.get("rebirths_requested", 0) for n in nodes)
 problems = sorted({n["last_problem"] for n in nodes if n.get("last_problem")})
-print(f"{len(nodes)} nodes known, {sum(1 for n in nodes if n.get(\"online\"))} online, "
-      f"{sum(n.get(\"rebirths_requested\", 0) for n in nodes)} rebirths requested"
-      + (f", problems: {problems[:3]}" if problems else ""))' <<<"$nodes")
+line = "%d nodes known, %d online, %d rebirths requested" % (len(nodes), online, rebirths)
+print(line + (", problems: %s" % problems[:3] if problems else ""))' <<<"$nodes")
     else
         R[$key.status]="no \`GET /svc/sparkplug/nodes\` in this svc"
     fi
@@ -416,7 +419,7 @@ CHECKS=$(
         for path in sparkplug json; do
             for round in $(seq 1 "$ROUNDS"); do
                 k="$path:$rate:$round"
-                echo "- $rate Hz, $(label "$path"), round $round: rows in the window ${R[$k.rows]} (distinct tag and time ${R[$k.distinct]}, wrong value ${R[$k.wrong]}; sealed blocks overlapping ${R[$k.blocks]} holding ${R[$k.block_points]} points); sent in total ${R[$k.values_sent]} values in ${R[$k.births]} births and the ticks, skipped (socket backlog) ${R[$k.skipped_values]}, largest socket backlog ${R[$k.max_backlog_bytes]} bytes; values folded into the historian in the throughput window ${R[$k.folded]}, values waiting in svc's historian queue at the window's end ${R[$k.queue]}, svc done with the load ${R[$k.drain_ms]} ms after the generator ended; tags born and declared ${R[$k.declared_ms]} ms after the nodes started; throughput window (CPU, folds) from ${R[$k.skew_ms]} ms after the first tick of the window, over ${R[$k.elapsed_ms]} ms; svc's status: ${R[$k.status]}; svc log (filter \`$SVC_LOG\`): ${R[$k.log_lines]} lines${R[$k.log_first]:+, first: \`${R[$k.log_first]}\`}"
+                echo "- $rate Hz, $(label "$path"), round $round: rows in the window ${R[$k.rows]} (distinct tag and time ${R[$k.distinct]}, wrong value ${R[$k.wrong]}; sealed blocks overlapping ${R[$k.blocks]} holding ${R[$k.block_points]} points); sent in total ${R[$k.values_sent]} values in ${R[$k.births]} births and the ticks, skipped (socket backlog) ${R[$k.skipped_values]}, largest socket backlog ${R[$k.max_backlog_bytes]} bytes; values folded into the historian in the throughput window ${R[$k.folded]}, values waiting in svc's historian queue at the window's end ${R[$k.queue]}, svc done with the load ${R[$k.drain_ms]} ms after the generator ended; tags born and declared ${R[$k.declared_ms]} ms after the nodes started; throughput window (CPU, folds) from ${R[$k.skew_ms]} ms after the first tick of the window, over ${R[$k.elapsed_ms]} ms; svc's status: ${R[$k.status]}; its metrics: ${R[$k.spb_metrics]:-none}; svc log (filter \`$SVC_LOG\`): ${R[$k.log_lines]} lines${R[$k.log_first]:+, first: \`${R[$k.log_first]}\`}"
             done
         done
     done
