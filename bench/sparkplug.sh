@@ -305,8 +305,19 @@ measure() {
     read -r "R[$key.rows]" "R[$key.distinct]" "R[$key.wrong]" "R[$key.blocks]" "R[$key.block_points]" <<<"$(recorded "$from" "$to")"
     log "$name: ${R[$key.folded]} values recorded in ${R[$key.elapsed_ms]} ms, ${R[$key.rows]} of the window's in time (svc ${R[$key.svc_ticks]} ticks, generator ${R[$key.gen_ticks]})"
     kill -TERM "$GEN_PID" 2>/dev/null || true
-    local done_line
-    done_line=$(wait_line "gen-$name" done 120 "$GEN_PID")
+    # The generator's counts: its `done` line, or the `failed` one when a connection broke after
+    # the window (reported, the run goes on).
+    local done_line="" _
+    for _ in $(seq 1 1200); do
+        done_line=$(sed -n 's/^\(done\|failed\) //p' "$WORK/gen-$name.out")
+        [ -n "$done_line" ] && break
+        kill -0 "$GEN_PID" 2>/dev/null || [ -n "$(sed -n 's/^\(done\|failed\) //p' "$WORK/gen-$name.out")" ] ||
+            die "gen-$name exited without counts: $(tail -n 5 "$WORK/gen-$name.log")"
+        sleep 0.1
+    done
+    [ -n "$done_line" ] || die "gen-$name printed no counts within 120 s of SIGTERM"
+    R[$key.gen_error]=$(sed -n 's/.*"error":"\([^"]*\)".*/\1/p' <<<"$done_line")
+    [ -z "${R[$key.gen_error]}" ] || log "$name: the generator failed after the window: ${R[$key.gen_error]}"
     stop_pid "$GEN_PID"
     # What svc still holds (its queues, its host's inbox) is recorded once the count stops moving.
     local previous=-1 queue _
@@ -419,7 +430,7 @@ CHECKS=$(
         for path in sparkplug json; do
             for round in $(seq 1 "$ROUNDS"); do
                 k="$path:$rate:$round"
-                echo "- $rate Hz, $(label "$path"), round $round: rows in the window ${R[$k.rows]} (distinct tag and time ${R[$k.distinct]}, wrong value ${R[$k.wrong]}; sealed blocks overlapping ${R[$k.blocks]} holding ${R[$k.block_points]} points); sent in total ${R[$k.values_sent]} values in ${R[$k.births]} births and the ticks, skipped (socket backlog) ${R[$k.skipped_values]}, largest socket backlog ${R[$k.max_backlog_bytes]} bytes; values folded into the historian in the throughput window ${R[$k.folded]}, values waiting in svc's historian queue at the window's end ${R[$k.queue]}, svc done with the load ${R[$k.drain_ms]} ms after the generator ended; tags born and declared ${R[$k.declared_ms]} ms after the nodes started; throughput window (CPU, folds) from ${R[$k.skew_ms]} ms after the first tick of the window, over ${R[$k.elapsed_ms]} ms; svc's status: ${R[$k.status]}; its metrics: ${R[$k.spb_metrics]:-none}; svc log (filter \`$SVC_LOG\`): ${R[$k.log_lines]} lines${R[$k.log_first]:+, first: \`${R[$k.log_first]}\`}"
+                echo "- $rate Hz, $(label "$path"), round $round: rows in the window ${R[$k.rows]} (distinct tag and time ${R[$k.distinct]}, wrong value ${R[$k.wrong]}; sealed blocks overlapping ${R[$k.blocks]} holding ${R[$k.block_points]} points); sent in total ${R[$k.values_sent]} values in ${R[$k.births]} births and the ticks, skipped (socket backlog) ${R[$k.skipped_values]}, largest socket backlog ${R[$k.max_backlog_bytes]} bytes; values folded into the historian in the throughput window ${R[$k.folded]}, values waiting in svc's historian queue at the window's end ${R[$k.queue]}, svc done with the load ${R[$k.drain_ms]} ms after the generator ended; tags born and declared ${R[$k.declared_ms]} ms after the nodes started; throughput window (CPU, folds) from ${R[$k.skew_ms]} ms after the first tick of the window, over ${R[$k.elapsed_ms]} ms; ${R[$k.gen_error]:+**the generator failed after the window: ${R[$k.gen_error]}**; }svc's status: ${R[$k.status]}; its metrics: ${R[$k.spb_metrics]:-none}; svc log (filter \`$SVC_LOG\`): ${R[$k.log_lines]} lines${R[$k.log_first]:+, first: \`${R[$k.log_first]}\`}"
             done
         done
     done
