@@ -24,7 +24,9 @@
 #
 # Pacing (both paths): ticks of 1/rate s; node i publishes its tick at (i-1)/N of the period, so
 # the nodes are spread evenly over the period like independent edge nodes with their own scan
-# clocks, each sending its whole scan at once (one NDATA, or M JSON messages back to back).
+# clocks, each sending its whole scan at once (one NDATA, or M JSON messages back to back). A
+# node whose socket holds more than 8 MB svc has not read skips its ticks (counted, reported):
+# past a rate svc cannot keep up with, what is sent is then less than what is offered.
 #
 #   bash bench/sparkplug.sh
 #   BENCH_SVC=/work/spb-bench-svc BENCH_DURATION=10 BENCH_RATE_HZ=1 bash bench/sparkplug.sh
@@ -240,6 +242,7 @@ declare -A R
 measure() {
     local path=$1 rate=$2 round=$3 key="$1:$2:$3" name="$1-$2hz-r$3" ready t0 from to end
     SVC_NAME="svc-$name" SVC_DATA="$WORK/data-$name" start_svc "${NICE[@]}"
+    CALL_HEADERS=()
     login_admin
     call POST /auth/domains "{\"name\":\"$DOMAIN\"}" >/dev/null
     CALL_HEADERS=("Domain: domains:$DOMAIN")
@@ -472,7 +475,7 @@ done
     echo
     echo "## How to run"
     echo
-    echo "\`bash bench/sparkplug.sh\` builds target/release/svc (or takes \`BENCH_SVC=<binary>\`), installs the pinned npm packages under \${CARGO_TARGET_DIR:-target}/bench-peers (Node.js and npm from Debian if missing) and takes about $(( ($(wc -w <<<"$RATES") * 2 * ROUNDS * (WARMUP + DURATION + GRACE + 15)) / 60 + 1 )) minutes with these settings. Settings and what is measured are in the script's header; \`BENCH_DURATION=10 BENCH_WARMUP=10 BENCH_RATE_HZ=1\` makes a quick run."
+    echo "\`bash bench/sparkplug.sh\` builds target/release/svc (or takes \`BENCH_SVC=<binary>\`), installs the pinned npm packages under \${CARGO_TARGET_DIR:-target}/bench-peers (Node.js and npm from Debian if missing) and takes about $(( ($(wc -w <<<"$RATES") * 2 * ROUNDS * (WARMUP + DURATION + GRACE + 15)) / 60 + 1 )) minutes with these settings, plus what svc takes to work off the backlog of a rate it cannot keep up with (up to ~1.5 min per measurement at 40 Hz; the defaults took 20 minutes in all on 2 CPUs). Settings and what is measured are in the script's header; \`BENCH_DURATION=10 BENCH_WARMUP=10 BENCH_RATE_HZ=1\` makes a quick run."
 } >"$RESULTS"
 
 echo

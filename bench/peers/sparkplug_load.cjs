@@ -20,7 +20,8 @@
 //     `<prefix>/node<i>/m<j>` (QoS --qos), the topic svc's host gives metric j of node i. With
 //     --json-writer batch (the default) the M PUBLISH packets of a tick are encoded here and
 //     written to the node's socket in one write (a gateway flushing one scan); `publish` calls
-//     mqtt.js's client.publish() once per value (costs this process about 4× the CPU).
+//     mqtt.js's client.publish() once per value (costs this process about 3× the CPU: 4.2
+//     against 1.35 µs per value at 5 Hz).
 //   - birth: the NBIRTHs only (svc declares the metrics' tags from them), then each node's
 //     NDEATH and DISCONNECT; exits.
 // Value of metric j at time ts (epoch ms): ts + j, so a stored point is checked by
