@@ -101,23 +101,6 @@ command -v curl >/dev/null 2>&1 || install_deb curl
 command -v sqlite3 >/dev/null 2>&1 || install_deb sqlite3
 if [ -n "${BENCH_PERF:-}" ]; then command -v perf >/dev/null 2>&1 || die "BENCH_PERF needs perf"; fi
 
-# npm_install DIR PACKAGE@VERSION… : installs the packages into DIR/node_modules unless each is
-# there at its version already.
-npm_install() {
-    local dir=$1 spec name version missing=()
-    shift
-    mkdir -p "$dir"
-    [ -f "$dir/package.json" ] || echo '{"private": true}' >"$dir/package.json"
-    for spec in "$@"; do
-        name=${spec%@*} version=${spec##*@}
-        [ "$(node -p "try { require('$dir/node_modules/$name/package.json').version } catch { '' }")" = "$version" ] ||
-            missing+=("$spec")
-    done
-    [ ${#missing[@]} -eq 0 ] && return 0
-    log "npm install ${missing[*]} into $dir"
-    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "${missing[@]}" >"$dir/npm-install.log" 2>&1) ||
-        die "npm install failed: $(tail -n 5 "$dir/npm-install.log")"
-}
 PEERS_DIR="$TARGET/bench-peers"
 NODE_RED_DIR="$TARGET/bench-node-red"
 npm_install "$PEERS_DIR" "$NODE_OPCUA_SERVER"

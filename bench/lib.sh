@@ -40,6 +40,24 @@ build_tools() {
     fi
 }
 
+# npm_install DIR PACKAGE@VERSION… : installs the packages into DIR/node_modules unless each is
+# there at its version already.
+npm_install() {
+    local dir=$1 spec name version missing=()
+    shift
+    mkdir -p "$dir"
+    [ -f "$dir/package.json" ] || echo '{"private": true}' >"$dir/package.json"
+    for spec in "$@"; do
+        name=${spec%@*} version=${spec##*@}
+        [ "$(node -p "try { require('$dir/node_modules/$name/package.json').version } catch { '' }")" = "$version" ] ||
+            missing+=("$spec")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "npm install ${missing[*]} into $dir"
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "${missing[@]}" >"$dir/npm-install.log" 2>&1) ||
+        die "npm install failed: $(tail -n 5 "$dir/npm-install.log")"
+}
+
 # bench_workdir NAME : WORK, a fresh directory; PIDS, the processes to stop on exit. On a failed
 # exit the last lines of every log in WORK are shown first.
 bench_workdir() {
