@@ -125,6 +125,9 @@ impl Sparkplug {
     /// its values stored: svc stopping calls it once the broker is closed, before the
     /// historian stops, so nothing the edge nodes sent is dropped on the way.
     pub async fn drain(&self, within: std::time::Duration) {
+        if lock(&self.waiting).is_some() {
+            return; // never started: nothing to drain
+        }
         let (done, drained) = oneshot::channel();
         let asked = self.inbox.send(Incoming::Drain(done));
         if tokio::time::timeout(within, async {
