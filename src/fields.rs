@@ -54,6 +54,19 @@ pub fn number(
     }
 }
 
+/// A JSON number as an integer when it is one: an integer, or a float without a fraction (a
+/// value written to a device or an edge node's metric, in whatever form JSON gave it).
+pub fn whole_number(n: &serde_json::Number) -> Option<i128> {
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
+        .or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 1e20)
+                .map(|f| f as i128)
+        })
+}
+
 /// An object field (`{}` when absent).
 pub fn object(value: Option<&Value>, name: &str) -> Result<Map<String, Value>, String> {
     match value {

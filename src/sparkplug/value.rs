@@ -239,15 +239,7 @@ fn expected(datatype: DataType) -> &'static str {
 /// survive JavaScript that way).
 fn integer(value: &Value) -> Option<i128> {
     match value {
-        Value::Number(n) => n
-            .as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-            .or_else(|| {
-                n.as_f64()
-                    .filter(|x| x.fract() == 0.0 && x.abs() < 9.3e18)
-                    .map(|x| x as i128)
-            }),
+        Value::Number(n) => crate::fields::whole_number(n),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }

@@ -168,15 +168,7 @@ fn scalar(value: &Value, ty: VariantScalarTypeId) -> Result<Variant, String> {
     let wrong = || format!("{value} is not a {ty}");
     let int = |min: i128, max: i128| -> Result<i128, String> {
         let n = match value {
-            Value::Number(n) => n
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| n.as_u64().map(i128::from))
-                .or_else(|| {
-                    n.as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 1e20)
-                        .map(|f| f as i128)
-                }),
+            Value::Number(n) => crate::fields::whole_number(n),
             _ => None,
         }
         .ok_or_else(wrong)?;
