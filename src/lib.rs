@@ -2,6 +2,7 @@
 //! store and the API clients, with [`run`] the whole command line. `src/main.rs` is the thin
 //! binary around it; a library target lets tests and tools build parts of svc in process.
 
+mod alarms;
 mod backoff;
 mod broker;
 mod cli;

@@ -52,6 +52,10 @@ pub struct Shared {
     pub connectors: Arc<crate::connectors::supervisor::Supervisor>,
     /// The Sparkplug host: edge nodes' metrics as tags.
     pub sparkplug: services::sparkplug::Sparkplug,
+    /// Alarms: every domain's alarms evaluated on the values they watch.
+    pub alarms: services::alarms::AlarmService,
+    /// The alarm notification pipelines (webhooks, e-mail).
+    pub notifier: services::notifications::Notifier,
     /// REST record writes, committed in groups (see [`services::record_writer::RecordWriter`]).
     pub records: services::record_writer::RecordWriter,
     /// Recent requests for `GET /svc/logs`.
@@ -178,6 +182,7 @@ async fn serve(settings: Settings) -> Result<()> {
         last_values: last_values.clone(),
         connectors: connectors.clone(),
     };
+    let alarm_rules = settings.alarm_health_rules();
     let state = AppState(Arc::new(Shared {
         identities: Arc::new(Identities::new(
             store.clone(),
@@ -210,6 +215,8 @@ async fn serve(settings: Settings) -> Result<()> {
         .context("cannot start the upstreams")?,
         connectors,
         sparkplug: services::sparkplug::Sparkplug::default(),
+        alarms: services::alarms::AlarmService::new(alarm_rules),
+        notifier: services::notifications::Notifier::default(),
         records: services::record_writer::RecordWriter::start(store.clone())
             .context("cannot start the record writer")?,
     }));
@@ -233,6 +240,10 @@ async fn serve(settings: Settings) -> Result<()> {
         )
     })?;
     services::sparkplug::Sparkplug::start(&state);
+    services::alarms::AlarmService::start(&state)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot load the alarms: {}", e.message))?;
+    services::notifications::Notifier::start(&state);
     // Once what the other instances' notices act on (the broker, the deployments) is up.
     services::peers::listen(&state).await;
     start_upstreams(&state).await?;
@@ -263,6 +274,10 @@ async fn serve(settings: Settings) -> Result<()> {
     state
         .sparkplug
         .drain(std::time::Duration::from_secs(30))
+        .await;
+    state
+        .alarms
+        .drain(std::time::Duration::from_secs(10))
         .await;
     services::historize::close(&state).await;
     state.uns.historian.shutdown().await;

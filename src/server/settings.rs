@@ -125,6 +125,16 @@ pub struct ServeArgs {
     /// The window failed logins are counted in, and how long a lock lasts, e.g. 5m [default: 5m]
     #[arg(long, env = "SVC_LOGIN_WINDOW")]
     pub login_window: Option<String>,
+    /// An alarm raised this many times within alarm_chatter_window is reported as chattering
+    /// [default: 3]
+    #[arg(long, env = "SVC_ALARM_CHATTER_COUNT")]
+    pub alarm_chatter_count: Option<usize>,
+    /// The window chattering is counted in, e.g. 1m [default: 1m]
+    #[arg(long, env = "SVC_ALARM_CHATTER_WINDOW")]
+    pub alarm_chatter_window: Option<String>,
+    /// An alarm active for longer than this is reported as stale, e.g. 24h [default: 24h]
+    #[arg(long, env = "SVC_ALARM_STALE_AFTER")]
+    pub alarm_stale_after: Option<String>,
 }
 
 /// Resolved settings, every default applied.
@@ -160,6 +170,8 @@ pub struct Settings {
     /// GET /metrics needs no credential.
     pub metrics_public: bool,
     pub login_limits: crate::server::services::login_throttle::Limits,
+    /// What alarm health is measured against.
+    pub alarm_health: crate::alarms::health::HealthRules,
 }
 
 #[derive(Debug, Clone)]
@@ -224,6 +236,11 @@ impl Settings {
             None => None,
         };
         let backup_keep = args.backup_keep.or(file.backup_keep).unwrap_or(7);
+        let alarm_health = alarm_health(
+            args.alarm_chatter_count.or(file.alarm_chatter_count),
+            pick(args.alarm_chatter_window, file.alarm_chatter_window),
+            pick(args.alarm_stale_after, file.alarm_stale_after),
+        )?;
         if backup_keep == 0 {
             bail!("invalid backup_keep: keep at least 1 snapshot");
         }
@@ -329,8 +346,41 @@ impl Settings {
             audit_retention,
             backup_schedule,
             backup_keep,
+            alarm_health,
         })
     }
+
+    pub fn alarm_health_rules(&self) -> crate::alarms::health::HealthRules {
+        self.alarm_health.clone()
+    }
+}
+
+fn alarm_health(
+    chatter_count: Option<usize>,
+    chatter_window: Option<String>,
+    stale_after: Option<String>,
+) -> Result<crate::alarms::health::HealthRules> {
+    let mut rules = crate::alarms::health::HealthRules::default();
+    if let Some(count) = chatter_count {
+        if count < 2 {
+            bail!("invalid alarm_chatter_count: an alarm chatters when raised at least 2 times");
+        }
+        rules.chatter_count = count;
+    }
+    let millis = |name: &str, text: String| -> Result<i64> {
+        let d = parse_duration(&text).map_err(|e| anyhow::anyhow!("invalid {name}: {e}"))?;
+        if d.is_zero() {
+            bail!("invalid {name}: it must be longer than zero");
+        }
+        Ok(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    };
+    if let Some(text) = chatter_window {
+        rules.chatter_window_ms = millis("alarm_chatter_window", text)?;
+    }
+    if let Some(text) = stale_after {
+        rules.stale_after_ms = millis("alarm_stale_after", text)?;
+    }
+    Ok(rules)
 }
 
 #[cfg(test)]

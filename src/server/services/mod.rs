@@ -3,6 +3,7 @@
 //! login throttle, peers, credentials, system tables, automation, the upstreams' and the
 //! connectors' ways into the broker).
 
+pub(crate) mod alarms;
 pub(crate) mod audit_retention;
 pub(crate) mod automation;
 pub(crate) mod backups;
@@ -17,6 +18,7 @@ pub(crate) mod log_writer;
 pub(crate) mod login_throttle;
 pub(crate) mod mqtt_policy;
 pub(crate) mod namespace_index;
+pub(crate) mod notifications;
 pub(crate) mod peers;
 pub(crate) mod record_writer;
 pub(crate) mod sparkplug;

@@ -12,6 +12,7 @@
 //! starting instance asks the others for theirs and keeps, per topic, the newest it hears.
 
 use crate::broker::Message;
+use crate::server::services::alarms;
 use crate::server::services::system_tables::{self, SystemTable};
 use crate::server::AppState;
 use crate::store::interface::Cluster;
@@ -119,6 +120,17 @@ impl Peers {
         }
     }
 
+    /// Whether another instance is alive on this store.
+    pub fn has_peers(&self) -> bool {
+        self.cluster.has_peers()
+    }
+
+    /// Sends a notice of another service (`kind` its own, such as `alarm-changes`) to the
+    /// other instances.
+    pub async fn notify(&self, kind: &'static str, body: Vec<u8>) -> StoreResult<()> {
+        tell(&self.cluster, kind, body).await
+    }
+
     /// Whether this instance is the one that runs what must run once for all instances.
     pub fn leadership(&self) -> Leadership {
         self.cluster.leadership()
@@ -207,6 +219,8 @@ pub async fn listen(state: &AppState) {
                         Err(e) => tracing::warn!(error = %e, "an unreadable change notice"),
                     }
                 }
+                PeerNotice::Heard { kind, body }
+                    if alarms::on_peer_notice(&state, &kind, &body).await => {}
                 PeerNotice::Heard { kind, .. } => {
                     tracing::debug!(kind, "a notice of a kind this version does not know");
                 }
@@ -277,6 +291,10 @@ async fn deliver(state: &AppState, body: &[u8]) {
             .uns
             .last_values
             .set(&relayed.topic, relayed.received_ms, payload.clone());
+        state
+            .alarms
+            .offer_relayed(&relayed.topic, &payload, relayed.received_ms)
+            .await;
         let delivered = broker
             .deliver_from_peer(
                 &relayed.topic,

@@ -5,6 +5,7 @@
 //! Engine-neutral logic lives in default methods or blanket implementations (the historian's
 //! reads, from `store::history`), not in either engine.
 
+mod alarms;
 mod async_reads;
 mod audit;
 mod auth;
@@ -24,6 +25,7 @@ mod tags;
 mod upstream_queue;
 mod upstream_secrets;
 
+pub use alarms::Alarms;
 pub use async_reads::AsyncReads;
 pub use audit::AuditTrail;
 pub use auth::Identity;
@@ -96,6 +98,7 @@ pub trait Engine:
     + BrokerState
     + Automation
     + Reports
+    + Alarms
     + Send
     + Sync
 {

@@ -23,6 +23,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (13, include_str!("migrations/0013_api_key_domain.sql")),
     (14, include_str!("migrations/0014_historian_blocks.sql")),
     (15, include_str!("migrations/0015_connectors.sql")),
+    (16, include_str!("migrations/0016_alarms.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations between instances ("svc-migr").

@@ -6,6 +6,7 @@
 //! awaits on its own workers, while the connections stay on the engine's runtime (`connect.rs`).
 //! The schema is the versioned files of `migrations/`, applied at open.
 
+mod alarms;
 mod async_reads;
 mod audit;
 mod auth;

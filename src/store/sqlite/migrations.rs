@@ -60,6 +60,7 @@ const STEPS: &[(i64, Step)] = &[
         13,
         Step::Sql(include_str!("migrations/0013_connectors.sql")),
     ),
+    (14, Step::Sql(include_str!("migrations/0014_alarms.sql"))),
 ];
 
 /// Adds a column the table lacks; a table that has it is left alone, so a database whose

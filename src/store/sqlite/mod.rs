@@ -2,6 +2,7 @@
 //! of connections in WAL mode, and the caches that spare hot reads a transaction (records by id,
 //! collection definitions, the set of tables known to exist).
 
+mod alarms;
 mod audit;
 mod auth;
 mod auth_groups;

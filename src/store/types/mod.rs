@@ -2,6 +2,7 @@
 //! of [`super::Store`] sees, with no trace of SQL, and the engine-neutral rules both apply the
 //! same way.
 
+mod alarms;
 mod automation;
 mod broker;
 mod historian;
@@ -10,6 +11,7 @@ mod peers;
 mod records;
 mod upstream;
 
+pub use alarms::*;
 pub use automation::*;
 pub use broker::*;
 pub use historian::*;
