@@ -13,6 +13,7 @@ pub mod definition;
 pub mod engine;
 pub mod event;
 pub mod health;
+pub mod notify;
 pub mod state;
 
 pub use definition::{Definition, Kind, Priority};

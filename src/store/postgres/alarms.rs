@@ -49,8 +49,18 @@ impl Alarms for PgStore {
                 tx.execute(
                     &insert,
                     &[
-                        &e.domain, &e.alarm, &e.state, &e.previous, &e.cause, &e.priority,
-                        &e.tag, &e.value, &e.message, &e.at_ms, &e.who, &e.comment,
+                        &e.domain,
+                        &e.alarm,
+                        &e.state,
+                        &e.previous,
+                        &e.cause,
+                        &e.priority,
+                        &e.tag,
+                        &e.value,
+                        &e.message,
+                        &e.at_ms,
+                        &e.who,
+                        &e.comment,
                     ],
                 )
                 .await?;
@@ -157,7 +167,15 @@ impl Alarms for PgStore {
             for n in upserts {
                 tx.execute(
                     &upsert,
-                    &[&n.id, &n.domain, &n.pipeline, &n.channel, &n.body, &n.attempts, &n.due_ms],
+                    &[
+                        &n.id,
+                        &n.domain,
+                        &n.pipeline,
+                        &n.channel,
+                        &n.body,
+                        &n.attempts,
+                        &n.due_ms,
+                    ],
                 )
                 .await?;
             }
@@ -197,4 +215,30 @@ impl Alarms for PgStore {
                 .collect())
         })
     }
+
+    fn notification_password_set(
+        &self,
+        domain: &str,
+        pipeline: &str,
+        password: &str,
+    ) -> StoreResult<()> {
+        self.set_secret(SECRETS, "pipeline", domain, pipeline, Some(password))
+    }
+
+    fn notification_password_clear(&self, domain: &str, pipeline: &str) -> StoreResult<()> {
+        self.set_secret(SECRETS, "pipeline", domain, pipeline, None)
+    }
+
+    fn notification_password(&self, domain: &str, pipeline: &str) -> StoreResult<Option<String>> {
+        Ok(self
+            .query_opt(
+                "SELECT password FROM alarm_notification_secrets \
+                 WHERE domain = $1 AND pipeline = $2",
+                &[&domain, &pipeline],
+            )?
+            .map(|r| r.get(0)))
+    }
 }
+
+/// The table of the pipelines' write-only SMTP passwords.
+const SECRETS: &str = "alarm_notification_secrets";
