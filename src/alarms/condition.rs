@@ -47,11 +47,19 @@ pub fn judge(
     match alarm.kind {
         Kind::High | Kind::HighHigh => {
             let v = numeric(&sample.value)?;
-            Some(if was { v > setpoint - band } else { v > setpoint })
+            Some(if was {
+                v > setpoint - band
+            } else {
+                v > setpoint
+            })
         }
         Kind::Low | Kind::LowLow => {
             let v = numeric(&sample.value)?;
-            Some(if was { v < setpoint + band } else { v < setpoint })
+            Some(if was {
+                v < setpoint + band
+            } else {
+                v < setpoint
+            })
         }
         Kind::Equal => Some(equal(&sample.value, &alarm.setpoint)),
         Kind::NotEqual => Some(!equal(&sample.value, &alarm.setpoint)),
@@ -65,7 +73,11 @@ pub fn judge(
                 return None;
             }
             let rate = ((v - before) / seconds).abs();
-            Some(if was { rate > setpoint - band } else { rate > setpoint })
+            Some(if was {
+                rate > setpoint - band
+            } else {
+                rate > setpoint
+            })
         }
         Kind::Bad | Kind::Stale => None,
     }
@@ -91,7 +103,11 @@ mod tests {
     }
 
     fn at(ts_ms: i64, value: Value) -> Sample {
-        Sample { ts_ms, value, quality: Quality::GOOD }
+        Sample {
+            ts_ms,
+            value,
+            quality: Quality::GOOD,
+        }
     }
 
     #[test]
@@ -115,9 +131,18 @@ mod tests {
     #[test]
     fn rate_of_change_is_per_second_either_way() {
         let roc = alarm("rate_of_change", json!(5), 0.0);
-        assert_eq!(judge(&roc, &at(2000, json!(20)), false, Some((0, 0.0))), Some(true));
-        assert_eq!(judge(&roc, &at(2000, json!(-4)), false, Some((0, 0.0))), Some(false));
-        assert_eq!(judge(&roc, &at(1000, json!(-6)), false, Some((0, 0.0))), Some(true));
+        assert_eq!(
+            judge(&roc, &at(2000, json!(20)), false, Some((0, 0.0))),
+            Some(true)
+        );
+        assert_eq!(
+            judge(&roc, &at(2000, json!(-4)), false, Some((0, 0.0))),
+            Some(false)
+        );
+        assert_eq!(
+            judge(&roc, &at(1000, json!(-6)), false, Some((0, 0.0))),
+            Some(true)
+        );
         assert_eq!(judge(&roc, &at(1000, json!(1)), false, None), None);
     }
 
@@ -128,11 +153,38 @@ mod tests {
         assert_eq!(judge(&bad, &sample, false, None), Some(false));
         sample.quality = Quality::BAD;
         assert_eq!(judge(&bad, &sample, false, None), Some(true));
-        assert_eq!(judge(&alarm("high", json!(0), 0.0), &sample, false, None), None);
+        assert_eq!(
+            judge(&alarm("high", json!(0), 0.0), &sample, false, None),
+            None
+        );
         let eq = alarm("equal", json!("FAULT"), 0.0);
         assert_eq!(judge(&eq, &at(0, json!("FAULT")), false, None), Some(true));
-        assert_eq!(judge(&alarm("equal", json!(1), 0.0), &at(0, json!(1.0)), false, None), Some(true));
-        assert_eq!(judge(&alarm("true", Value::Null, 0.0), &at(0, json!(true)), false, None), Some(true));
-        assert_eq!(judge(&alarm("false", Value::Null, 0.0), &at(0, json!(1)), false, None), Some(false));
+        assert_eq!(
+            judge(
+                &alarm("equal", json!(1), 0.0),
+                &at(0, json!(1.0)),
+                false,
+                None
+            ),
+            Some(true)
+        );
+        assert_eq!(
+            judge(
+                &alarm("true", Value::Null, 0.0),
+                &at(0, json!(true)),
+                false,
+                None
+            ),
+            Some(true)
+        );
+        assert_eq!(
+            judge(
+                &alarm("false", Value::Null, 0.0),
+                &at(0, json!(1)),
+                false,
+                None
+            ),
+            Some(false)
+        );
     }
 }

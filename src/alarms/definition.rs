@@ -54,7 +54,10 @@ const KINDS: [(&str, Kind); 11] = [
 
 impl Kind {
     pub fn name(self) -> &'static str {
-        KINDS.iter().find(|(_, k)| *k == self).map_or("", |(n, _)| n)
+        KINDS
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("", |(n, _)| n)
     }
 
     fn parse(text: &str) -> Option<Kind> {
@@ -264,7 +267,10 @@ pub fn normalise(fields: &mut Map<String, Value>) -> Result<(), String> {
     out.insert("kind".into(), json!(kind.name()));
     let setpoint = fields.get("setpoint").cloned().unwrap_or(Value::Null);
     if kind.needs_setpoint() && setpoint.is_null() {
-        return Err(format!("field `setpoint` is required for a `{}` alarm", kind.name()));
+        return Err(format!(
+            "field `setpoint` is required for a `{}` alarm",
+            kind.name()
+        ));
     }
     if kind.numeric_setpoint() && !setpoint.as_f64().is_some_and(f64::is_finite) {
         return Err(format!(
@@ -273,7 +279,9 @@ pub fn normalise(fields: &mut Map<String, Value>) -> Result<(), String> {
         ));
     }
     if kind == Kind::Stale && setpoint.as_f64().is_some_and(|s| s <= 0.0) {
-        return Err("field `setpoint` of a `stale` alarm must be a number of seconds above 0".into());
+        return Err(
+            "field `setpoint` of a `stale` alarm must be a number of seconds above 0".into(),
+        );
     }
     if !setpoint.is_null() {
         out.insert("setpoint".into(), setpoint);
@@ -329,7 +337,9 @@ fn check_tag(field: &str, tag: &str) -> Result<(), String> {
         .ok()
         .filter(|_| !tag.starts_with('$'))
         .map(|_| ())
-        .ok_or_else(|| format!("field `{field}` must be a tag's topic such as `plant/line1/temp`, not `{tag}`"))
+        .ok_or_else(|| {
+            format!("field `{field}` must be a tag's topic such as `plant/line1/temp`, not `{tag}`")
+        })
 }
 
 #[cfg(test)]
@@ -343,7 +353,8 @@ mod tests {
 
     #[test]
     fn defaults_fill_a_minimal_record() {
-        let fields = checked(json!({"name": "hot", "tag": "a/t", "kind": "high", "setpoint": 80})).unwrap();
+        let fields =
+            checked(json!({"name": "hot", "tag": "a/t", "kind": "high", "setpoint": 80})).unwrap();
         let alarm = Definition::from_record(&Value::Object(fields)).unwrap();
         assert_eq!(alarm.kind, Kind::High);
         assert_eq!(alarm.priority, Priority::Medium);
@@ -380,10 +391,15 @@ mod tests {
 
     #[test]
     fn a_message_names_value_unit_and_tag() {
-        let fields = checked(json!({"name": "hot", "tag": "a/t", "kind": "high", "setpoint": 80,
-            "message": "{tag} at {value} {unit} (limit {setpoint})"}))
+        let fields = checked(
+            json!({"name": "hot", "tag": "a/t", "kind": "high", "setpoint": 80,
+            "message": "{tag} at {value} {unit} (limit {setpoint})"}),
+        )
         .unwrap();
         let alarm = Definition::from_record(&Value::Object(fields)).unwrap();
-        assert_eq!(alarm.render(&json!(81.5), Some("°C")), "a/t at 81.5 °C (limit 80)");
+        assert_eq!(
+            alarm.render(&json!(81.5), Some("°C")),
+            "a/t at 81.5 °C (limit 80)"
+        );
     }
 }

@@ -68,8 +68,12 @@ impl Engine {
     /// the leader keeps it, and a raise counted for health.
     pub fn mirror(&mut self, event: &AlarmEvent, state: Option<AlarmState>, at_ms: i64) {
         let key = (Arc::from(event.domain.as_str()), event.alarm.clone());
-        let Some(&id) = self.by_name.get(&key) else { return };
-        let Some(slot) = self.slots[id].as_mut() else { return };
+        let Some(&id) = self.by_name.get(&key) else {
+            return;
+        };
+        let Some(slot) = self.slots[id].as_mut() else {
+            return;
+        };
         slot.state = state.unwrap_or_else(|| AlarmState::new(at_ms));
         if event.state == StateName::ActiveUnacknowledged {
             let activity = self.activity.entry(slot.domain.clone()).or_default();
@@ -84,7 +88,10 @@ impl Engine {
 
     /// Every topic an alarm watches or is enabled by.
     pub fn topics(&self) -> impl Iterator<Item = &str> {
-        self.by_tag.keys().chain(self.by_enable_tag.keys()).map(String::as_str)
+        self.by_tag
+            .keys()
+            .chain(self.by_enable_tag.keys())
+            .map(String::as_str)
     }
 
     /// Replaces `domain`'s alarms with `alarms` (each with its tag's unit; disabled ones are
@@ -154,18 +161,28 @@ impl Engine {
     }
 
     /// Takes a value of `topic`, published in `domain`.
-    pub fn on_value(&mut self, domain: &str, topic: &str, sample: &Sample, now: i64) -> Vec<Change> {
+    pub fn on_value(
+        &mut self,
+        domain: &str,
+        topic: &str,
+        sample: &Sample,
+        now: i64,
+    ) -> Vec<Change> {
         let mut changes = Vec::new();
         let watching = self.by_tag.get(topic).cloned().unwrap_or_default();
         for id in watching {
-            let Some(slot) = self.slot_in(id, domain) else { continue };
+            let Some(slot) = self.slot_in(id, domain) else {
+                continue;
+            };
             let before = slot.state.name();
             slot.state.on_sample(&slot.alarm, sample, now);
             changes.extend(self.changed(id, before, "", None, None, now));
         }
         let enabling = self.by_enable_tag.get(topic).cloned().unwrap_or_default();
         for id in enabling {
-            let Some(slot) = self.slot_in(id, domain) else { continue };
+            let Some(slot) = self.slot_in(id, domain) else {
+                continue;
+            };
             let before = slot.state.name();
             let enabled = slot
                 .alarm
@@ -226,8 +243,19 @@ impl Engine {
         let change = self.changed(id, before, action.name(), Some(who), comment, now);
         Ok(change.unwrap_or_else(|| {
             let slot = self.slots[id].as_ref().expect("the slot just acted on");
-            let event = event_of(slot, &slot.state, before, action.name(), Some(who), None, now);
-            Change { event, state: Some(slot.state.clone()) }
+            let event = event_of(
+                slot,
+                &slot.state,
+                before,
+                action.name(),
+                Some(who),
+                None,
+                now,
+            );
+            Change {
+                event,
+                state: Some(slot.state.clone()),
+            }
         }))
     }
 
@@ -252,7 +280,11 @@ impl Engine {
     pub fn status(&self, domain: &str, name: &str) -> Option<AlarmStatus> {
         let id = self.by_name.get(&(Arc::from(domain), name.to_string()))?;
         let slot = self.slots[*id].as_ref()?;
-        Some(AlarmStatus::of(&slot.alarm, &slot.state, slot.unit.as_deref()))
+        Some(AlarmStatus::of(
+            &slot.alarm,
+            &slot.state,
+            slot.unit.as_deref(),
+        ))
     }
 
     /// How many of `domain`'s alarms wait for acknowledgement.
@@ -314,14 +346,23 @@ impl Engine {
             let activity = self.activity.entry(slot.domain.clone()).or_default();
             activity.raised(&slot.alarm.name, now, &self.rules);
         }
-        let cause = if cause.is_empty() { natural_cause(before, after) } else { cause };
+        let cause = if cause.is_empty() {
+            natural_cause(before, after)
+        } else {
+            cause
+        };
         let slot = self.slots[id].as_ref()?;
         let event = event_of(slot, &slot.state, before, cause, who, comment, now);
-        Some(Change { event, state: Some(slot.state.clone()) })
+        Some(Change {
+            event,
+            state: Some(slot.state.clone()),
+        })
     }
 
     fn reschedule(&mut self, id: usize) {
-        let Some(slot) = self.slots[id].as_mut() else { return };
+        let Some(slot) = self.slots[id].as_mut() else {
+            return;
+        };
         let due = slot.state.due(&slot.alarm);
         if due == slot.due {
             return;
@@ -340,8 +381,12 @@ impl Engine {
             self.slots.push(None);
             self.slots.len() - 1
         });
-        self.by_name.insert((slot.domain.clone(), slot.alarm.name.clone()), id);
-        self.by_tag.entry(slot.alarm.tag.clone()).or_default().push(id);
+        self.by_name
+            .insert((slot.domain.clone(), slot.alarm.name.clone()), id);
+        self.by_tag
+            .entry(slot.alarm.tag.clone())
+            .or_default()
+            .push(id);
         if let Some((tag, _)) = &slot.alarm.enable {
             self.by_enable_tag.entry(tag.clone()).or_default().push(id);
         }
@@ -352,7 +397,8 @@ impl Engine {
 
     fn remove(&mut self, id: usize) -> Slot {
         let slot = self.slots[id].take().expect("a slot listed by name");
-        self.by_name.remove(&(slot.domain.clone(), slot.alarm.name.clone()));
+        self.by_name
+            .remove(&(slot.domain.clone(), slot.alarm.name.clone()));
         unlist(&mut self.by_tag, &slot.alarm.tag, id);
         if let Some((tag, _)) = &slot.alarm.enable {
             unlist(&mut self.by_enable_tag, tag, id);

@@ -50,7 +50,10 @@ impl Activity {
         }
         let recent = self.by_alarm.entry(alarm.to_string()).or_default();
         recent.push_back(now);
-        while recent.front().is_some_and(|t| *t <= now - rules.chatter_window_ms) {
+        while recent
+            .front()
+            .is_some_and(|t| *t <= now - rules.chatter_window_ms)
+        {
             recent.pop_front();
         }
     }
@@ -123,7 +126,10 @@ impl Health {
             .by_alarm
             .iter()
             .filter(|(_, raises)| {
-                raises.iter().filter(|t| **t > now - rules.chatter_window_ms).count()
+                raises
+                    .iter()
+                    .filter(|t| **t > now - rules.chatter_window_ms)
+                    .count()
                     >= rules.chatter_count
             })
             .map(|(name, _)| name.clone())
@@ -207,6 +213,13 @@ mod tests {
         assert_eq!(health.flood_periods_24h, 1);
         assert_eq!(health.chattering, vec!["chatty".to_string()]);
         assert_eq!(health.stale, vec!["old".to_string()]);
-        assert_eq!((health.counts.active, health.counts.unacknowledged, health.counts.shelved), (2, 1, 1));
+        assert_eq!(
+            (
+                health.counts.active,
+                health.counts.unacknowledged,
+                health.counts.shelved
+            ),
+            (2, 1, 1)
+        );
     }
 }

@@ -220,12 +220,22 @@ impl AlarmState {
     }
 
     /// An operator's action; the error is why it does not apply (a 409's sentence).
-    pub fn act(&mut self, alarm: &Definition, action: &Action, who: &str, now: i64) -> Result<(), String> {
+    pub fn act(
+        &mut self,
+        alarm: &Definition,
+        action: &Action,
+        who: &str,
+        now: i64,
+    ) -> Result<(), String> {
         let state = self.name();
         match action {
             Action::Acknowledge => {
                 if !state.needs_acknowledgement() && state != StateName::ActiveAcknowledged {
-                    return Err(format!("alarm `{}` is {}: there is nothing to acknowledge", alarm.name, state.as_str()));
+                    return Err(format!(
+                        "alarm `{}` is {}: there is nothing to acknowledge",
+                        alarm.name,
+                        state.as_str()
+                    ));
                 }
                 if state == StateName::ActiveAcknowledged {
                     return Err(format!("alarm `{}` is already acknowledged", alarm.name));
@@ -235,9 +245,16 @@ impl AlarmState {
             }
             Action::Shelve { until_ms, reason } => {
                 if self.out_of_service.is_some() {
-                    return Err(format!("alarm `{}` is out of service and cannot be shelved", alarm.name));
+                    return Err(format!(
+                        "alarm `{}` is out of service and cannot be shelved",
+                        alarm.name
+                    ));
                 }
-                self.shelved = Some(Shelved { until_ms: *until_ms, reason: reason.clone(), by: who.to_string() });
+                self.shelved = Some(Shelved {
+                    until_ms: *until_ms,
+                    reason: reason.clone(),
+                    by: who.to_string(),
+                });
                 self.remask(now);
             }
             Action::Unshelve => {
@@ -251,7 +268,10 @@ impl AlarmState {
                     return Err(format!("alarm `{}` is already out of service", alarm.name));
                 }
                 self.shelved = None;
-                self.out_of_service = Some(OutOfService { by: who.to_string(), comment: None });
+                self.out_of_service = Some(OutOfService {
+                    by: who.to_string(),
+                    comment: None,
+                });
                 self.remask(now);
             }
             Action::InService => {
@@ -271,7 +291,12 @@ impl AlarmState {
         let mut due: Option<i64> = None;
         let mut at = |t: i64| due = Some(due.map_or(t, |d| d.min(t)));
         if let Some(since) = self.pending_since_ms {
-            at(since + if self.raw { alarm.on_delay_ms } else { alarm.off_delay_ms });
+            at(since
+                + if self.raw {
+                    alarm.on_delay_ms
+                } else {
+                    alarm.off_delay_ms
+                });
         }
         if let Some(shelved) = &self.shelved {
             at(shelved.until_ms);
@@ -294,7 +319,11 @@ impl AlarmState {
     /// Moves the delayed condition when its delay has run, and annunciates the change.
     fn settle(&mut self, alarm: &Definition, now: i64) {
         if self.raw != self.condition {
-            let delay = if self.raw { alarm.on_delay_ms } else { alarm.off_delay_ms };
+            let delay = if self.raw {
+                alarm.on_delay_ms
+            } else {
+                alarm.off_delay_ms
+            };
             let since = *self.pending_since_ms.get_or_insert(now);
             if now >= since + delay {
                 self.pending_since_ms = None;

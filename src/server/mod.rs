@@ -275,10 +275,7 @@ async fn serve(settings: Settings) -> Result<()> {
         .sparkplug
         .drain(std::time::Duration::from_secs(30))
         .await;
-    state
-        .alarms
-        .drain(std::time::Duration::from_secs(10))
-        .await;
+    state.alarms.drain(std::time::Duration::from_secs(10)).await;
     services::historize::close(&state).await;
     state.uns.historian.shutdown().await;
     store.close().context("cannot close the database cleanly")?;

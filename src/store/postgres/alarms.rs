@@ -49,8 +49,18 @@ impl Alarms for PgStore {
                 tx.execute(
                     &insert,
                     &[
-                        &e.domain, &e.alarm, &e.state, &e.previous, &e.cause, &e.priority,
-                        &e.tag, &e.value, &e.message, &e.at_ms, &e.who, &e.comment,
+                        &e.domain,
+                        &e.alarm,
+                        &e.state,
+                        &e.previous,
+                        &e.cause,
+                        &e.priority,
+                        &e.tag,
+                        &e.value,
+                        &e.message,
+                        &e.at_ms,
+                        &e.who,
+                        &e.comment,
                     ],
                 )
                 .await?;
@@ -157,7 +167,15 @@ impl Alarms for PgStore {
             for n in upserts {
                 tx.execute(
                     &upsert,
-                    &[&n.id, &n.domain, &n.pipeline, &n.channel, &n.body, &n.attempts, &n.due_ms],
+                    &[
+                        &n.id,
+                        &n.domain,
+                        &n.pipeline,
+                        &n.channel,
+                        &n.body,
+                        &n.attempts,
+                        &n.due_ms,
+                    ],
                 )
                 .await?;
             }

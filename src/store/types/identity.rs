@@ -185,7 +185,8 @@ impl GrantSet {
 pub fn admin_grants(custom: &[(String, String)]) -> Vec<NamedGrant> {
     // Every feature a route checks (the system tables' included), so that an
     // administrator's effective permissions say what the routes allow.
-    const BUILT_IN: [&str; 14] = [
+    const BUILT_IN: [&str; 15] = [
+        "alarms",
         "api_keys",
         "audit",
         "collections",

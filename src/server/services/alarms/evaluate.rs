@@ -51,7 +51,8 @@ pub(super) async fn run(state: AppState, mut inbox: mpsc::Receiver<Input>) {
         let due = leading
             .then(|| lock(&state.alarms.engine).next_due())
             .flatten();
-        let wait = due.map(|d| Duration::from_millis(u64::try_from(d - crate::time::now_ms()).unwrap_or(0)));
+        let wait = due
+            .map(|d| Duration::from_millis(u64::try_from(d - crate::time::now_ms()).unwrap_or(0)));
         tokio::select! {
             taken = inbox.recv_many(&mut batch, STEP) => {
                 if taken == 0 {
@@ -66,7 +67,9 @@ pub(super) async fn run(state: AppState, mut inbox: mpsc::Receiver<Input>) {
         if now_leading && !leading {
             match load_all(&state).await {
                 Ok(loaded) => changes.extend(loaded),
-                Err(e) => tracing::warn!(error = %e.message, "cannot load the alarms on becoming the leader"),
+                Err(e) => {
+                    tracing::warn!(error = %e.message, "cannot load the alarms on becoming the leader")
+                }
             }
         }
         leading = now_leading;
@@ -152,7 +155,11 @@ fn evaluate(state: &AppState, engine: &mut Engine, value: &Value, now: i64) -> V
 }
 
 /// Re-reads one domain's definitions (`None`: every domain, from the store's states).
-async fn reload(state: &AppState, domain: Option<&str>, changes: &mut Vec<Change>) -> ApiResult<()> {
+async fn reload(
+    state: &AppState,
+    domain: Option<&str>,
+    changes: &mut Vec<Change>,
+) -> ApiResult<()> {
     let Some(domain) = domain else {
         changes.extend(load_all(state).await?);
         return Ok(());
@@ -160,7 +167,13 @@ async fn reload(state: &AppState, domain: Option<&str>, changes: &mut Vec<Change
     let alarms = definitions(state, domain).await?;
     let now = crate::time::now_ms();
     let mut engine = lock(&state.alarms.engine);
-    changes.extend(engine.set_domain(domain, alarms, Default::default(), &enable_value(state), now));
+    changes.extend(engine.set_domain(
+        domain,
+        alarms,
+        Default::default(),
+        &enable_value(state),
+        now,
+    ));
     state.alarms.refresh_watched(&engine);
     Ok(())
 }

@@ -66,10 +66,14 @@ pub(super) async fn forward(state: &AppState, request: ActRequest) -> ApiResult<
     let id: u64 = rand::random();
     let (answer, answered) = oneshot::channel();
     lock(&state.alarms.forwarded).insert(id, answer);
-    let body = serde_json::to_vec(&Forwarded { id, request }).map_err(|e| ApiError::internal(e.to_string()))?;
+    let body = serde_json::to_vec(&Forwarded { id, request })
+        .map_err(|e| ApiError::internal(e.to_string()))?;
     let sent = state.peers.notify(ACT, body).await;
     let result = match sent {
-        Ok(()) => tokio::time::timeout(ANSWER_WITHIN, answered).await.ok().and_then(Result::ok),
+        Ok(()) => tokio::time::timeout(ANSWER_WITHIN, answered)
+            .await
+            .ok()
+            .and_then(Result::ok),
         Err(_) => None,
     };
     lock(&state.alarms.forwarded).remove(&id);
@@ -122,8 +126,16 @@ async fn answer_action(state: &AppState, body: &[u8]) {
     };
     let alarms = &state.alarms;
     let answer = match alarms.act(state, forwarded.request).await {
-        Ok(status) => Answer { id: forwarded.id, status: Some(status), error: None },
-        Err(e) => Answer { id: forwarded.id, status: None, error: Some((e.status.as_u16(), e.message)) },
+        Ok(status) => Answer {
+            id: forwarded.id,
+            status: Some(status),
+            error: None,
+        },
+        Err(e) => Answer {
+            id: forwarded.id,
+            status: None,
+            error: Some((e.status.as_u16(), e.message)),
+        },
     };
     if let Ok(body) = serde_json::to_vec(&answer) {
         let _ = state.peers.notify(ACTED, body).await;
@@ -140,7 +152,9 @@ fn take_answer(state: &AppState, body: &[u8]) {
     let result = match (answer.status, answer.error) {
         (Some(status), _) => Ok(status),
         (None, Some((code, message))) => Err(ApiError::with_code(code, message)),
-        (None, None) => Err(ApiError::internal("the leading instance gave an empty answer")),
+        (None, None) => Err(ApiError::internal(
+            "the leading instance gave an empty answer",
+        )),
     };
     let _ = waiting.send(result);
 }

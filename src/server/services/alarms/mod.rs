@@ -41,7 +41,10 @@ const STREAM_BUFFER: usize = 4096;
 enum Input {
     Values(Vec<Value>),
     /// An operator's action, answered once it is journaled and announced.
-    Act(Box<ActRequest>, oneshot::Sender<Result<AlarmStatus, ActError>>),
+    Act(
+        Box<ActRequest>,
+        oneshot::Sender<Result<AlarmStatus, ActError>>,
+    ),
     /// Answered once everything sent before it is carried out.
     Drain(oneshot::Sender<()>),
     /// A domain's definitions changed, or leadership came: rebuild from the store.
@@ -271,7 +274,10 @@ pub async fn reload_domain(state: &AppState, domain: &str) -> ApiResult<()> {
 }
 
 /// `domain`'s enabled and disabled alarm definitions, each with its tag's unit.
-async fn definitions(state: &AppState, domain: &str) -> ApiResult<Vec<(Definition, Option<String>)>> {
+async fn definitions(
+    state: &AppState,
+    domain: &str,
+) -> ApiResult<Vec<(Definition, Option<String>)>> {
     let units: HashMap<String, String> = state
         .uns
         .tags
@@ -291,7 +297,9 @@ async fn definitions(state: &AppState, domain: &str) -> ApiResult<Vec<(Definitio
 }
 
 /// The kept states of every alarm, by domain and name.
-async fn stored_states(state: &AppState) -> ApiResult<HashMap<String, HashMap<String, AlarmState>>> {
+async fn stored_states(
+    state: &AppState,
+) -> ApiResult<HashMap<String, HashMap<String, AlarmState>>> {
     let rows = state.store.run(|s| s.alarm_states_load()).await?;
     let mut out: HashMap<String, HashMap<String, AlarmState>> = HashMap::new();
     for row in rows {
@@ -300,7 +308,11 @@ async fn stored_states(state: &AppState) -> ApiResult<HashMap<String, HashMap<St
             .as_deref()
             .and_then(|s| serde_json::from_str::<AlarmState>(s).ok())
         else {
-            tracing::warn!(domain = row.domain, alarm = row.alarm, "an unreadable alarm state is ignored");
+            tracing::warn!(
+                domain = row.domain,
+                alarm = row.alarm,
+                "an unreadable alarm state is ignored"
+            );
             continue;
         };
         out.entry(row.domain).or_default().insert(row.alarm, parsed);
@@ -310,7 +322,9 @@ async fn stored_states(state: &AppState) -> ApiResult<HashMap<String, HashMap<St
 
 fn act_error(alarm: &str, error: ActError) -> ApiError {
     match error {
-        ActError::NotFound => ApiError::not_found(format!("no enabled alarm `{alarm}` in this domain")),
+        ActError::NotFound => {
+            ApiError::not_found(format!("no enabled alarm `{alarm}` in this domain"))
+        }
         ActError::Conflict(why) => ApiError::conflict(why),
     }
 }

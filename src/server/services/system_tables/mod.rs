@@ -1,11 +1,12 @@
 //! The built-in tables that live among a domain's records and are written through the generic
 //! record routes: `tags`, `namespaces`, `upstreams`, `processes` (functions), `flows` and
-//! `connectors` and `sparkplug`. Each
+//! `connectors`, `sparkplug` and `alarms`. Each
 //! is one implementation of [`SystemTable`] in a file of its own: its permission feature, the
 //! schema svc creates on first use, the rules checked on every write, and the derived state
 //! (tag registry, bridges, deployed functions and flows) refreshed after every write. A new
 //! system table is a new file here and one line in [`ALL`].
 
+mod alarms;
 mod connectors;
 mod flows;
 mod namespaces;
@@ -32,9 +33,10 @@ pub const PROCESSES_TABLE: &dyn SystemTable = &processes::ProcessesTable;
 pub const FLOWS_TABLE: &dyn SystemTable = &flows::FlowsTable;
 pub const CONNECTORS_TABLE: &dyn SystemTable = &connectors::ConnectorsTable;
 pub const SPARKPLUG_TABLE: &dyn SystemTable = &sparkplug::SparkplugTable;
+pub const ALARMS_TABLE: &dyn SystemTable = &alarms::AlarmsTable;
 
 /// Every system table, in the order peers reload them.
-pub const ALL: [&dyn SystemTable; 7] = [
+pub const ALL: [&dyn SystemTable; 8] = [
     TAGS_TABLE,
     NAMESPACES_TABLE,
     UPSTREAMS_TABLE,
@@ -42,6 +44,7 @@ pub const ALL: [&dyn SystemTable; 7] = [
     FLOWS_TABLE,
     CONNECTORS_TABLE,
     SPARKPLUG_TABLE,
+    ALARMS_TABLE,
 ];
 
 /// The system table `table` is, if it is one.
