@@ -423,10 +423,10 @@ fn unlist(index: &mut HashMap<String, Vec<usize>>, key: &str, id: usize) {
 /// What a change the process made is called.
 fn natural_cause(before: StateName, after: StateName) -> &'static str {
     match (before, after) {
-        (_, StateName::ActiveUnacknowledged) => "raised",
-        (_, StateName::Suppressed) => "suppressed",
-        (StateName::Suppressed, _) => "enabled",
         (StateName::Shelved, _) => "shelve-expired",
+        (StateName::Suppressed, _) => "enabled",
+        (_, StateName::Suppressed) => "suppressed",
+        (_, StateName::ActiveUnacknowledged) => "raised",
         (_, StateName::Latched) => "latched",
         _ => "cleared",
     }

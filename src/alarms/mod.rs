@@ -25,3 +25,6 @@ pub const FEATURE: &str = "alarms";
 /// The custom action that lets an operator acknowledge, shelve and take alarms out of service
 /// without the right to change their definitions.
 pub const ACK_ACTION: &str = "ack";
+
+#[cfg(test)]
+mod engine_tests;
