@@ -11,6 +11,7 @@ mod mosquitto_clients_support;
 mod tui_support;
 
 // One module per area.
+mod alarms;
 mod auth;
 mod automation_chains;
 mod backup;
