@@ -81,11 +81,6 @@ impl Engine {
         }
     }
 
-    /// Whether any alarm watches `topic` or is enabled by it: the broker's fast path.
-    pub fn watches(&self, topic: &str) -> bool {
-        self.by_tag.contains_key(topic) || self.by_enable_tag.contains_key(topic)
-    }
-
     /// Every topic an alarm watches or is enabled by.
     pub fn topics(&self) -> impl Iterator<Item = &str> {
         self.by_tag
@@ -288,6 +283,7 @@ impl Engine {
     }
 
     /// How many of `domain`'s alarms wait for acknowledgement.
+    #[cfg(test)]
     pub fn unacknowledged(&self, domain: &str) -> usize {
         self.slots_of(domain)
             .filter(|s| s.state.name().needs_acknowledgement())
@@ -423,10 +419,10 @@ fn unlist(index: &mut HashMap<String, Vec<usize>>, key: &str, id: usize) {
 /// What a change the process made is called.
 fn natural_cause(before: StateName, after: StateName) -> &'static str {
     match (before, after) {
-        (_, StateName::ActiveUnacknowledged) => "raised",
-        (_, StateName::Suppressed) => "suppressed",
-        (StateName::Suppressed, _) => "enabled",
         (StateName::Shelved, _) => "shelve-expired",
+        (StateName::Suppressed, _) => "enabled",
+        (_, StateName::Suppressed) => "suppressed",
+        (_, StateName::ActiveUnacknowledged) => "raised",
         (_, StateName::Latched) => "latched",
         _ => "cleared",
     }

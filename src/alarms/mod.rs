@@ -16,8 +16,7 @@ pub mod health;
 pub mod notify;
 pub mod state;
 
-pub use definition::{Definition, Kind, Priority};
-pub use engine::Engine;
+pub use definition::{Definition, Priority};
 pub use event::{AlarmEvent, AlarmStatus, StateName};
 
 /// The system table of alarm definitions, and the permission feature over alarms.
@@ -26,3 +25,6 @@ pub const FEATURE: &str = "alarms";
 /// The custom action that lets an operator acknowledge, shelve and take alarms out of service
 /// without the right to change their definitions.
 pub const ACK_ACTION: &str = "ack";
+
+#[cfg(test)]
+mod engine_tests;

@@ -195,7 +195,7 @@ impl AlarmState {
 
     /// Whether the enable condition holds (false: suppressed by design).
     pub fn set_enabled(&mut self, alarm: &Definition, enabled: bool, now: i64) {
-        if self.suppressed == !enabled {
+        if self.suppressed != enabled {
             return;
         }
         self.suppressed = !enabled;

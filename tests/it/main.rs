@@ -11,6 +11,9 @@ mod mosquitto_clients_support;
 mod tui_support;
 
 // One module per area.
+mod alarms;
+mod alarms_access;
+mod alarms_instances;
 mod auth;
 mod automation_chains;
 mod backup;

@@ -136,6 +136,7 @@ impl Caller {
                     .run(move |s| s.custom_actions(&domain, &feature_name))
                     .await?,
             );
+            actions.extend(crate::store::built_in_actions(feature).map(str::to_string));
             actions.sort();
             actions.dedup();
             return Ok(actions);
@@ -151,6 +152,27 @@ impl Caller {
     }
 
     /// Fails with 401 unless the caller may read (or write) `feature` at `scope`.
+    /// Requires the custom `action` of `feature` (scope `*`), which `read-write` includes:
+    /// an operator's verb such as the alarms' `ack` (401 otherwise).
+    pub async fn require_action(
+        &self,
+        state: &AppState,
+        feature: &str,
+        action: &str,
+    ) -> ApiResult<()> {
+        if self.user.admin {
+            return Ok(());
+        }
+        let actions = self.grants(state).await?.actions(feature, "*");
+        if actions.iter().any(|a| a == action || a == READ_WRITE) {
+            return Ok(());
+        }
+        Err(ApiError::unauthorized(format!(
+            "not allowed to {action} {feature} in domain `{}`: it needs the `{action}` or `read-write` action",
+            self.domain
+        )))
+    }
+
     pub async fn require(
         &self,
         state: &AppState,

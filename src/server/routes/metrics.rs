@@ -46,6 +46,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
     scrape_upstreams(&state, &mut registry);
     scrape_connectors(&state, &mut registry);
     scrape_sparkplug(&state, &mut registry);
+    scrape_alarms(&state, &mut registry);
     scrape_notifications(&state, &mut registry);
     let mut body = String::with_capacity(16 * 1024);
     prometheus_text::encode(&mut body, &registry)
@@ -231,6 +232,75 @@ fn scrape_sparkplug(state: &AppState, registry: &mut Registry) {
         "sparkplug_rebirth_requests",
         "Rebirths the hosts asked of edge nodes (sequence gaps, nodes never seen born)",
         counts.rebirths_requested,
+    );
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DomainLabels {
+    domain: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DomainStateLabels {
+    domain: String,
+    state: &'static str,
+}
+
+/// Alarm health by domain (ISA-18.2, EEMUA 191), as `GET /svc/alarms/health` reports it.
+fn scrape_alarms(state: &AppState, registry: &mut Registry) {
+    let by_state = Family::<DomainStateLabels, Gauge>::default();
+    let rate = Family::<DomainLabels, Gauge>::default();
+    let flood = Family::<DomainLabels, Gauge>::default();
+    let chattering = Family::<DomainLabels, Gauge>::default();
+    let stale = Family::<DomainLabels, Gauge>::default();
+    for (domain, health) in state.alarms.all_health() {
+        let c = &health.counts;
+        for (name, count) in [
+            ("active", c.active),
+            ("unacknowledged", c.unacknowledged),
+            ("latched", c.latched),
+            ("shelved", c.shelved),
+            ("suppressed", c.suppressed),
+            ("out_of_service", c.out_of_service),
+        ] {
+            let labels = DomainStateLabels {
+                domain: domain.clone(),
+                state: name,
+            };
+            by_state.get_or_create(&labels).set(count as i64);
+        }
+        let labels = DomainLabels { domain };
+        rate.get_or_create(&labels).set(health.rate_10min as i64);
+        flood.get_or_create(&labels).set(i64::from(health.flood));
+        chattering
+            .get_or_create(&labels)
+            .set(health.chattering.len() as i64);
+        stale.get_or_create(&labels).set(health.stale.len() as i64);
+    }
+    registry.register(
+        "alarms",
+        "Alarms by domain and state (an unacknowledged alarm may also be active)",
+        by_state,
+    );
+    registry.register(
+        "alarm_rate_10min",
+        "New alarms in the last 10 minutes, by domain",
+        rate,
+    );
+    registry.register(
+        "alarm_flood",
+        "1 while a domain's last 10 minutes hold more than 10 new alarms",
+        flood,
+    );
+    registry.register(
+        "alarms_chattering",
+        "Alarms raised again and again within the chatter window, by domain",
+        chattering,
+    );
+    registry.register(
+        "alarms_stale",
+        "Alarms standing longer than the stale limit, by domain",
+        stale,
     );
 }
 

@@ -2,6 +2,7 @@
 //! thin handlers that check the caller, call the services and the store, and shape the answer.
 
 pub(crate) mod admin;
+pub(crate) mod alarms;
 pub(crate) mod api_keys;
 pub(crate) mod audit;
 pub(crate) mod auth;
@@ -53,6 +54,7 @@ fn api_routes() -> utoipa_axum::router::OpenApiRouter<AppState> {
         .merge(upstreams::routes())
         .merge(connectors::routes())
         .merge(sparkplug::routes())
+        .merge(alarms::routes())
         .merge(broker_clients::routes())
         .merge(historian::routes())
         .merge(processes::routes())

@@ -25,6 +25,9 @@ pub struct PlatformPolicy {
     registrar: Registrar,
 }
 
+/// The topics alarm changes are published under: `$SYS/svc/alarms/<domain>/<alarm>`.
+const ALARM_EVENTS: &str = "$SYS/svc/alarms/";
+
 impl PlatformPolicy {
     pub fn new(state: AppState) -> PlatformPolicy {
         PlatformPolicy {
@@ -39,6 +42,24 @@ impl PlatformPolicy {
     async fn holds_on_topic(&self, who: &Principal, topic: &str, action: &str) -> bool {
         if who.admin {
             return true;
+        }
+        // A domain's alarm events are read with the right to read its alarms.
+        if let Some(rest) = topic.strip_prefix(ALARM_EVENTS) {
+            let Some((domain, _)) = rest.split_once('/') else {
+                return false;
+            };
+            return action == READ
+                && self
+                    .state
+                    .identities
+                    .grants_of(&who.user_key, domain)
+                    .await
+                    .is_ok_and(|grants| {
+                        grants
+                            .actions(crate::alarms::FEATURE, "*")
+                            .iter()
+                            .any(|a| a == READ || a == READ_WRITE)
+                    });
         }
         // The Sparkplug-aware broker's copy of a BIRTH is the BIRTH's owner's.
         let topic = topic

@@ -216,16 +216,6 @@ impl AlarmService {
         lock(&self.engine).standing(domain)
     }
 
-    /// Alarm `name` of `domain` as it stands.
-    pub fn status(&self, domain: &str, name: &str) -> Option<AlarmStatus> {
-        lock(&self.engine).status(domain, name)
-    }
-
-    /// How many of `domain`'s alarms wait for acknowledgement.
-    pub fn unacknowledged(&self, domain: &str) -> usize {
-        lock(&self.engine).unacknowledged(domain)
-    }
-
     pub fn health(&self, domain: &str) -> Health {
         lock(&self.engine).health(domain, crate::time::now_ms())
     }

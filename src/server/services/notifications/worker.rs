@@ -83,10 +83,12 @@ async fn lead(
         let now = crate::time::now_ms();
         let find = |domain: &str, key: &str| notifier.pipelines.find(domain, key);
         let unacknowledged = |event: &AlarmEvent| {
+            // Only when an escalation is due: the domain's standing alarms, read once.
             state
                 .alarms
-                .status(&event.domain, &event.alarm)
-                .is_some_and(|s| s.state.needs_acknowledgement())
+                .standing(&event.domain)
+                .iter()
+                .any(|s| s.name == event.alarm && s.state.needs_acknowledgement())
         };
         let due = scheduler.on_due(&mut queue, &find, &unacknowledged, now);
         let written = write(state, &mut queue).await;

@@ -1,12 +1,13 @@
 //! The built-in tables that live among a domain's records and are written through the generic
 //! record routes: `tags`, `namespaces`, `upstreams`, `processes` (functions), `flows` and
-//! `connectors`, `sparkplug` and `alarm_notifications`. Each
+//! `connectors`, `sparkplug`, `alarms` and `alarm_notifications`. Each
 //! is one implementation of [`SystemTable`] in a file of its own: its permission feature, the
 //! schema svc creates on first use, the rules checked on every write, and the derived state
 //! (tag registry, bridges, deployed functions and flows) refreshed after every write. A new
 //! system table is a new file here and one line in [`ALL`].
 
 mod alarm_notifications;
+mod alarms;
 mod connectors;
 mod flows;
 mod namespaces;
@@ -33,11 +34,12 @@ pub const PROCESSES_TABLE: &dyn SystemTable = &processes::ProcessesTable;
 pub const FLOWS_TABLE: &dyn SystemTable = &flows::FlowsTable;
 pub const CONNECTORS_TABLE: &dyn SystemTable = &connectors::ConnectorsTable;
 pub const SPARKPLUG_TABLE: &dyn SystemTable = &sparkplug::SparkplugTable;
+pub const ALARMS_TABLE: &dyn SystemTable = &alarms::AlarmsTable;
 pub const ALARM_NOTIFICATIONS_TABLE: &dyn SystemTable =
     &alarm_notifications::AlarmNotificationsTable;
 
 /// Every system table, in the order peers reload them.
-pub const ALL: [&dyn SystemTable; 8] = [
+pub const ALL: [&dyn SystemTable; 9] = [
     TAGS_TABLE,
     NAMESPACES_TABLE,
     UPSTREAMS_TABLE,
@@ -45,6 +47,7 @@ pub const ALL: [&dyn SystemTable; 8] = [
     FLOWS_TABLE,
     CONNECTORS_TABLE,
     SPARKPLUG_TABLE,
+    ALARMS_TABLE,
     ALARM_NOTIFICATIONS_TABLE,
 ];
 
