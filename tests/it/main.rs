@@ -11,6 +11,7 @@ mod mosquitto_clients_support;
 mod tui_support;
 
 // One module per area.
+mod alarm_notifications;
 mod alarms;
 mod alarms_access;
 mod alarms_instances;
