@@ -484,6 +484,37 @@ fn the_password_is_write_only_and_bad_records_are_refused_naming_the_field() {
         .unwrap();
     assert_eq!(json_ok(cleared, StatusCode::OK)["password_set"], false);
     assert_eq!(server.store_sql(sql, sql), None);
+    let update = |body: Value| {
+        let resp = server
+            .admin_in(ACME, Method::PUT, &rec_path(id))
+            .json(&body)
+            .send()
+            .unwrap();
+        json_ok(resp, StatusCode::OK)
+    };
+    assert_eq!(
+        update(json!({"password_set": true}))["password_set"],
+        false,
+        "a claim without a password"
+    );
+    // An optional part set to null is removed; another field set to null keeps its value.
+    let limited = update(json!({"rate_limit": {"count": 3}}));
+    assert_eq!(limited["rate_limit"], json!({"count": 3, "per": "10m"}));
+    let unlimited = update(json!({"rate_limit": null, "priorities": null}));
+    assert!(unlimited.get("rate_limit").is_none(), "{unlimited}");
+    assert_eq!(
+        unlimited["priorities"],
+        json!(["low", "medium", "high", "critical"])
+    );
+    // Deleting the pipeline deletes its password.
+    update(json!({"password": "again"}));
+    assert_eq!(server.store_sql(sql, sql).as_deref(), Some("again"));
+    let deleted = server
+        .admin_in(ACME, Method::DELETE, &rec_path(id))
+        .send()
+        .unwrap();
+    assert_eq!(deleted.status(), StatusCode::OK);
+    assert_eq!(server.store_sql(sql, sql), None);
     let mail = email(25, &["ops@plant.test"]);
     for (bad, field) in [
         (json!({"name": "x"}), "`webhook` or field `email`"),

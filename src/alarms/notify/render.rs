@@ -148,7 +148,8 @@ pub fn webhook_body(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::alarms::{Kind as AlarmKind, Priority, StateName};
+    use crate::alarms::definition::Kind as AlarmKind;
+    use crate::alarms::{Priority, StateName};
 
     pub(crate) fn event(alarm: &str, state: StateName, at_ms: i64) -> AlarmEvent {
         AlarmEvent {

@@ -43,7 +43,7 @@ pub async fn send(
         Tls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&server.host),
         Tls::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&server.host)
             .map_err(|e| format!("cannot set up TLS to {}: {e}", server.host))?,
-        Tls::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&server.host)
+        Tls::Implicit => AsyncSmtpTransport::<Tokio1Executor>::relay(&server.host)
             .map_err(|e| format!("cannot set up TLS to {}: {e}", server.host))?,
     };
     let mut builder = builder

@@ -113,7 +113,7 @@ impl Scheduler {
                     &domain,
                     &pipeline,
                     &recipient,
-                    &[event.clone()],
+                    std::slice::from_ref(&event),
                     Kind::Escalation,
                 );
                 queue.add(&domain, &key, job, now);
