@@ -34,6 +34,7 @@ mod connectors_modbus;
 mod connectors_opcua;
 mod console;
 mod console_admin;
+mod console_alarms;
 mod console_connectors;
 mod console_flows;
 mod console_records;
