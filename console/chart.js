@@ -88,7 +88,8 @@ export function draw(svg, series, start, end, limits = []) {
     const line = el("line", { x1: PAD.left, x2: width - PAD.right, y1: at, y2: at, class: `limit ${limit.kind}` }, lines);
     line.dataset.limit = limit.kind;
     line.dataset.value = String(limit.value);
-    el("text", { x: width - PAD.right - 4, y: at - 4, "text-anchor": "end", class: `limit ${limit.kind}` }, lines)
+    // Labelled at the left: the newest values, at the right, are the ones being watched.
+    el("text", { x: PAD.left + 4, y: at - 4, "text-anchor": "start", class: `limit ${limit.kind}` }, lines)
       .textContent = limit.label;
   }
 }

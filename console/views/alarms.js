@@ -51,6 +51,7 @@ export function render(main, { rest }) {
     note.hidden = false;
   }
   const comment = main.querySelector("#comment");
+  comment.disabled = !mayOperate();
   const context = {
     comment: () => comment.value,
     shelve: (name) => openShelve(name),

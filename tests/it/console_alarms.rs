@@ -76,7 +76,17 @@ fn ids(entries: &[Value]) -> Vec<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_raised_alarm_shows_within_a_second_and_an_operator_acknowledges_it() {
-    let server = Arc::new(blocking(plant).await);
+    let server = Arc::new(
+        blocking(|| {
+            let server = plant();
+            // A few values under the setpoint first, for the trend.
+            for value in ["74", "77.5", "79"] {
+                server.publish_as_admin(TEMP, value);
+            }
+            server
+        })
+        .await,
+    );
     let browser = Browser::start().await;
     browser
         .log_in(&server.base, "operator", "operator-pw-123")
@@ -143,6 +153,13 @@ async fn a_raised_alarm_shows_within_a_second_and_an_operator_acknowledges_it() 
         )
         .await;
     assert_eq!(badge, json!("1"));
+    browser
+        .until(
+            "the raise in the page's journal",
+            WAIT,
+            "document.querySelector(\"#journal tr[data-state='active_unacknowledged']\")",
+        )
+        .await;
     browser.screenshot("alarms-summary").await;
 
     // Acknowledged from the page, with a comment: the state changes, the badge goes, and the
@@ -181,7 +198,7 @@ async fn a_raised_alarm_shows_within_a_second_and_an_operator_acknowledges_it() 
         .until(
             "the trend with its point and limits",
             WAIT,
-            "document.querySelector('#chart .series-0')?.dataset.count >= 1
+            "document.querySelector('#chart .series-0')?.dataset.count >= 4
              && document.querySelector(\"#chart line[data-limit='deadband']\")",
         )
         .await;
@@ -189,7 +206,7 @@ async fn a_raised_alarm_shows_within_a_second_and_an_operator_acknowledges_it() 
         .client
         .execute(
             "const limit = (k) => document.querySelector(`#chart line[data-limit='${k}']`);
-             const point = document.querySelector('#chart .series-0 circle');
+             const point = [...document.querySelectorAll('#chart .series-0 circle')].at(-1);
              return [limit('setpoint').dataset.value, limit('deadband').dataset.value,
                      Number(point.getAttribute('cy')) < Number(limit('setpoint').getAttribute('y1')),
                      Number(limit('setpoint').getAttribute('y1')) < Number(limit('deadband').getAttribute('y1'))];",
@@ -203,6 +220,14 @@ async fn a_raised_alarm_shows_within_a_second_and_an_operator_acknowledges_it() 
         browser.text("dd[data-fact='state']").await,
         "active, acknowledged"
     );
+    browser
+        .client
+        .execute(
+            "document.getElementById('chart').scrollIntoView({block: 'center'});",
+            vec![],
+        )
+        .await
+        .expect("scroll to the chart");
     browser.screenshot("alarm-page").await;
 
     // Back under the deadband: the page follows the alarm back to normal.
@@ -353,7 +378,7 @@ async fn a_user_who_may_only_read_alarms_sees_the_buttons_disabled() {
         ])
     );
     let note = browser.text("#rights-note").await;
-    assert!(note.contains("`ack` or `read-write`"), "{note}");
+    assert!(note.contains("“ack” or “read-write”"), "{note}");
     browser.screenshot("alarms-read-only").await;
     // Forcing the call from the page is refused by the server.
     let status = browser

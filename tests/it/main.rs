@@ -96,6 +96,7 @@ mod tag_stream;
 mod tags;
 mod tenancy;
 mod tenant_isolation;
+mod tui_alarms;
 mod tui_tmux;
 mod upstream_bridge;
 mod upstream_links;

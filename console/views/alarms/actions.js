@@ -10,7 +10,7 @@ import { mayAct } from "../../rights.js";
 
 /** Shelve durations offered (any the server reads may be typed). */
 const DURATIONS = ["15m", "1h", "2h", "8h", "24h", "7d"];
-export const NO_RIGHT = "Acting on alarms needs the `ack` or `read-write` action on the `alarms` feature.";
+export const NO_RIGHT = "Acting on alarms needs the “ack” or “read-write” action on the “alarms” feature.";
 
 /** Whether the user may act on this domain's alarms. */
 export function mayOperate() {

@@ -9,7 +9,7 @@ import * as feed from "../../alarm_feed.js";
 import { stream } from "../../sse.js";
 import { trend } from "../tag/trend.js";
 import { journal } from "./journal.js";
-import { actionButtons, shelveForm } from "./actions.js";
+import { actionButtons, mayOperate, shelveForm } from "./actions.js";
 import { priorityBadge, stateLabel, valueText } from "./summary.js";
 
 /**
@@ -51,6 +51,7 @@ export function renderAlarm(main, name, base, fail) {
   main.querySelector(".alarm-title").textContent = name;
   main.querySelector("#definitions").href = `${base}/records/alarms`;
   const comment = main.querySelector("#comment");
+  comment.disabled = !mayOperate();
   const log = journal(main.querySelector("#alarm-journal"), { alarm: name });
   const context = {
     comment: () => comment.value,
@@ -92,8 +93,16 @@ export function renderAlarm(main, name, base, fail) {
         const dt = document.createElement("dt");
         dt.textContent = term;
         const dd = document.createElement("dd");
-        if (term === "Priority" && status.priority) dd.append(priorityBadge(status.priority));
-        else dd.textContent = text;
+        if (term === "Priority" && status.priority) {
+          dd.append(priorityBadge(status.priority));
+        } else if (term === "Tag" && status.tag) {
+          const link = document.createElement("a");
+          link.href = `${base}/tag/${encodeURIComponent(status.tag)}`;
+          link.textContent = status.tag;
+          dd.append(link);
+        } else {
+          dd.textContent = text;
+        }
         dd.dataset.fact = term.toLowerCase();
         return [dt, dd];
       }),
