@@ -12,6 +12,8 @@ mod tui_support;
 
 // One module per area.
 mod alarms;
+mod alarms_access;
+mod alarms_instances;
 mod auth;
 mod automation_chains;
 mod backup;

@@ -136,6 +136,7 @@ impl Caller {
                     .run(move |s| s.custom_actions(&domain, &feature_name))
                     .await?,
             );
+            actions.extend(crate::store::built_in_actions(feature).map(str::to_string));
             actions.sort();
             actions.dedup();
             return Ok(actions);
