@@ -409,3 +409,99 @@ async fn a_user_who_may_only_read_alarms_sees_the_buttons_disabled() {
     browser.close().await;
     stop(server).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alarm_is_shelved_with_a_reason_and_taken_out_of_service_from_the_page() {
+    let server = Arc::new(blocking(plant).await);
+    let publisher = server.clone();
+    blocking(move || publisher.publish_as_admin(TEMP, "88")).await;
+    let browser = Browser::start().await;
+    browser
+        .log_in(&server.base, "operator", "operator-pw-123")
+        .await;
+    browser.open(&server.base, "#/acme/alarms").await;
+    let state = |wanted: &str| format!("document.querySelector(\"{HOT}[data-state='{wanted}']\")");
+    browser
+        .until("the alarm", WAIT, &state("active_unacknowledged"))
+        .await;
+
+    // Shelved for 2 hours with a reason: the row says until when, by whom and why.
+    browser
+        .click("button[data-action='shelve'][data-alarm='hot']")
+        .await;
+    browser
+        .fill("#shelve-form input[name=reason]", "sensor swap")
+        .await;
+    let duration = browser.element("#shelve-form input[name=duration]").await;
+    duration.clear().await.expect("clear the duration");
+    duration.send_keys("2h").await.expect("type a duration");
+    browser.click("#shelve-form button[type=submit]").await;
+    browser.until("shelved", WAIT, &state("shelved")).await;
+    let text = browser
+        .until(
+            "the shelve's details",
+            WAIT,
+            &format!(
+                "(t => t.includes('by operator') && t)(document.querySelector(\"{HOT} td.state\").textContent)"
+            ),
+        )
+        .await;
+    let text = text.as_str().unwrap_or_default().to_string();
+    assert!(
+        text.starts_with("shelved until") && text.ends_with("by operator: sensor swap"),
+        "{text}"
+    );
+    let reader = server.clone();
+    let stored = blocking(move || reader.get_json(ACME, "/svc/alarms/active")).await;
+    let until = stored[0]["shelved"]["until"].as_str().unwrap().to_string();
+    let left = chrono::DateTime::parse_from_rfc3339(&until)
+        .unwrap()
+        .to_utc()
+        - chrono::Utc::now();
+    assert!(
+        left > chrono::Duration::minutes(119) && left <= chrono::Duration::minutes(120),
+        "{until}"
+    );
+    assert!(browser.text("#shelve-form").await.is_empty(), "form closed");
+
+    // Unshelved: raised again, unacknowledged (the condition still holds).
+    browser
+        .click("button[data-action='unshelve'][data-alarm='hot']")
+        .await;
+    browser
+        .until("unshelved", WAIT, &state("active_unacknowledged"))
+        .await;
+
+    // Out of service after confirming, then back in service.
+    browser
+        .click("button[data-action='out-of-service'][data-alarm='hot']")
+        .await;
+    browser
+        .client
+        .accept_alert()
+        .await
+        .expect("confirm out of service");
+    browser
+        .until("out of service", WAIT, &state("out_of_service"))
+        .await;
+    browser.screenshot("alarms-out-of-service").await;
+    browser
+        .click("button[data-action='in-service'][data-alarm='hot']")
+        .await;
+    browser
+        .until("in service again", WAIT, &state("active_unacknowledged"))
+        .await;
+    let reader = server.clone();
+    let causes: Vec<String> = blocking(move || journal(&reader, "?who=operator"))
+        .await
+        .iter()
+        .map(|e| e["cause"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        causes,
+        ["in-service", "out-of-service", "unshelve", "shelve"],
+        "newest first"
+    );
+    browser.close().await;
+    stop(server).await;
+}
