@@ -188,7 +188,10 @@ impl AlarmState {
             self.last_number = Some((sample.ts_ms, number));
         }
         self.value = sample.value.clone();
-        self.quality = sample.quality.label().into();
+        let quality = sample.quality.label();
+        if self.quality != quality {
+            self.quality = quality.into();
+        }
         self.value_ms = Some(now);
         self.settle(alarm, now);
     }

@@ -617,3 +617,45 @@ fn malformed_definitions_and_requests_are_refused_with_a_sentence() {
     );
     assert_eq!(server.count(ACME, "alarms"), 0, "nothing was stored");
 }
+
+/// Values a process and a flow write are evaluated like any publish.
+#[test]
+fn values_written_by_processes_and_flows_raise_alarms() {
+    let server = setup();
+    alarm(
+        &server,
+        json!({"name": "by-process", "tag": "acme/plant/f", "kind": "high", "setpoint": 100}),
+    );
+    alarm(
+        &server,
+        json!({"name": "by-flow", "tag": "acme/plant/flagged", "kind": "true"}),
+    );
+    // Declared first: a domain's automation sees a topic's values once it is the domain's tag.
+    for tag in ["acme/plant/c", "acme/plant/f", "acme/plant/flagged"] {
+        server.create_tag(ACME, tag, false);
+    }
+    let resp = server
+        .admin_in(ACME, Method::POST, "/svc/processes")
+        .json(&json!({"name": "c-to-f",
+            "code": "function main(v) { svc.tag.write('acme/plant/f', v * 9 / 5 + 32); }",
+            "triggers": [{"type": "tag_change", "config": {"tag": "acme/plant/c"}}]}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    let resp = server
+        .admin_in(ACME, Method::POST, "/svc/flows")
+        .json(&json!({"name": "flag", "running": true, "nodes": [
+            {"id": "in", "type": "tag-in", "config": {"topic": "acme/plant/f"}, "wires": ["hot"]},
+            {"id": "hot", "type": "function", "config": {"code": "function main(msg) { return msg.payload > 200; }"}, "wires": ["out"]},
+            {"id": "out", "type": "svc.tag.write", "config": {"topic": "acme/plant/flagged"}}
+        ]}))
+        .send()
+        .unwrap();
+    json_ok(resp, StatusCode::CREATED);
+    let mut plc = publisher(&server, "plc");
+    put(&mut plc, "acme/plant/c", json!(50));
+    wait_state(&server, ACME, "by-process", "active_unacknowledged");
+    assert_eq!(journal(&server, "?alarm=by-process")[0]["value"], 122);
+    put(&mut plc, "acme/plant/c", json!(100));
+    wait_state(&server, ACME, "by-flow", "active_unacknowledged");
+}

@@ -285,12 +285,26 @@ pub async fn record_by_name(
 /// Every record of a domain's system table (none when it was never written).
 pub async fn records_of(state: &AppState, domain: &str, table: &str) -> ApiResult<Vec<Value>> {
     let table = TableRef::new(domain, table).map_err(ApiError::bad_request)?;
-    let query = crate::query::parse(&[("limit".into(), crate::query::MAX_LIMIT.to_string())])
+    let mut records = Vec::new();
+    // Page by page: a domain may hold more records than one list answers (10,000 alarms).
+    loop {
+        let query = crate::query::parse(&[
+            ("limit".into(), crate::query::MAX_LIMIT.to_string()),
+            ("offset".into(), records.len().to_string()),
+            ("sort".into(), "id".into()),
+        ])
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(state
-        .store
-        .run(move |s| s.list_records(&table, &query))
-        .await?)
+        let page_table = table.clone();
+        let page = state
+            .store
+            .run(move |s| s.list_records(&page_table, &query))
+            .await?;
+        let full = page.len() as u64 == crate::query::MAX_LIMIT;
+        records.extend(page);
+        if !full {
+            return Ok(records);
+        }
+    }
 }
 
 /// The key of a stored record (the part of its `id` after the table).
