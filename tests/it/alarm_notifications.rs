@@ -308,7 +308,7 @@ fn over_the_rate_limit_a_recipient_gets_the_rest_in_one_digest() {
     pipeline(
         &server,
         json!({"name": "ops", "email": email(sink.port, &["a@plant.test", "b@plant.test"]),
-               "rate_limit": {"count": 2, "per": "5s"}}),
+               "rate_limit": {"count": 2, "per": "8s"}}),
     );
     for i in 0..5 {
         high(&server, &format!("a{i}"), &format!("acme/plant/t{i}"), 10);
