@@ -15,6 +15,7 @@ mod alarm_notifications;
 mod alarms;
 mod alarms_access;
 mod alarms_instances;
+mod alarms_sources;
 mod auth;
 mod automation_chains;
 mod backup;
