@@ -9,7 +9,7 @@
 
 use crate::alarms::{Priority, StateName};
 use crate::duration::parse_duration;
-use crate::fields::{flag, is_system, link_name, number, object, only, text, within};
+use crate::fields::{named_record, number, object, only, text, within};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::str::FromStr;
@@ -120,17 +120,6 @@ impl Pipeline {
     /// [`normalise`] wrote (it never is, but a broken row must not stop the others).
     pub fn from_record(key: &str, record: &Value) -> Option<Pipeline> {
         let fields = record.as_object()?;
-        let list = |name: &str| -> Vec<String> {
-            fields
-                .get(name)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
         let ms = |map: &Map<String, Value>, name: &str| -> Option<i64> {
             let text = map.get(name)?.as_str()?;
             Some(parse_duration(text).ok()?.as_millis().min(i64::MAX as u128) as i64)
@@ -179,11 +168,11 @@ impl Pipeline {
                 .get("enabled")
                 .and_then(Value::as_bool)
                 .unwrap_or(true),
-            priorities: list("priorities")
+            priorities: strings(fields.get("priorities"))
                 .iter()
                 .filter_map(|p| Priority::parse(p))
                 .collect(),
-            states: list("states")
+            states: strings(fields.get("states"))
                 .iter()
                 .filter_map(|s| StateName::parse(s))
                 .collect(),
@@ -245,21 +234,7 @@ pub fn normalise(fields: &mut Map<String, Value>) -> Result<(), String> {
         "digest",
         "escalation",
     ];
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| !known.contains(&k.as_str()) && !is_system(k))
-    {
-        return Err(format!("unknown field `{unknown}`"));
-    }
-    let mut out = Map::new();
-    out.insert("name".into(), json!(link_name(fields)?));
-    if let Some(description) = text(fields, "description")? {
-        out.insert("description".into(), json!(description));
-    }
-    out.insert(
-        "enabled".into(),
-        json!(flag(fields, "enabled")?.unwrap_or(true)),
-    );
+    let mut out = named_record(fields, &known)?;
     out.insert(
         "priorities".into(),
         json!(priorities(fields.get("priorities"))?),

@@ -229,3 +229,42 @@ impl Identity {
         }
     }
 }
+
+/// The credential of a long-lived response (an event stream), checked again whenever grants,
+/// keys or users changed since the last look: a revoked credential or read grant ends it.
+pub struct Recheck {
+    headers: HeaderMap,
+    feature: &'static str,
+    generation: u64,
+}
+
+impl Recheck {
+    pub fn new(state: &AppState, headers: HeaderMap, feature: &'static str) -> Recheck {
+        Recheck {
+            headers,
+            feature,
+            generation: state.authz_generation(),
+        }
+    }
+
+    /// Whether `caller` may still read the feature (the sentence of the refusal if not); the
+    /// credential is authenticated anew only when something it depends on changed.
+    pub async fn still_allowed(
+        &mut self,
+        state: &AppState,
+        caller: &mut Caller,
+    ) -> Result<(), String> {
+        let now = state.authz_generation();
+        if now == self.generation {
+            return Ok(());
+        }
+        self.generation = now;
+        caller.user = authenticate(state, &self.headers)
+            .await
+            .map_err(|e| e.message)?;
+        caller
+            .require(state, self.feature, "*", Access::Read)
+            .await
+            .map_err(|e| e.message)
+    }
+}
