@@ -63,6 +63,19 @@ pub(crate) fn act(server: &Server, action: &str, body: Value) -> reqwest::blocki
         .unwrap()
 }
 
+/// Alarm `name`'s journal once its newest entry is into `state`: the summary shows a change
+/// as soon as the engine makes it, the journal a moment later (events go out first).
+pub(crate) fn journal_into(server: &Server, name: &str, state: &str) -> Vec<Value> {
+    server.poll(
+        WAIT,
+        &format!("{name}'s journal entry into {state}"),
+        || {
+            let entries = journal(server, &format!("?alarm={name}"));
+            (entries.first().is_some_and(|e| e["state"] == state)).then_some(entries)
+        },
+    )
+}
+
 pub(crate) fn journal(server: &Server, query: &str) -> Vec<Value> {
     server
         .get_json(ACME, &format!("/svc/alarms/journal{query}"))
@@ -243,7 +256,7 @@ fn delays_latching_rate_quality_and_stale() {
         json!({"value": 35, "timestamp": "2026-01-01T00:00:02Z"}),
     );
     wait_state(&server, ACME, "fast", "active_unacknowledged");
-    let raised = journal(&server, "?alarm=fast");
+    let raised = journal_into(&server, "fast", "active_unacknowledged");
     assert_eq!(raised[0]["value"], 35);
     // Quality.
     put(
@@ -326,7 +339,7 @@ fn shelving_expires_and_the_enable_condition_suppresses() {
     assert_eq!(state_of(&server, ACME, "hot"), "shelved");
     // The shelve expires: the condition still holds, so it is raised again.
     wait_state(&server, ACME, "hot", "active_unacknowledged");
-    let expiry = &journal(&server, "?alarm=hot")[0];
+    let expiry = &journal_into(&server, "hot", "active_unacknowledged")[0];
     assert_eq!(expiry["cause"], "shelve-expired");
     // Unshelving by hand, and out of service.
     assert_error(
@@ -436,6 +449,9 @@ fn every_state_survives_a_restart() {
     );
     for (name, state) in states {
         wait_state(&server, ACME, name, state);
+    }
+    for (name, state) in states {
+        journal_into(&server, name, state);
     }
     let journal_before = journal(&server, "").len();
     server.terminate();

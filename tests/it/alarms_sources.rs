@@ -1,7 +1,7 @@
 //! Alarms see every source of values (issue 37): REST writes, processes and flows raise them
 //! like MQTT publishes do, and the event stream opens with the standing alarms, then changes.
 
-use crate::alarms::{alarm, journal, publisher, put, setup, wait_state, ACME, WAIT};
+use crate::alarms::{alarm, journal_into, publisher, put, setup, wait_state, ACME, WAIT};
 use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -110,7 +110,10 @@ fn values_written_by_processes_and_flows_raise_alarms() {
     let mut plc = publisher(&server, "plc");
     put(&mut plc, "acme/plant/c", json!(50));
     wait_state(&server, ACME, "by-process", "active_unacknowledged");
-    assert_eq!(journal(&server, "?alarm=by-process")[0]["value"], 122);
+    assert_eq!(
+        journal_into(&server, "by-process", "active_unacknowledged")[0]["value"],
+        122
+    );
     put(&mut plc, "acme/plant/c", json!(100));
     wait_state(&server, ACME, "by-flow", "active_unacknowledged");
 }

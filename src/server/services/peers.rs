@@ -293,8 +293,7 @@ async fn deliver(state: &AppState, body: &[u8]) {
             .set(&relayed.topic, relayed.received_ms, payload.clone());
         state
             .alarms
-            .offer_relayed(&relayed.topic, &payload, relayed.received_ms)
-            .await;
+            .offer_relayed(state, &relayed.topic, &payload, relayed.received_ms);
         let delivered = broker
             .deliver_from_peer(
                 &relayed.topic,

@@ -1,11 +1,10 @@
-//! The evaluating task: values, operators' actions, reloads and timers, taken in order, each
-//! step's changes carried out before the next. Only the leading instance evaluates; a
-//! follower's task answers reloads and drains, and its engine mirrors the leader's changes.
+//! The evaluating task: it carries out the changes the publishers' evaluations queued, runs
+//! the timers, the operators' actions and the reloads, each step's changes carried out before
+//! the next. Only the leading instance evaluates; a follower's task answers reloads and drains,
+//! and its engine mirrors the leader's changes.
 
-use super::{definitions, lock, publish, stored_states, Input, Value};
-use crate::alarms::condition::Sample;
+use super::{definitions, lock, publish, stored_states, Input};
 use crate::alarms::engine::{Change, Engine};
-use crate::historian::payload::point_from_payload;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::AppState;
 use std::collections::HashMap;
@@ -29,13 +28,13 @@ pub(super) async fn load_all(state: &AppState) -> ApiResult<Vec<Change>> {
         }
     }
     let now = crate::time::now_ms();
-    let mut engine = Engine::new(lock(&state.alarms.engine).rules().clone());
+    let mut engine = Engine::new(lock(&state.alarms.core).engine.rules().clone());
     let mut changes = Vec::new();
     for (domain, alarms, kept) in loaded {
         changes.extend(engine.set_domain(&domain, alarms, kept, &enable_value(state), now));
     }
     state.alarms.refresh_watched(&engine);
-    *lock(&state.alarms.engine) = engine;
+    lock(&state.alarms.core).engine = engine;
     Ok(changes)
 }
 
@@ -50,7 +49,7 @@ pub(super) async fn run(state: AppState, mut inbox: mpsc::Receiver<Input>) {
     let mut batch = Vec::with_capacity(STEP);
     loop {
         let due = leading
-            .then(|| lock(&state.alarms.engine).next_due())
+            .then(|| lock(&state.alarms.core).engine.next_due())
             .flatten();
         let wait = due
             .map(|d| Duration::from_millis(u64::try_from(d - crate::time::now_ms()).unwrap_or(0)));
@@ -61,6 +60,7 @@ pub(super) async fn run(state: AppState, mut inbox: mpsc::Receiver<Input>) {
                 }
             }
             () = sleep(wait) => {}
+            () = state.alarms.wake.notified() => {}
             () = leadership.until(!leading) => {}
         }
         let now_leading = leadership.is_leader();
@@ -92,15 +92,13 @@ async fn step(state: &AppState, inputs: Vec<Input>, leading: bool, mut changes: 
     let mut reloads = Vec::new();
     let now = crate::time::now_ms();
     {
-        let mut engine = lock(&state.alarms.engine);
+        let mut core = lock(&state.alarms.core);
+        let core = &mut *core;
+        let engine = &mut core.engine;
+        // What the publishers' evaluations queued comes first: it happened before this step.
+        changes.append(&mut core.pending);
         for input in inputs {
             match input {
-                Input::Values(values) if leading => {
-                    for value in values {
-                        changes.extend(evaluate(state, &mut engine, &value, now));
-                    }
-                }
-                Input::Values(_) => {}
                 Input::Act(request, answer) => {
                     let result = engine
                         .act(
@@ -153,24 +151,12 @@ async fn step(state: &AppState, inputs: Vec<Input>, leading: bool, mut changes: 
     }
 }
 
-fn evaluate(state: &AppState, engine: &mut Engine, value: &Value, now: i64) -> Vec<Change> {
-    let Some(domain) = state.uns.tags.domain_of(&value.topic) else {
-        return Vec::new();
-    };
-    let (ts_ms, value_json, quality) = point_from_payload(&value.payload, value.received_ms);
-    let sample = Sample {
-        ts_ms,
-        value: value_json,
-        quality,
-    };
-    engine.on_value(&domain, &value.topic, &sample, now)
-}
-
 /// Re-reads one domain's definitions.
 async fn reload(state: &AppState, domain: &str, changes: &mut Vec<Change>) -> ApiResult<()> {
     let alarms = definitions(state, domain).await?;
     let now = crate::time::now_ms();
-    let mut engine = lock(&state.alarms.engine);
+    let mut core = lock(&state.alarms.core);
+    let engine = &mut core.engine;
     changes.extend(engine.set_domain(
         domain,
         alarms,

@@ -106,9 +106,10 @@ async fn mirror_changes(state: &AppState, body: &[u8]) {
         return;
     };
     {
-        let mut engine = lock(&state.alarms.engine);
+        let mut core = lock(&state.alarms.core);
         for change in &changes {
-            engine.mirror(&change.event, change.state.clone(), change.at_ms);
+            core.engine
+                .mirror(&change.event, change.state.clone(), change.at_ms);
         }
     }
     for mut change in changes {

@@ -1,10 +1,13 @@
-//! The server's side of alarms. The broker's policy hands over every accepted value whose
-//! topic an alarm watches (one set lookup for the rest), from MQTT, REST writes, flows,
-//! processes, upstreams, connectors and Sparkplug alike, and peers hand over what the other
-//! instances accepted; one task evaluates them in order, runs the alarms' timers, and carries
-//! out each change: journal and state in one transaction, then `$SYS/svc/alarms/<domain>/<alarm>`
-//! (retained while the alarm is not normal), the Server-Sent Events stream and the
-//! notification pipelines.
+//! The server's side of alarms. The broker's policy hands over every batch of accepted
+//! messages, from MQTT, REST writes, flows, processes, upstreams, connectors and Sparkplug
+//! alike, and peers hand over what the other instances accepted. A message on a topic no alarm
+//! watches costs one set lookup; a watched value is evaluated at once, on the publisher's own
+//! task, under the engine's lock (no hand-off to another thread per value). What changed is
+//! queued under the same lock, so changes keep the engine's order, and one task wakes to carry
+//! them out: `$SYS/svc/alarms/<domain>/<alarm>` (retained while the alarm is not normal), the
+//! Server-Sent Events stream and the notification pipelines first, then the journal and the
+//! states in one transaction. The same task runs the alarms' timers and the operators'
+//! actions.
 //!
 //! With several instances on one PostgreSQL the leading instance evaluates every alarm, once:
 //! it sees every value (its own and those its peers relay), keeps every state in the store,
@@ -16,11 +19,13 @@ mod evaluate;
 mod mirror;
 mod publish;
 
-use crate::alarms::engine::{ActError, Engine};
+use crate::alarms::condition::Sample;
+use crate::alarms::engine::{ActError, Change, Engine};
 use crate::alarms::health::{Health, HealthRules};
 use crate::alarms::state::{Action, AlarmState};
 use crate::alarms::{AlarmEvent, AlarmStatus, Definition, TABLE};
 use crate::broker::Message;
+use crate::historian::payload::point_from_payload;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::system_tables::records_of;
 use crate::server::AppState;
@@ -31,15 +36,13 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub use mirror::on_peer_notice;
 
-/// Batches of values waiting for the evaluating task before publishers wait (backpressure,
-/// not loss).
+/// Actions, reloads and drains waiting for the evaluating task.
 const INBOX: usize = 1024;
 /// Changes buffered for each Server-Sent Events client.
 const STREAM_BUFFER: usize = 4096;
 
-/// What the evaluating task takes.
+/// What the evaluating task takes besides the queued changes.
 enum Input {
-    Values(Vec<Value>),
     /// An operator's action, answered once it is journaled and announced.
     Act(
         Box<ActRequest>,
@@ -49,13 +52,6 @@ enum Input {
     Drain(oneshot::Sender<()>),
     /// A domain's definitions changed: read them again.
     Reload(String, oneshot::Sender<ApiResult<()>>),
-}
-
-/// A value of a watched topic.
-struct Value {
-    topic: String,
-    payload: Bytes,
-    received_ms: i64,
 }
 
 /// An operator's action on an alarm.
@@ -94,10 +90,18 @@ impl ActionWire {
     }
 }
 
+/// The engine and the changes it made that are not carried out yet, under one lock.
+struct Core {
+    engine: Engine,
+    pending: Vec<Change>,
+}
+
 pub struct AlarmService {
-    /// The engine: written by the evaluating task (or, on a follower, by the leader's
-    /// notices), read by the routes.
-    engine: Mutex<Engine>,
+    /// Written by the publishers' tasks (values), the evaluating task (timers, actions,
+    /// reloads) and, on a follower, the leader's notices; read by the routes.
+    core: Mutex<Core>,
+    /// Wakes the evaluating task: changes are pending, or a timer moved earlier.
+    wake: tokio::sync::Notify,
     /// Every topic an alarm watches or is enabled by: the broker's fast path (foldhash: looked
     /// up for every accepted message).
     watched: RwLock<Arc<foldhash::HashSet<String>>>,
@@ -122,7 +126,11 @@ impl AlarmService {
     pub fn new(rules: HealthRules) -> AlarmService {
         let (inbox, waiting) = mpsc::channel(INBOX);
         AlarmService {
-            engine: Mutex::new(Engine::new(rules)),
+            core: Mutex::new(Core {
+                engine: Engine::new(rules),
+                pending: Vec::new(),
+            }),
+            wake: tokio::sync::Notify::new(),
             watched: RwLock::default(),
             inbox,
             waiting: Mutex::new(Some(waiting)),
@@ -141,10 +149,9 @@ impl AlarmService {
         Ok(())
     }
 
-    /// Hands the values among `messages` that an alarm watches to the evaluating task; waits
-    /// while it is behind.
-    pub async fn offer(&self, messages: &[Message]) {
-        let values = {
+    /// Evaluates the values among `messages` that an alarm watches (on the leading instance).
+    pub fn offer(&self, state: &AppState, messages: &[Message]) {
+        let samples: Vec<(Arc<str>, &str, Sample)> = {
             let watched = self.watched.read().unwrap_or_else(|e| e.into_inner());
             if watched.is_empty() {
                 return;
@@ -152,32 +159,44 @@ impl AlarmService {
             messages
                 .iter()
                 .filter(|m| watched.contains(&m.topic))
-                .map(|m| Value {
-                    topic: m.topic.clone(),
-                    payload: m.payload.clone(),
-                    received_ms: m.received_ms,
-                })
-                .collect::<Vec<_>>()
+                .filter_map(|m| sample_of(state, &m.topic, &m.payload, m.received_ms))
+                .collect()
         };
-        if !values.is_empty() {
-            // Closed only when the server stops.
-            let _ = self.inbox.send(Input::Values(values)).await;
+        if !samples.is_empty() && state.peers.leadership().is_leader() {
+            self.evaluate(samples);
         }
     }
 
     /// [`AlarmService::offer`] for one message another instance accepted.
-    pub async fn offer_relayed(&self, topic: &str, payload: &Bytes, received_ms: i64) {
+    pub fn offer_relayed(&self, state: &AppState, topic: &str, payload: &Bytes, received_ms: i64) {
         let wanted = {
             let watched = self.watched.read().unwrap_or_else(|e| e.into_inner());
             watched.contains(topic)
         };
-        if wanted {
-            let value = Value {
-                topic: topic.to_string(),
-                payload: payload.clone(),
-                received_ms,
-            };
-            let _ = self.inbox.send(Input::Values(vec![value])).await;
+        if wanted && state.peers.leadership().is_leader() {
+            if let Some(sample) = sample_of(state, topic, payload, received_ms) {
+                self.evaluate(vec![sample]);
+            }
+        }
+    }
+
+    fn evaluate(&self, samples: Vec<(Arc<str>, &str, Sample)>) {
+        let now = crate::time::now_ms();
+        let mut core = lock(&self.core);
+        let due = core.engine.next_due();
+        let queued = core.pending.len();
+        for (domain, topic, sample) in samples {
+            let changes = core.engine.on_value(&domain, topic, &sample, now);
+            core.pending.extend(changes);
+        }
+        let sooner = match (core.engine.next_due(), due) {
+            (Some(after), Some(before)) => after < before,
+            (after, before) => after.is_some() && before.is_none(),
+        };
+        let wake = core.pending.len() > queued || sooner;
+        drop(core);
+        if wake {
+            self.wake.notify_one();
         }
     }
 
@@ -214,16 +233,19 @@ impl AlarmService {
 
     /// The alarms of `domain` that are not normal, most urgent and newest first.
     pub fn standing(&self, domain: &str) -> Vec<AlarmStatus> {
-        lock(&self.engine).standing(domain)
+        lock(&self.core).engine.standing(domain)
     }
 
     pub fn health(&self, domain: &str) -> Health {
-        lock(&self.engine).health(domain, crate::time::now_ms())
+        lock(&self.core)
+            .engine
+            .health(domain, crate::time::now_ms())
     }
 
     /// Every domain with alarms, with its health (for `/metrics`).
     pub fn all_health(&self) -> Vec<(String, Health)> {
-        let engine = lock(&self.engine);
+        let core = lock(&self.core);
+        let engine = &core.engine;
         let now = crate::time::now_ms();
         engine
             .domains()
@@ -285,6 +307,23 @@ async fn definitions(
             (d, unit)
         })
         .collect())
+}
+
+/// A watched value of `topic` as the engine takes it, with the domain it belongs to.
+fn sample_of<'a>(
+    state: &AppState,
+    topic: &'a str,
+    payload: &[u8],
+    received_ms: i64,
+) -> Option<(Arc<str>, &'a str, Sample)> {
+    let domain = state.uns.tags.domain_of(topic)?;
+    let (ts_ms, value, quality) = point_from_payload(payload, received_ms);
+    let sample = Sample {
+        ts_ms,
+        value,
+        quality,
+    };
+    Some((domain, topic, sample))
 }
 
 /// The kept states of every alarm, by domain and name.
