@@ -164,6 +164,6 @@ async fn reload(state: &AppState, domain: &str, changes: &mut Vec<Change>) -> Ap
         &enable_value(state),
         now,
     ));
-    state.alarms.refresh_watched(&engine);
+    state.alarms.refresh_watched(engine);
     Ok(())
 }
