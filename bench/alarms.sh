@@ -35,7 +35,8 @@
 # Settings (environment): BENCH_ROUNDS (3), BENCH_ALARMS (10000; a multiple of
 # BENCH_PUBLISHERS), BENCH_PUBLISHERS (20), BENCH_QOS0_MESSAGES (20000), BENCH_QOS1_MESSAGES
 # (5000), BENCH_SIZE (64), BENCH_CROSSING_RATE (200), BENCH_RESET_MS (50), BENCH_LATENCY_MS
-# (5000), BENCH_SVC, BENCH_SVC_BASELINE, BENCH_NICE (all processes under `nice -n <value>`),
+# (5000), BENCH_SVC, BENCH_SVC_BASELINE, BENCH_LOADER=<mqtt_load binary> (with BENCH_SVC: build
+# nothing), BENCH_NICE (all processes under `nice -n <value>`),
 # BENCH_PERF=<file> (`perf record -g` of the `alarms` instance during its first fan-in at QoS
 # BENCH_PERF_QOS, default 0), BENCH_STRICT=1 (exit 1 when a goal is missed), SVC_LOG (warn).
 set -euo pipefail
@@ -69,8 +70,14 @@ source "$ROOT/bench/lib.sh"
 TOPICS=$((ALARMS / PUBLISHERS))
 command -v curl >/dev/null 2>&1 || install_deb curl
 if [ -n "${BENCH_PERF:-}" ]; then command -v perf >/dev/null 2>&1 || die "BENCH_PERF needs perf"; fi
-build_tools mqtt_load
-LOADER="$TARGET/release/examples/mqtt_load"
+if [ -n "${BENCH_LOADER:-}" ]; then
+    # Both prebuilt: nothing to build (a quick check of the script with debug builds).
+    [ -n "${BENCH_SVC:-}" ] || die "BENCH_LOADER needs BENCH_SVC"
+    SVC=$(realpath "$BENCH_SVC") LOADER=$(realpath "$BENCH_LOADER")
+else
+    build_tools mqtt_load
+    LOADER="$TARGET/release/examples/mqtt_load"
+fi
 BASELINE=${BENCH_SVC_BASELINE:-}
 if [ -n "$BASELINE" ]; then [ -x "$BASELINE" ] || die "BENCH_SVC_BASELINE=$BASELINE is not an executable"; fi
 

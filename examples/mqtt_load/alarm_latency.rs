@@ -108,16 +108,25 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
                 while resets.front().is_some_and(|(due, _)| *due <= elapsed) {
                     let (_, topic) = resets.pop_front().expect("just looked");
                     let body = payload(0, None, size);
-                    if client.publish(&topics[topic], qos, false, body).await.is_err() {
+                    if client
+                        .publish(&topics[topic], qos, false, body)
+                        .await
+                        .is_err()
+                    {
                         break 'pacing;
                     }
                 }
-                let due = ((u128::from(rate) * u128::from(elapsed) / 1_000_000_000) as u64).min(total);
+                let due =
+                    ((u128::from(rate) * u128::from(elapsed) / 1_000_000_000) as u64).min(total);
                 while n < due {
                     let topic = (next_random(&mut random) % topics.len() as u64) as usize;
                     sent[n as usize].store(now_ns(), Ordering::Relaxed);
                     let body = payload((base + n) as usize, None, size);
-                    if client.publish(&topics[topic], qos, false, body).await.is_err() {
+                    if client
+                        .publish(&topics[topic], qos, false, body)
+                        .await
+                        .is_err()
+                    {
                         break 'pacing;
                     }
                     resets.push_back((now_ns() - start + reset_ns, topic));

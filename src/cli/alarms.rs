@@ -289,7 +289,9 @@ fn watch(client: &Client, format: OutputFormat, count: Option<u64>) -> CliResult
     let response = client.send(request)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    const COLUMNS: [&str; 7] = ["at", "alarm", "state", "previous", "value", "who", "message"];
+    const COLUMNS: [&str; 7] = [
+        "at", "alarm", "state", "previous", "value", "who", "message",
+    ];
     if format == OutputFormat::Csv {
         writeln!(out, "{}", COLUMNS.join(","))?;
         out.flush()?;

@@ -4,8 +4,8 @@
 use super::client::Client;
 use super::error::{CliError, CliResult};
 use super::{
-    alarms, auth, backup, connectors, flows, functions, historian, keys, migrate, namespaces, output,
-    records, sparkplug, tags, upstreams,
+    alarms, auth, backup, connectors, flows, functions, historian, keys, migrate, namespaces,
+    output, records, sparkplug, tags, upstreams,
 };
 use super::{Cli, Command};
 use crate::model::DeviceInfo;
