@@ -1,10 +1,13 @@
 // The console's shell: who is logged in, which domain and view the address names
-// (`#/<domain>/<view>`, so a link carries its domain), the header, and the views.
+// (`#/<domain>/<view>`, so a link carries its domain), the header, and the views. The header's
+// Alarms link carries the count of alarms waiting for acknowledgement, on every page.
 
+import * as alarmFeed from "./alarm_feed.js";
 import { call, onExpired, session } from "./api.js";
 import * as rights from "./rights.js";
 import * as login from "./views/login.js";
 import * as admin from "./views/admin.js";
+import * as alarms from "./views/alarms.js";
 import * as flows from "./views/flows.js";
 import * as functions from "./views/functions.js";
 import * as keys from "./views/keys.js";
@@ -14,7 +17,7 @@ import * as tag from "./views/tag.js";
 import * as tags from "./views/tags.js";
 
 /** Views by address name, in the order of the navigation (those with a title). */
-const VIEWS = { tags, records, functions, flows, keys, admin, system, tag };
+const VIEWS = { tags, alarms, records, functions, flows, keys, admin, system, tag };
 
 const main = document.getElementById("view");
 let cleanup = null;
@@ -65,6 +68,7 @@ async function route() {
       return logout(e.message);
     }
   }
+  alarmFeed.start(domain);
   showBar(domain, view);
   main.replaceChildren();
   cleanup = VIEWS[view].render(main, { rest }) ?? null;
@@ -85,9 +89,17 @@ function showBar(domain, view) {
       link.href = `#/${domain}/${name}`;
       link.textContent = module.title;
       if (name === view) link.setAttribute("aria-current", "page");
+      if (name === "alarms") {
+        const badge = document.createElement("span");
+        badge.id = "alarm-badge";
+        badge.className = "badge";
+        badge.hidden = true;
+        link.append(badge);
+      }
       return link;
     }),
   );
+  paintBadge(alarmFeed.unacknowledgedNow());
   const select = document.getElementById("domain");
   select.replaceChildren(
     ...domains.map((name) => {
@@ -95,6 +107,15 @@ function showBar(domain, view) {
       return option;
     }),
   );
+}
+
+/** Shows how many alarms wait for acknowledgement beside the Alarms link (none: no badge). */
+function paintBadge(count) {
+  const badge = document.getElementById("alarm-badge");
+  if (!badge) return;
+  badge.textContent = String(count);
+  badge.title = `${count} alarm${count === 1 ? "" : "s"} waiting for acknowledgement`;
+  badge.hidden = count === 0;
 }
 
 function loggedIn(token) {
@@ -105,6 +126,7 @@ function loggedIn(token) {
 }
 
 function logout(why = "") {
+  alarmFeed.stop();
   session.token = null;
   session.domain = null;
   domains = [];
@@ -125,6 +147,7 @@ document.getElementById("theme").addEventListener("click", () => {
   applyTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark");
 });
 onExpired((why) => logout(why));
+alarmFeed.subscribe(({ unacknowledged }) => paintBadge(unacknowledged));
 window.addEventListener("hashchange", route);
 applyTheme(
   localStorage.getItem("svc.theme") ??

@@ -1,5 +1,6 @@
 // A small SVG time-series chart of our own: one line per series over a time window, an
-// optional min/max band, time and value axes with round ticks. No library, no canvas.
+// optional min/max band, horizontal limit lines (an alarm's setpoint and deadband), time and
+// value axes with round ticks. No library, no canvas.
 
 const SVG = "http://www.w3.org/2000/svg";
 const PAD = { left: 56, right: 12, top: 10, bottom: 26 };
@@ -32,9 +33,11 @@ function timeLabel(ms, span) {
 
 /**
  * Draws into `svg`: `series` is [{name, points: [{t, v}], band?: [{t, lo, hi}]}], over
- * [start, end] (ms). Numbers only; other values are skipped.
+ * [start, end] (ms). Numbers only; other values are skipped. `limits` are horizontal lines
+ * [{value, label, kind}] (`kind` names their style: `setpoint`, `deadband`); the value axis
+ * always takes them in, so a limit far from the values still shows where it lies.
  */
-export function draw(svg, series, start, end) {
+export function draw(svg, series, start, end, limits = []) {
   const width = svg.clientWidth || 800;
   const height = svg.clientHeight || 280;
   svg.replaceChildren();
@@ -44,6 +47,7 @@ export function draw(svg, series, start, end) {
     ...s.points.filter(numeric).map((p) => p.v),
     ...(s.band ?? []).flatMap((b) => [b.lo, b.hi]),
   ]);
+  values.push(...limits.map((l) => l.value).filter(Number.isFinite));
   let lo = Math.min(...values);
   let hi = Math.max(...values);
   if (!values.length) [lo, hi] = [0, 1];
@@ -78,4 +82,14 @@ export function draw(svg, series, start, end) {
     }
     group.dataset.count = String(points.length);
   });
+  const lines = el("g", { class: "limits" }, svg);
+  for (const limit of limits.filter((l) => Number.isFinite(l.value))) {
+    const at = y(limit.value);
+    const line = el("line", { x1: PAD.left, x2: width - PAD.right, y1: at, y2: at, class: `limit ${limit.kind}` }, lines);
+    line.dataset.limit = limit.kind;
+    line.dataset.value = String(limit.value);
+    // Labelled at the left: the newest values, at the right, are the ones being watched.
+    el("text", { x: PAD.left + 4, y: at - 4, "text-anchor": "start", class: `limit ${limit.kind}` }, lines)
+      .textContent = limit.label;
+  }
 }

@@ -20,3 +20,13 @@ export function may(feature, scope, access = "read") {
       (g.action === "read-write" || (access === "read" && g.action === "read")),
   );
 }
+
+/**
+ * Whether the custom action `action` (e.g. `ack` on `alarms`) may be taken in the whole domain:
+ * granted itself or through `read-write` at scope `*`, as the server checks it.
+ */
+export function mayAct(feature, action) {
+  return grants.some(
+    (g) => g.name === feature && g.scope === "*" && (g.action === action || g.action === "read-write"),
+  );
+}

@@ -11,7 +11,9 @@
 #   (PyPI, pinned) asyncua and pymodbus in target/peers-venv: the OPC UA and Modbus TCP
 #                      servers the connector tests start (tests/peers/); mqtt-spb-wrapper, a
 #                      Python Sparkplug B edge node independent of Eclipse Tahu, the second
-#                      edge node of the Sparkplug tests (tests/peers/sparkplug_edge.py)
+#                      edge node of the Sparkplug tests (tests/peers/sparkplug_edge.py);
+#                      aiosmtpd, the SMTP server the alarm notification tests mail to
+#                      (tests/peers/smtp_sink.py)
 #   (npm, pinned) node-opcua-server in target/peers-node: the second OPC UA server;
 #                      sparkplug-client and sparkplug-payload (Eclipse Tahu's reference edge
 #                      node and payload codec) with mqtt 4.x, the one sparkplug-client runs on:
@@ -50,8 +52,9 @@ if [ "$("$venv/bin/schemathesis" --version 2>/dev/null | grep -o '[0-9][0-9.]*$'
 fi
 
 # The connector tests' device peers: Python's asyncua and pymodbus, and npm's node-opcua; the
-# Sparkplug tests' edge nodes: Python's mqtt-spb-wrapper, and npm's sparkplug-client (Tahu).
-PEERS_PY="asyncua==2.1.0 pymodbus==3.16.1 mqtt-spb-wrapper==2.1.2"
+# Sparkplug tests' edge nodes: Python's mqtt-spb-wrapper, and npm's sparkplug-client (Tahu); the
+# alarm notification tests' SMTP server: Python's aiosmtpd.
+PEERS_PY="asyncua==2.1.0 pymodbus==3.16.1 mqtt-spb-wrapper==2.1.2 aiosmtpd==1.4.6"
 peers="${CARGO_TARGET_DIR:-target}/peers-venv"
 if [ "$(cat "$peers/.pinned" 2>/dev/null)" != "$PEERS_PY" ]; then
   /usr/bin/python3 -m venv "$peers"

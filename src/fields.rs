@@ -132,3 +132,28 @@ pub fn link_name(fields: &Map<String, Value>) -> Result<String, String> {
     }
     Ok(name)
 }
+
+/// The start every named system record's check shares (Sparkplug hosts, alarms, notification
+/// pipelines): no field outside `known` but the system's, then the record's `name`
+/// ([`link_name`]), its `description` when given and `enabled` (true when not given).
+pub fn named_record(
+    fields: &Map<String, Value>,
+    known: &[&str],
+) -> Result<Map<String, Value>, String> {
+    if let Some(unknown) = fields
+        .keys()
+        .find(|k| !known.contains(&k.as_str()) && !is_system(k))
+    {
+        return Err(format!("unknown field `{unknown}`"));
+    }
+    let mut out = Map::new();
+    out.insert("name".into(), json!(link_name(fields)?));
+    if let Some(description) = text(fields, "description")? {
+        out.insert("description".into(), json!(description));
+    }
+    out.insert(
+        "enabled".into(),
+        json!(flag(fields, "enabled")?.unwrap_or(true)),
+    );
+    Ok(out)
+}

@@ -8,7 +8,7 @@
 //! naming it; what is stored is complete.
 
 use crate::duration::parse_duration;
-use crate::fields::{flag, is_system, text};
+use crate::fields::{flag, is_system, named_record, text};
 use crate::topic::validate_topic_name;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -230,29 +230,10 @@ const KNOWN: [&str; 15] = [
 
 /// Checks an `alarms` record and fills in its defaults (the sentence of a 400 otherwise).
 pub fn normalise(fields: &mut Map<String, Value>) -> Result<(), String> {
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| !KNOWN.contains(&k.as_str()) && !is_system(k))
-    {
-        return Err(format!("unknown field `{unknown}`"));
+    let mut out = named_record(fields, &KNOWN)?;
+    if let Some(notes) = text(fields, "notes")? {
+        out.insert("notes".into(), json!(notes));
     }
-    let mut out = Map::new();
-    let name = text(fields, "name")?.ok_or("field `name` is required")?;
-    if name.trim().is_empty() || name.contains(['/', '+', '#', '\0']) {
-        return Err(format!(
-            "field `name` must be a name without `/`, `+`, `#`, not `{name}`"
-        ));
-    }
-    out.insert("name".into(), json!(name));
-    for optional in ["description", "notes"] {
-        if let Some(text) = text(fields, optional)? {
-            out.insert(optional.into(), json!(text));
-        }
-    }
-    out.insert(
-        "enabled".into(),
-        json!(flag(fields, "enabled")?.unwrap_or(true)),
-    );
     let tag = text(fields, "tag")?.ok_or("field `tag` is required")?;
     check_tag("tag", &tag)?;
     out.insert("tag".into(), json!(tag));

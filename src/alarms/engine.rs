@@ -45,8 +45,9 @@ pub struct Engine {
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     by_name: HashMap<(Arc<str>, String), usize>,
-    by_tag: HashMap<String, Vec<usize>>,
-    by_enable_tag: HashMap<String, Vec<usize>>,
+    /// foldhash: looked up for every watched value.
+    by_tag: foldhash::HashMap<String, Vec<usize>>,
+    by_enable_tag: foldhash::HashMap<String, Vec<usize>>,
     timers: BTreeSet<(i64, usize)>,
     activity: HashMap<Arc<str>, Activity>,
     rules: HealthRules,
@@ -79,11 +80,6 @@ impl Engine {
             let activity = self.activity.entry(slot.domain.clone()).or_default();
             activity.raised(&slot.alarm.name, at_ms, &self.rules);
         }
-    }
-
-    /// Whether any alarm watches `topic` or is enabled by it: the broker's fast path.
-    pub fn watches(&self, topic: &str) -> bool {
-        self.by_tag.contains_key(topic) || self.by_enable_tag.contains_key(topic)
     }
 
     /// Every topic an alarm watches or is enabled by.
@@ -169,8 +165,11 @@ impl Engine {
         now: i64,
     ) -> Vec<Change> {
         let mut changes = Vec::new();
-        let watching = self.by_tag.get(topic).cloned().unwrap_or_default();
-        for id in watching {
+        // By index, not a copy of the list: this runs for every watched value.
+        for i in 0.. {
+            let Some(&id) = self.by_tag.get(topic).and_then(|ids| ids.get(i)) else {
+                break;
+            };
             let Some(slot) = self.slot_in(id, domain) else {
                 continue;
             };
@@ -178,8 +177,10 @@ impl Engine {
             slot.state.on_sample(&slot.alarm, sample, now);
             changes.extend(self.changed(id, before, "", None, None, now));
         }
-        let enabling = self.by_enable_tag.get(topic).cloned().unwrap_or_default();
-        for id in enabling {
+        for i in 0.. {
+            let Some(&id) = self.by_enable_tag.get(topic).and_then(|ids| ids.get(i)) else {
+                break;
+            };
             let Some(slot) = self.slot_in(id, domain) else {
                 continue;
             };
@@ -288,6 +289,7 @@ impl Engine {
     }
 
     /// How many of `domain`'s alarms wait for acknowledgement.
+    #[cfg(test)]
     pub fn unacknowledged(&self, domain: &str) -> usize {
         self.slots_of(domain)
             .filter(|s| s.state.name().needs_acknowledgement())
@@ -411,7 +413,7 @@ impl Engine {
     }
 }
 
-fn unlist(index: &mut HashMap<String, Vec<usize>>, key: &str, id: usize) {
+fn unlist(index: &mut foldhash::HashMap<String, Vec<usize>>, key: &str, id: usize) {
     if let Some(ids) = index.get_mut(key) {
         ids.retain(|i| *i != id);
         if ids.is_empty() {

@@ -13,10 +13,10 @@ pub mod definition;
 pub mod engine;
 pub mod event;
 pub mod health;
+pub mod notify;
 pub mod state;
 
-pub use definition::{Definition, Kind, Priority};
-pub use engine::Engine;
+pub use definition::{Definition, Priority};
 pub use event::{AlarmEvent, AlarmStatus, StateName};
 
 /// The system table of alarm definitions, and the permission feature over alarms.

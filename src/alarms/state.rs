@@ -188,14 +188,17 @@ impl AlarmState {
             self.last_number = Some((sample.ts_ms, number));
         }
         self.value = sample.value.clone();
-        self.quality = sample.quality.label().into();
+        let quality = sample.quality.label();
+        if self.quality != quality {
+            self.quality = quality.into();
+        }
         self.value_ms = Some(now);
         self.settle(alarm, now);
     }
 
     /// Whether the enable condition holds (false: suppressed by design).
     pub fn set_enabled(&mut self, alarm: &Definition, enabled: bool, now: i64) {
-        if self.suppressed == !enabled {
+        if self.suppressed != enabled {
             return;
         }
         self.suppressed = !enabled;

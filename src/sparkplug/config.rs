@@ -131,21 +131,7 @@ pub fn normalise(fields: &mut Map<String, Value>) -> Result<(), String> {
         "host_id",
         "rebirth_throttle",
     ];
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| !known.contains(&k.as_str()) && !is_system(k))
-    {
-        return Err(format!("unknown field `{unknown}`"));
-    }
-    let mut out = Map::new();
-    out.insert("name".into(), json!(link_name(fields)?));
-    if let Some(description) = text(fields, "description")? {
-        out.insert("description".into(), json!(description));
-    }
-    out.insert(
-        "enabled".into(),
-        json!(flag(fields, "enabled")?.unwrap_or(true)),
-    );
+    let mut out = named_record(fields, &known)?;
     let namespace = text(fields, "namespace")?.ok_or("field `namespace` is required")?;
     validate_topic_name(&namespace)
         .ok()

@@ -3,7 +3,7 @@
 //! should fetch next (the server's last values after each acknowledged subscription). Key
 //! handling lives here so it can be tested without a terminal.
 
-use super::history::{HistoryEvent, HistoryRequest, Trend};
+use super::history::{AlarmCount, HistoryEvent, HistoryRequest, Trend};
 use super::mqtt::{ConnState, MqttEvent};
 use super::snapshot::LastValue;
 use super::tree::{NodeId, Tree};
@@ -20,6 +20,9 @@ const TREND_REFRESH: Duration = Duration::from_secs(15);
 const HISTORIZED_REFRESH: Duration = Duration::from_secs(30);
 /// How often the upstreams' states are read.
 const UPSTREAMS_REFRESH: Duration = Duration::from_secs(2);
+/// How often the alarms waiting for acknowledgement are counted: an operator glancing at the
+/// bar should not see a raised alarm late, and the server answers from memory.
+const ALARMS_REFRESH: Duration = Duration::from_secs(1);
 
 /// What the pause holds back, in the order it arrived (so an older value never lands last).
 #[derive(Debug, Clone)]
@@ -79,6 +82,9 @@ pub struct App {
     /// The domain's connectors, for the status bar (empty when there are none or no rights).
     pub connectors: Vec<LinkBrief>,
     upstreams_at: Option<Instant>,
+    /// The domain's alarms waiting for acknowledgement (`None`: not readable, no rights).
+    pub alarms: Option<AlarmCount>,
+    alarms_at: Option<Instant>,
     /// The server's last values are to be read (the subscription was just acknowledged).
     last_values_due: bool,
     /// Why they could not be read, if they could not.
@@ -110,6 +116,8 @@ impl App {
             upstreams: Vec::new(),
             connectors: Vec::new(),
             upstreams_at: None,
+            alarms: None,
+            alarms_at: None,
             last_values_due: false,
             last_values_error: None,
             trend: None,
@@ -179,6 +187,7 @@ impl App {
             HistoryEvent::Historized(Err(error)) => self.historized_error = Some(error),
             HistoryEvent::Upstreams(list) => self.upstreams = list.unwrap_or_default(),
             HistoryEvent::Connectors(list) => self.connectors = list.unwrap_or_default(),
+            HistoryEvent::Alarms(count) => self.alarms = count,
             HistoryEvent::Trend { topic, result, at } => {
                 if let Some(view) = self.trend.as_mut().filter(|v| v.topic == topic) {
                     view.state = match result {
@@ -200,7 +209,7 @@ impl App {
     }
 
     /// What the history thread should fetch now: the server's last values when a subscription
-    /// was acknowledged, the historized list periodically, and the selected tag's trend when it
+    /// was acknowledged, the historized list, links' states and alarm count periodically, and the selected tag's trend when it
     /// is historized and not fresh.
     pub fn history_due(&mut self, now: Instant) -> Vec<HistoryRequest> {
         let mut due = Vec::new();
@@ -220,6 +229,13 @@ impl App {
         {
             self.upstreams_at = Some(now);
             due.push(HistoryRequest::Upstreams);
+        }
+        if self
+            .alarms_at
+            .is_none_or(|at| now.duration_since(at) >= ALARMS_REFRESH)
+        {
+            self.alarms_at = Some(now);
+            due.push(HistoryRequest::Alarms);
         }
         let topic = self
             .selected_topic()

@@ -118,7 +118,16 @@ fn history_is_requested_for_historized_selection_only() {
     let now = Instant::now();
     assert_eq!(
         app.history_due(now),
-        [HistoryRequest::Historized, HistoryRequest::Upstreams]
+        [
+            HistoryRequest::Historized,
+            HistoryRequest::Upstreams,
+            HistoryRequest::Alarms
+        ]
+    );
+    // The alarms are counted every second, more often than the rest.
+    assert_eq!(
+        app.history_due(now + Duration::from_secs(1)),
+        [HistoryRequest::Alarms]
     );
     app.on_history(HistoryEvent::Historized(Ok(vec!["a/x".into()])), now);
     assert!(app.history_due(now).is_empty(), "`a` has no value");

@@ -1,7 +1,8 @@
 //! The REST side of the monitor: device discovery (`GET /svc/`), the server's last values
 //! (`GET /svc/tag/stream`'s snapshot, see `snapshot.rs`), the domain's historized tags
 //! (`GET /svc/historian/list`), its upstreams' and connectors' states (`GET /svc/upstreams/status`,
-//! `GET /svc/connectors/status`) and the
+//! `GET /svc/connectors/status`), how many of its alarms wait for acknowledgement
+//! (`GET /svc/alarms/active`) and the
 //! last hour of one tag (`PATCH /svc/historian`: raw values, or 10-second means when the hour
 //! holds more than [`RAW_LIMIT`]), fetched with blocking reqwest on a background thread so the
 //! UI never waits on HTTP.
@@ -112,6 +113,15 @@ impl Rest {
         )
     }
 
+    /// `GET /svc/alarms/active`: the domain's standing alarms, counted.
+    pub fn alarms(&self) -> anyhow::Result<AlarmCount> {
+        let standing: Vec<StandingAlarm> = self.send(
+            self.client.request(Method::GET, "/svc/alarms/active"),
+            "GET /svc/alarms/active",
+        )?;
+        Ok(AlarmCount::of(&standing))
+    }
+
     fn query(&self, body: &Value) -> anyhow::Result<Value> {
         self.send(
             self.client
@@ -161,6 +171,47 @@ impl Trend {
     }
 }
 
+/// What the status bar needs of a standing alarm.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct StandingAlarm {
+    pub state: String,
+    pub priority: String,
+}
+
+/// Priorities, most urgent first.
+const PRIORITIES: [&str; 4] = ["critical", "high", "medium", "low"];
+
+/// The domain's alarms waiting for an operator's acknowledgement (the server's
+/// "unacknowledged": active or returned and not yet acknowledged, or latched), and the highest
+/// priority among them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AlarmCount {
+    pub unacknowledged: usize,
+    /// `critical`, `high`, `medium` or `low`; `None` when none waits.
+    pub top: Option<&'static str>,
+}
+
+impl AlarmCount {
+    pub fn of(standing: &[StandingAlarm]) -> AlarmCount {
+        let waiting: Vec<&StandingAlarm> = standing
+            .iter()
+            .filter(|a| {
+                matches!(
+                    a.state.as_str(),
+                    "active_unacknowledged" | "returned_unacknowledged" | "latched"
+                )
+            })
+            .collect();
+        let top = PRIORITIES
+            .into_iter()
+            .find(|p| waiting.iter().any(|a| a.priority == *p));
+        AlarmCount {
+            unacknowledged: waiting.len(),
+            top,
+        }
+    }
+}
+
 /// Work for the history thread.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HistoryRequest {
@@ -169,6 +220,7 @@ pub enum HistoryRequest {
     Historized,
     Trend(String),
     Upstreams,
+    Alarms,
 }
 
 /// Answers of the history thread.
@@ -185,6 +237,9 @@ pub enum HistoryEvent {
     Upstreams(Option<Vec<LinkBrief>>),
     /// The domain's connectors; `None` when they cannot be read.
     Connectors(Option<Vec<LinkBrief>>),
+    /// The domain's alarms waiting for acknowledgement; `None` when they cannot be read (no
+    /// right to read alarms, an older server).
+    Alarms(Option<AlarmCount>),
 }
 
 /// Starts the history thread; it ends when either channel's other side is dropped. Requests
@@ -203,18 +258,26 @@ pub fn spawn(
                 let mut historized = false;
                 let mut trend = None;
                 let mut upstreams = false;
+                let mut alarms = false;
                 for request in std::iter::once(first).chain(requests.try_iter()) {
                     match request {
                         HistoryRequest::LastValues(filter) => last_values = Some(filter),
                         HistoryRequest::Historized => historized = true,
                         HistoryRequest::Trend(topic) => trend = Some(topic),
                         HistoryRequest::Upstreams => upstreams = true,
+                        HistoryRequest::Alarms => alarms = true,
                     }
                 }
                 // First: the tree is empty until they arrive.
                 if let Some(filter) = last_values {
                     let list = rest.last_values(&filter).map_err(|e| format!("{e:#}"));
                     if events.send(HistoryEvent::LastValues(list)).is_err() {
+                        return;
+                    }
+                }
+                if alarms {
+                    let count = rest.alarms().ok();
+                    if events.send(HistoryEvent::Alarms(count)).is_err() {
                         return;
                     }
                 }
@@ -269,5 +332,26 @@ mod tests {
         assert_eq!(trend.points, [(-60.0, 1.5), (-30.0, 2.0)]);
         assert_eq!(trend.total, 5);
         assert_eq!(Trend::from_points(&json!({}), now, true).total, 0);
+    }
+
+    #[test]
+    fn alarms_waiting_for_acknowledgement_are_counted_with_the_top_priority() {
+        let standing: Vec<StandingAlarm> = serde_json::from_value(json!([
+            {"name": "a", "state": "active_acknowledged", "priority": "critical"},
+            {"name": "b", "state": "active_unacknowledged", "priority": "medium"},
+            {"name": "c", "state": "returned_unacknowledged", "priority": "high"},
+            {"name": "d", "state": "latched", "priority": "low"},
+            {"name": "e", "state": "shelved", "priority": "critical"}
+        ]))
+        .unwrap();
+        let count = AlarmCount::of(&standing);
+        assert_eq!(
+            count,
+            AlarmCount {
+                unacknowledged: 3,
+                top: Some("high")
+            }
+        );
+        assert_eq!(AlarmCount::of(&standing[..1]), AlarmCount::default());
     }
 }

@@ -1,5 +1,6 @@
 //! Drawing: the tag tree (only the rows in view are built), the detail pane with the payload and
-//! the historian chart, the status bar with the connection state, and the help overlay.
+//! the historian chart, the status bar with the connection state (and the alarms waiting for
+//! acknowledgement), and the help overlay.
 
 use super::app::{App, Mode, TrendState};
 use super::mqtt::ConnState;
@@ -326,6 +327,8 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         .white()
         .on_red()],
     };
+    // Right after the connection, so a narrow terminal cuts anything but the alarms.
+    spans.extend(alarm_span(app));
     spans.push(format!(" {} sub {} ", app.endpoint, app.subscription).into());
     if app.paused {
         let mut text = format!(" PAUSED · {} queued ", app.queued());
@@ -355,6 +358,25 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             .areas(area);
     frame.render_widget(Paragraph::new(Line::from(spans)), left);
     frame.render_widget(Paragraph::new(help).dark_gray(), right);
+}
+
+/// ` ▲ N alarms unacknowledged ` coloured by the most urgent of them (none: dim); nothing when
+/// the domain's alarms cannot be read.
+fn alarm_span(app: &App) -> Option<Span<'static>> {
+    let count = app.alarms.as_ref()?;
+    let n = count.unacknowledged;
+    if n == 0 {
+        return Some(" no alarms unacknowledged ".dark_gray());
+    }
+    let text = format!(
+        " ▲ {n} alarm{} unacknowledged ",
+        if n == 1 { "" } else { "s" }
+    );
+    Some(match count.top {
+        Some("critical") | Some("high") => text.white().on_red().bold(),
+        Some("medium") => text.black().on_yellow(),
+        _ => text.black().on_cyan(),
+    })
 }
 
 /// Upstreams (and connectors) shown by name in the status bar; more are summed up.

@@ -321,6 +321,46 @@ fn the_status_bar_shows_each_upstreams_and_connectors_state() {
 }
 
 #[test]
+fn the_status_bar_counts_the_alarms_waiting_for_acknowledgement() {
+    use super::history::AlarmCount;
+    let t0 = Instant::now();
+    let mut app = stream(t0);
+    // Not readable (no rights): nothing about alarms.
+    let (lines, _) = screen(&mut app, t0, 160, 20);
+    assert!(!lines.last().expect("status").contains("alarm"));
+    app.on_history(HistoryEvent::Alarms(Some(AlarmCount::default())), t0);
+    let (lines, _) = screen(&mut app, t0, 160, 20);
+    assert!(
+        lines[19].contains("no alarms unacknowledged"),
+        "{}",
+        lines[19]
+    );
+    let counted = AlarmCount {
+        unacknowledged: 2,
+        top: Some("critical"),
+    };
+    app.on_history(HistoryEvent::Alarms(Some(counted)), t0);
+    let (lines, terminal) = screen(&mut app, t0, 160, 20);
+    let bar = &lines[19];
+    let at = bar.find("▲ 2 alarms unacknowledged").expect(bar);
+    // Beside the connection, before the endpoint, so a narrow bar keeps it.
+    assert!(at < bar.find("mqtt://").expect(bar), "{bar}");
+    let x = bar[..at].chars().count() as u16;
+    assert_eq!(terminal.backend().buffer()[(x, 19)].bg, Color::Red);
+    let one_low = AlarmCount {
+        unacknowledged: 1,
+        top: Some("low"),
+    };
+    app.on_history(HistoryEvent::Alarms(Some(one_low)), t0);
+    let (lines, terminal) = screen(&mut app, t0, 160, 20);
+    let at = lines[19]
+        .find("▲ 1 alarm unacknowledged")
+        .expect(&lines[19]);
+    let x = lines[19][..at].chars().count() as u16;
+    assert_eq!(terminal.backend().buffer()[(x, 19)].bg, Color::Cyan);
+}
+
+#[test]
 fn a_value_from_the_servers_last_values_shows_its_age_and_origin() {
     let t0 = Instant::now();
     let mut app = App::new("mqtt://127.0.0.1:1883".into(), "#".into(), t0);

@@ -107,7 +107,7 @@ fn readme_functions_and_flows_examples_run() {
     let work = work_dir(&cli);
     let out = run_block(&cli, &work, "## Functions and flows");
     assert!(out.contains("212"), "the function's output: {out}");
-    assert_eq!(server.count("domains:acme", "alarms"), 1);
+    assert_eq!(server.count("domains:acme", "alarm_log"), 1);
     assert!(
         out.contains("acme/boiler/temp_f"),
         "the alarm record: {out}"

@@ -35,7 +35,7 @@ fn post(server: &Server, path: &str) -> reqwest::blocking::Response {
 /// Alarm records by ascending temperature.
 fn alarm_records(server: &Server) -> Vec<Value> {
     let mut records = server
-        .get_json(ADMIN, "/svc/alarms/all")
+        .get_json(ADMIN, "/svc/alarm_log/all")
         .as_array()
         .cloned()
         .unwrap_or_default();
@@ -60,7 +60,7 @@ fn alarm_flow(running: bool) -> Value {
             {"id": "stamp", "type": "change", "config": {"rules": [
                 {"action": "set", "property": "payload.reading", "from": "payload.temp"}
              ]}, "wires": ["alarm-record"]},
-            {"id": "alarm-record", "type": "record-write", "config": {"table": "alarms"}},
+            {"id": "alarm-record", "type": "record-write", "config": {"table": "alarm_log"}},
             {"id": "normal", "type": "change", "config": {"rules": [
                 {"action": "set", "property": "topic", "value": "plant/status"},
                 {"action": "set", "property": "payload", "value": "normal"}

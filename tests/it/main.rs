@@ -11,7 +11,11 @@ mod mosquitto_clients_support;
 mod tui_support;
 
 // One module per area.
+mod alarm_notifications;
 mod alarms;
+mod alarms_access;
+mod alarms_instances;
+mod alarms_sources;
 mod auth;
 mod automation_chains;
 mod backup;
@@ -35,6 +39,7 @@ mod connectors_modbus;
 mod connectors_opcua;
 mod console;
 mod console_admin;
+mod console_alarms;
 mod console_connectors;
 mod console_flows;
 mod console_records;
@@ -96,6 +101,7 @@ mod tag_stream;
 mod tags;
 mod tenancy;
 mod tenant_isolation;
+mod tui_alarms;
 mod tui_tmux;
 mod upstream_bridge;
 mod upstream_links;

@@ -64,7 +64,7 @@ fn monitor_in(language: &str) -> Value {
             {"type": "tag_write", "config": {"tag": "plant/line1/alarm", "field": "alarm"}},
             {"type": "tag_write", "config": {"tag": "plant/line1/summary"}},
             {"type": "sql", "config": {"query":
-                "INSERT INTO alarms (site, orders, source) VALUES (:site, :orders, 'monitor')"}},
+                "INSERT INTO alarm_log (site, orders, source) VALUES (:site, :orders, 'monitor')"}},
             {"type": "sql", "config": {"query": "UPDATE orders SET qty = :orders WHERE id = 'o1'"}}
         ],
         "keys": [{"key": "site"}],
@@ -126,7 +126,7 @@ fn resolves_inputs_and_writes_outputs(language: &str) {
     assert_eq!(history[0]["value"], json!(true), "{history}");
     // The sql outputs became record writes in the process's domain.
     let alarms = server.poll(Duration::from_secs(10), "an alarm record", || {
-        let list = server.get_json(ACME, "/svc/alarms/all");
+        let list = server.get_json(ACME, "/svc/alarm_log/all");
         (list.as_array()?.len() == 1).then_some(list)
     });
     assert_eq!(alarms[0]["site"], "plant1", "{alarms}");

@@ -57,10 +57,11 @@ export function trendCsv(series) {
 }
 
 /**
- * Fills `section` with the trend of `topic`. Returns `{ live(value), stop() }`: `live` takes
- * a `{topic, value, timestamp}` from the stream.
+ * Fills `section` with the trend of `topic`, with `limits` drawn across it (see chart.js; an
+ * alarm's setpoint and deadband). Returns `{ live(value), stop() }`: `live` takes a
+ * `{topic, value, timestamp}` from the stream.
  */
-export function trend(section, topic) {
+export function trend(section, topic, { limits = [] } = {}) {
   section.innerHTML = `
     <div class="row presets" id="presets"></div>
     <form class="row" id="range">
@@ -86,7 +87,7 @@ export function trend(section, topic) {
   let frame = 0;
   const redraw = () => {
     frame = 0;
-    draw(chart, series, window.start, window.end);
+    draw(chart, series, window.start, window.end, limits);
   };
   const legend = () => {
     section.querySelector("#legend").replaceChildren(

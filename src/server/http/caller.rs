@@ -136,6 +136,7 @@ impl Caller {
                     .run(move |s| s.custom_actions(&domain, &feature_name))
                     .await?,
             );
+            actions.extend(crate::store::built_in_actions(feature).map(str::to_string));
             actions.sort();
             actions.dedup();
             return Ok(actions);
@@ -226,5 +227,44 @@ impl Identity {
         } else {
             Err(ApiError::unauthorized("this route needs an administrator"))
         }
+    }
+}
+
+/// The credential of a long-lived response (an event stream), checked again whenever grants,
+/// keys or users changed since the last look: a revoked credential or read grant ends it.
+pub struct Recheck {
+    headers: HeaderMap,
+    feature: &'static str,
+    generation: u64,
+}
+
+impl Recheck {
+    pub fn new(state: &AppState, headers: HeaderMap, feature: &'static str) -> Recheck {
+        Recheck {
+            headers,
+            feature,
+            generation: state.authz_generation(),
+        }
+    }
+
+    /// Whether `caller` may still read the feature (the sentence of the refusal if not); the
+    /// credential is authenticated anew only when something it depends on changed.
+    pub async fn still_allowed(
+        &mut self,
+        state: &AppState,
+        caller: &mut Caller,
+    ) -> Result<(), String> {
+        let now = state.authz_generation();
+        if now == self.generation {
+            return Ok(());
+        }
+        self.generation = now;
+        caller.user = authenticate(state, &self.headers)
+            .await
+            .map_err(|e| e.message)?;
+        caller
+            .require(state, self.feature, "*", Access::Read)
+            .await
+            .map_err(|e| e.message)
     }
 }

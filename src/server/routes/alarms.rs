@@ -52,7 +52,8 @@ struct ActiveQuery {
 #[utoipa::path(get, path = "/svc/alarms/active", tag = "alarms",
     params(("priority" = Option<String>, Query, description = "Only this priority (low, medium, high, critical)"),
         ("state" = Option<String>, Query, description = "Only this state, e.g. active_unacknowledged")),
-    responses((status = 200, description = "The standing alarms", body = Vec<Object>)))]
+    responses((status = 200, description = "The standing alarms", body = Vec<Object>),
+        (status = 400, description = "An unknown priority or state")))]
 async fn active(
     State(state): State<AppState>,
     caller: Caller,
@@ -130,7 +131,8 @@ impl From<AlarmJournalEntry> for JournalEntry {
         ("to" = Option<String>, Query, description = "Until this time (RFC 3339), exclusive"),
         ("before" = Option<i64>, Query, description = "Only entries older than this id"),
         ("limit" = Option<usize>, Query, description = "At most this many entries (default 100, at most 10000)")),
-    responses((status = 200, description = "Journal entries, newest first", body = Vec<Object>)))]
+    responses((status = 200, description = "Journal entries, newest first", body = Vec<Object>),
+        (status = 400, description = "A bad filter, time or limit")))]
 async fn journal(
     State(state): State<AppState>,
     caller: Caller,
@@ -198,6 +200,7 @@ struct ActBody {
 /// condition is gone returns to normal).
 #[utoipa::path(post, path = "/svc/alarms/acknowledge", tag = "alarms", request_body = ActBody,
     responses((status = 200, description = "The alarm as it stands now", body = Object),
+        (status = 400, description = "No alarm named"), (status = 401, description = "Without `ack` or `read-write`"),
         (status = 404, description = "No such alarm"), (status = 409, description = "Nothing to acknowledge")))]
 async fn acknowledge(
     state: State<AppState>,
@@ -211,7 +214,8 @@ async fn acknowledge(
 /// is not annunciated until it is unshelved or the shelve expires.
 #[utoipa::path(post, path = "/svc/alarms/shelve", tag = "alarms", request_body = ActBody,
     responses((status = 200, description = "The alarm as it stands now", body = Object),
-        (status = 400, description = "No reason, or no or a bad expiry"), (status = 404, description = "No such alarm")))]
+        (status = 400, description = "No reason, or no or a bad expiry"), (status = 401, description = "Without `ack` or `read-write`"),
+        (status = 404, description = "No such alarm"), (status = 409, description = "The alarm is out of service")))]
 async fn shelve(
     state: State<AppState>,
     caller: Caller,
@@ -223,7 +227,8 @@ async fn shelve(
 /// Ends an alarm's shelve; an alarm whose condition holds is raised again, unacknowledged.
 #[utoipa::path(post, path = "/svc/alarms/unshelve", tag = "alarms", request_body = ActBody,
     responses((status = 200, description = "The alarm as it stands now", body = Object),
-        (status = 409, description = "The alarm is not shelved")))]
+        (status = 400, description = "No alarm named"), (status = 401, description = "Without `ack` or `read-write`"),
+        (status = 404, description = "No such alarm"), (status = 409, description = "The alarm is not shelved")))]
 async fn unshelve(
     state: State<AppState>,
     caller: Caller,
@@ -235,7 +240,8 @@ async fn unshelve(
 /// Takes an alarm out of service (maintenance): it is followed but never annunciated.
 #[utoipa::path(post, path = "/svc/alarms/out-of-service", tag = "alarms", request_body = ActBody,
     responses((status = 200, description = "The alarm as it stands now", body = Object),
-        (status = 409, description = "Already out of service")))]
+        (status = 400, description = "No alarm named"), (status = 401, description = "Without `ack` or `read-write`"),
+        (status = 404, description = "No such alarm"), (status = 409, description = "Already out of service")))]
 async fn out_of_service(
     state: State<AppState>,
     caller: Caller,
@@ -247,7 +253,8 @@ async fn out_of_service(
 /// Returns an alarm to service; one whose condition holds is raised again, unacknowledged.
 #[utoipa::path(post, path = "/svc/alarms/in-service", tag = "alarms", request_body = ActBody,
     responses((status = 200, description = "The alarm as it stands now", body = Object),
-        (status = 409, description = "Not out of service")))]
+        (status = 400, description = "No alarm named"), (status = 401, description = "Without `ack` or `read-write`"),
+        (status = 404, description = "No such alarm"), (status = 409, description = "Not out of service")))]
 async fn in_service(
     state: State<AppState>,
     caller: Caller,

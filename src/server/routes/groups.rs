@@ -61,7 +61,10 @@ async fn check_grants(state: &AppState, domain: &str, grants: &[Grant]) -> ApiRe
                 "every grant needs a feature `name`, an `action` and a `scope`",
             ));
         }
-        if grant.action == READ || grant.action == READ_WRITE {
+        if grant.action == READ
+            || grant.action == READ_WRITE
+            || crate::store::built_in_actions(&grant.feature).any(|a| a == grant.action)
+        {
             continue;
         }
         let (d, feature) = (domain.to_string(), grant.feature.clone());

@@ -47,6 +47,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
     scrape_connectors(&state, &mut registry);
     scrape_sparkplug(&state, &mut registry);
     scrape_alarms(&state, &mut registry);
+    scrape_notifications(&state, &mut registry);
     let mut body = String::with_capacity(16 * 1024);
     prometheus_text::encode(&mut body, &registry)
         .map_err(|_| ApiError::internal("cannot encode the metrics"))?;
@@ -300,6 +301,34 @@ fn scrape_alarms(state: &AppState, registry: &mut Registry) {
         "alarms_stale",
         "Alarms standing longer than the stale limit, by domain",
         stale,
+    );
+}
+
+fn scrape_notifications(state: &AppState, registry: &mut Registry) {
+    let counts = state.notifier.counts();
+    counter(
+        registry,
+        "alarm_notifications_sent",
+        "Alarm notifications delivered (webhook calls answered 2xx, mails the server accepted)",
+        counts.sent,
+    );
+    counter(
+        registry,
+        "alarm_notifications_failed",
+        "Alarm notification delivery attempts that failed (each is retried)",
+        counts.failed,
+    );
+    gauge(
+        registry,
+        "alarm_notifications_queued",
+        "Alarm notifications waiting in the durable queue to be delivered or retried",
+        counts.queued,
+    );
+    gauge(
+        registry,
+        "alarm_notifications_held",
+        "Alarm events held for a pipeline's digest or a recipient's rate limit",
+        counts.held,
     );
 }
 

@@ -17,7 +17,7 @@
 use crate::historian::format_ms;
 use crate::model::TagValue;
 use crate::server::error::{ApiError, ApiResult};
-use crate::server::http::caller::{authenticate, Access, Caller};
+use crate::server::http::caller::{Access, Caller, Recheck};
 use crate::server::services::last_values::LiveValue;
 use crate::server::services::system_tables::TAGS_FEATURE;
 use crate::server::AppState;
@@ -90,10 +90,9 @@ async fn stream(
     // Watching starts before the snapshot is taken, so nothing set in between is missed.
     let watch = state.uns.last_values.watch();
     let mut feed = Feed {
-        generation: state.authz_generation(),
+        recheck: Recheck::new(&state, headers, TAGS_FEATURE),
         state,
         caller,
-        headers,
         filter,
         raw,
         watch,
@@ -110,14 +109,13 @@ struct Feed {
     state: AppState,
     caller: Caller,
     /// The request's credential, checked again when grants or keys change.
-    headers: HeaderMap,
+    recheck: Recheck,
     filter: String,
     /// Whether events carry the published bytes too.
     raw: bool,
     watch: Receiver<Arc<LiveValue>>,
     /// Events ready to send (a snapshot).
     pending: VecDeque<Event>,
-    generation: u64,
     ended: bool,
 }
 
@@ -131,7 +129,11 @@ impl Feed {
                 return Some((Ok(event), self));
             }
             let update = tokio::time::timeout(HEARTBEAT, self.watch.recv()).await;
-            if let Err(refused) = self.still_allowed().await {
+            if let Err(refused) = self
+                .recheck
+                .still_allowed(&self.state, &mut self.caller)
+                .await
+            {
                 self.ended = true;
                 return Some((Ok(Event::default().event("error").data(refused)), self));
             }
@@ -176,23 +178,6 @@ impl Feed {
         let synced = json!({ "count": events.len() }).to_string();
         events.push_back(Event::default().event("synced").data(synced));
         events
-    }
-
-    /// Checks the credential and the grant again once anything they depend on has changed.
-    async fn still_allowed(&mut self) -> Result<(), String> {
-        let now = self.state.authz_generation();
-        if now == self.generation {
-            return Ok(());
-        }
-        self.generation = now;
-        let user = authenticate(&self.state, &self.headers)
-            .await
-            .map_err(|e| e.message)?;
-        self.caller.user = user;
-        self.caller
-            .require(&self.state, TAGS_FEATURE, "*", Access::Read)
-            .await
-            .map_err(|e| e.message)
     }
 }
 

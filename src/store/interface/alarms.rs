@@ -31,4 +31,16 @@ pub trait Alarms {
     ) -> StoreResult<()>;
     /// Every queued notification, oldest first.
     fn notification_queue_load(&self) -> StoreResult<Vec<QueuedNotification>>;
+    /// Sets (or replaces) the write-only SMTP password of pipeline record `pipeline` (its key)
+    /// of `domain`.
+    fn notification_password_set(
+        &self,
+        domain: &str,
+        pipeline: &str,
+        password: &str,
+    ) -> StoreResult<()>;
+    /// Forgets the SMTP password of pipeline record `pipeline` of `domain` (none: nothing).
+    fn notification_password_clear(&self, domain: &str, pipeline: &str) -> StoreResult<()>;
+    /// The SMTP password of pipeline record `pipeline` of `domain`, if one is set.
+    fn notification_password(&self, domain: &str, pipeline: &str) -> StoreResult<Option<String>>;
 }

@@ -215,4 +215,30 @@ impl Alarms for PgStore {
                 .collect())
         })
     }
+
+    fn notification_password_set(
+        &self,
+        domain: &str,
+        pipeline: &str,
+        password: &str,
+    ) -> StoreResult<()> {
+        self.set_secret(SECRETS, "pipeline", domain, pipeline, Some(password))
+    }
+
+    fn notification_password_clear(&self, domain: &str, pipeline: &str) -> StoreResult<()> {
+        self.set_secret(SECRETS, "pipeline", domain, pipeline, None)
+    }
+
+    fn notification_password(&self, domain: &str, pipeline: &str) -> StoreResult<Option<String>> {
+        Ok(self
+            .query_opt(
+                "SELECT password FROM alarm_notification_secrets \
+                 WHERE domain = $1 AND pipeline = $2",
+                &[&domain, &pipeline],
+            )?
+            .map(|r| r.get(0)))
+    }
 }
+
+/// The table of the pipelines' write-only SMTP passwords.
+const SECRETS: &str = "alarm_notification_secrets";

@@ -4,7 +4,7 @@
 use super::{SqliteStore, StoreResult};
 use crate::store::interface::Alarms;
 use crate::store::types::{AlarmJournalEntry, JournalQuery, QueuedNotification, StoredAlarmState};
-use rusqlite::{params, Row};
+use rusqlite::{params, OptionalExtension, Row};
 
 const JOURNAL_COLUMNS: &str =
     "id, domain, alarm, state, previous, cause, priority, tag, value, message, at_ms, who, comment";
@@ -159,5 +159,79 @@ impl Alarms for SqliteStore {
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn notification_password_set(
+        &self,
+        domain: &str,
+        pipeline: &str,
+        password: &str,
+    ) -> StoreResult<()> {
+        self.set_secret(SECRETS, "pipeline", domain, pipeline, Some(password))
+    }
+
+    fn notification_password_clear(&self, domain: &str, pipeline: &str) -> StoreResult<()> {
+        self.set_secret(SECRETS, "pipeline", domain, pipeline, None)
+    }
+
+    fn notification_password(&self, domain: &str, pipeline: &str) -> StoreResult<Option<String>> {
+        Ok(self
+            .conn()?
+            .query_row(
+                "SELECT password FROM alarm_notification_secrets \
+                 WHERE domain = ?1 AND pipeline = ?2",
+                params![domain, pipeline],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+}
+
+/// The table of the pipelines' write-only SMTP passwords.
+const SECRETS: &str = "alarm_notification_secrets";
+
+#[cfg(test)]
+mod notification_tests {
+    use super::*;
+
+    #[test]
+    fn a_pipeline_password_is_set_replaced_read_and_cleared_per_domain() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("svc.db")).unwrap();
+        store
+            .notification_password_set("acme", "p1", "one")
+            .unwrap();
+        store
+            .notification_password_set("beta", "p1", "other")
+            .unwrap();
+        store
+            .notification_password_set("acme", "p1", "two")
+            .unwrap();
+        let read = |d: &str| store.notification_password(d, "p1").unwrap();
+        assert_eq!(read("acme").as_deref(), Some("two"));
+        assert_eq!(read("beta").as_deref(), Some("other"));
+        store.notification_password_clear("acme", "p1").unwrap();
+        assert_eq!(read("acme"), None);
+        assert_eq!(read("beta").as_deref(), Some("other"));
+    }
+
+    #[test]
+    fn the_queue_keeps_upserts_and_forgets_deletes_in_one_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("svc.db")).unwrap();
+        let item = |id: i64, attempts: i64| QueuedNotification {
+            id,
+            domain: "acme".into(),
+            pipeline: "p1".into(),
+            channel: "email".into(),
+            body: "{}".into(),
+            attempts,
+            due_ms: 10,
+        };
+        store
+            .notification_queue_write(&[item(1, 0), item(2, 0)], &[])
+            .unwrap();
+        store.notification_queue_write(&[item(2, 3)], &[1]).unwrap();
+        assert_eq!(store.notification_queue_load().unwrap(), vec![item(2, 3)]);
     }
 }

@@ -179,6 +179,19 @@ impl GrantSet {
     }
 }
 
+/// Actions beyond `read` and `read-write` that svc itself defines for one of its features, in
+/// every domain, as if an administrator had configured them: the alarms' `ack` (acknowledge,
+/// shelve, take out of service) for operators who may not change the alarms' definitions.
+pub const BUILT_IN_ACTIONS: [(&str, &str); 1] = [("alarms", "ack")];
+
+/// The built-in actions of `feature`.
+pub fn built_in_actions(feature: &str) -> impl Iterator<Item = &'static str> + '_ {
+    BUILT_IN_ACTIONS
+        .iter()
+        .filter(move |(f, _)| *f == feature)
+        .map(|(_, action)| *action)
+}
+
 /// What an administrator holds in a domain: `read` and `read-write` on the platform's own
 /// features and every feature with custom actions, plus those actions, at scope `*`. `custom`
 /// is the domain's (feature, action) pairs.
@@ -217,6 +230,11 @@ pub fn admin_grants(custom: &[(String, String)]) -> Vec<NamedGrant> {
         all.push(grant(feature, "read-write"));
         for (_, action) in custom.iter().filter(|(f, _)| f == feature) {
             all.push(grant(feature, action));
+        }
+        for action in built_in_actions(feature) {
+            if !custom.iter().any(|(f, a)| f == feature && a == action) {
+                all.push(grant(feature, action));
+            }
         }
     }
     all

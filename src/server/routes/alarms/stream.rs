@@ -8,7 +8,7 @@
 
 use crate::alarms::{AlarmEvent, FEATURE};
 use crate::server::error::ApiResult;
-use crate::server::http::caller::{authenticate, Access, Caller};
+use crate::server::http::caller::{Access, Caller, Recheck};
 use crate::server::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -34,10 +34,9 @@ pub(super) async fn stream(
     // Watching starts before the snapshot, so no change falls between the two.
     let watch = state.alarms.watch();
     let feed = Feed {
-        generation: state.authz_generation(),
+        recheck: Recheck::new(&state, headers, FEATURE),
         state,
         caller,
-        headers,
         watch,
         snapshot_due: true,
         ended: false,
@@ -49,10 +48,9 @@ pub(super) async fn stream(
 struct Feed {
     state: AppState,
     caller: Caller,
-    headers: HeaderMap,
+    recheck: Recheck,
     watch: Receiver<Arc<AlarmEvent>>,
     snapshot_due: bool,
-    generation: u64,
     ended: bool,
 }
 
@@ -69,7 +67,11 @@ impl Feed {
                 return Some((Ok(Event::default().event("snapshot").data(data)), self));
             }
             let update = tokio::time::timeout(HEARTBEAT, self.watch.recv()).await;
-            if let Err(refused) = self.still_allowed().await {
+            if let Err(refused) = self
+                .recheck
+                .still_allowed(&self.state, &mut self.caller)
+                .await
+            {
                 self.ended = true;
                 return Some((Ok(Event::default().event("error").data(refused)), self));
             }
@@ -84,21 +86,5 @@ impl Feed {
                 Ok(Err(RecvError::Closed)) => return None,
             }
         }
-    }
-
-    async fn still_allowed(&mut self) -> Result<(), String> {
-        let now = self.state.authz_generation();
-        if now == self.generation {
-            return Ok(());
-        }
-        self.generation = now;
-        let user = authenticate(&self.state, &self.headers)
-            .await
-            .map_err(|e| e.message)?;
-        self.caller.user = user;
-        self.caller
-            .require(&self.state, FEATURE, "*", Access::Read)
-            .await
-            .map_err(|e| e.message)
     }
 }

@@ -6,8 +6,9 @@ use super::{definitions, lock, publish, stored_states, Input, Value};
 use crate::alarms::condition::Sample;
 use crate::alarms::engine::{Change, Engine};
 use crate::historian::payload::point_from_payload;
-use crate::server::error::ApiResult;
+use crate::server::error::{ApiError, ApiResult};
 use crate::server::AppState;
+use std::collections::HashMap;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -126,8 +127,19 @@ async fn step(state: &AppState, inputs: Vec<Input>, leading: bool, mut changes: 
             changes.extend(engine.on_time(now));
         }
     }
+    // Several writes to one domain's alarms in one step need one reading of its records.
+    let mut domains: Vec<&String> = reloads.iter().map(|(d, _)| d).collect();
+    domains.sort();
+    domains.dedup();
+    let mut results = HashMap::new();
+    for domain in domains {
+        results.insert(domain.clone(), reload(state, domain, &mut changes).await);
+    }
     for (domain, done) in reloads {
-        let result = reload(state, domain.as_deref(), &mut changes).await;
+        let result = match &results[&domain] {
+            Ok(()) => Ok(()),
+            Err(e) => Err(ApiError::new(e.status, e.message.clone())),
+        };
         let _ = done.send(result);
     }
     if leading {
@@ -154,16 +166,8 @@ fn evaluate(state: &AppState, engine: &mut Engine, value: &Value, now: i64) -> V
     engine.on_value(&domain, &value.topic, &sample, now)
 }
 
-/// Re-reads one domain's definitions (`None`: every domain, from the store's states).
-async fn reload(
-    state: &AppState,
-    domain: Option<&str>,
-    changes: &mut Vec<Change>,
-) -> ApiResult<()> {
-    let Some(domain) = domain else {
-        changes.extend(load_all(state).await?);
-        return Ok(());
-    };
+/// Re-reads one domain's definitions.
+async fn reload(state: &AppState, domain: &str, changes: &mut Vec<Change>) -> ApiResult<()> {
     let alarms = definitions(state, domain).await?;
     let now = crate::time::now_ms();
     let mut engine = lock(&state.alarms.engine);

@@ -25,7 +25,7 @@ use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::system_tables::records_of;
 use crate::server::AppState;
 use bytes::Bytes;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -47,8 +47,8 @@ enum Input {
     ),
     /// Answered once everything sent before it is carried out.
     Drain(oneshot::Sender<()>),
-    /// A domain's definitions changed, or leadership came: rebuild from the store.
-    Reload(Option<String>, oneshot::Sender<ApiResult<()>>),
+    /// A domain's definitions changed: read them again.
+    Reload(String, oneshot::Sender<ApiResult<()>>),
 }
 
 /// A value of a watched topic.
@@ -98,8 +98,9 @@ pub struct AlarmService {
     /// The engine: written by the evaluating task (or, on a follower, by the leader's
     /// notices), read by the routes.
     engine: Mutex<Engine>,
-    /// Every topic an alarm watches or is enabled by: the broker's fast path.
-    watched: RwLock<Arc<HashSet<String>>>,
+    /// Every topic an alarm watches or is enabled by: the broker's fast path (foldhash: looked
+    /// up for every accepted message).
+    watched: RwLock<Arc<foldhash::HashSet<String>>>,
     inbox: mpsc::Sender<Input>,
     waiting: Mutex<Option<mpsc::Receiver<Input>>>,
     changes: broadcast::Sender<Arc<AlarmEvent>>,
@@ -216,16 +217,6 @@ impl AlarmService {
         lock(&self.engine).standing(domain)
     }
 
-    /// Alarm `name` of `domain` as it stands.
-    pub fn status(&self, domain: &str, name: &str) -> Option<AlarmStatus> {
-        lock(&self.engine).status(domain, name)
-    }
-
-    /// How many of `domain`'s alarms wait for acknowledgement.
-    pub fn unacknowledged(&self, domain: &str) -> usize {
-        lock(&self.engine).unacknowledged(domain)
-    }
-
     pub fn health(&self, domain: &str) -> Health {
         lock(&self.engine).health(domain, crate::time::now_ms())
     }
@@ -250,7 +241,7 @@ impl AlarmService {
     }
 
     fn refresh_watched(&self, engine: &Engine) {
-        let topics: HashSet<String> = engine.topics().map(str::to_string).collect();
+        let topics: foldhash::HashSet<String> = engine.topics().map(str::to_string).collect();
         *self.watched.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(topics);
     }
 }
@@ -265,7 +256,7 @@ pub async fn reload_domain(state: &AppState, domain: &str) -> ApiResult<()> {
     state
         .alarms
         .inbox
-        .send(Input::Reload(Some(domain.to_string()), done))
+        .send(Input::Reload(domain.to_string(), done))
         .await
         .map_err(|_| ApiError::unavailable("svc is stopping"))?;
     reloaded

@@ -1,11 +1,12 @@
 //! The built-in tables that live among a domain's records and are written through the generic
 //! record routes: `tags`, `namespaces`, `upstreams`, `processes` (functions), `flows` and
-//! `connectors`, `sparkplug` and `alarms`. Each
+//! `connectors`, `sparkplug`, `alarms` and `alarm_notifications`. Each
 //! is one implementation of [`SystemTable`] in a file of its own: its permission feature, the
 //! schema svc creates on first use, the rules checked on every write, and the derived state
 //! (tag registry, bridges, deployed functions and flows) refreshed after every write. A new
 //! system table is a new file here and one line in [`ALL`].
 
+mod alarm_notifications;
 mod alarms;
 mod connectors;
 mod flows;
@@ -34,9 +35,11 @@ pub const FLOWS_TABLE: &dyn SystemTable = &flows::FlowsTable;
 pub const CONNECTORS_TABLE: &dyn SystemTable = &connectors::ConnectorsTable;
 pub const SPARKPLUG_TABLE: &dyn SystemTable = &sparkplug::SparkplugTable;
 pub const ALARMS_TABLE: &dyn SystemTable = &alarms::AlarmsTable;
+pub const ALARM_NOTIFICATIONS_TABLE: &dyn SystemTable =
+    &alarm_notifications::AlarmNotificationsTable;
 
 /// Every system table, in the order peers reload them.
-pub const ALL: [&dyn SystemTable; 8] = [
+pub const ALL: [&dyn SystemTable; 9] = [
     TAGS_TABLE,
     NAMESPACES_TABLE,
     UPSTREAMS_TABLE,
@@ -45,6 +48,7 @@ pub const ALL: [&dyn SystemTable; 8] = [
     CONNECTORS_TABLE,
     SPARKPLUG_TABLE,
     ALARMS_TABLE,
+    ALARM_NOTIFICATIONS_TABLE,
 ];
 
 /// The system table `table` is, if it is one.
@@ -281,12 +285,26 @@ pub async fn record_by_name(
 /// Every record of a domain's system table (none when it was never written).
 pub async fn records_of(state: &AppState, domain: &str, table: &str) -> ApiResult<Vec<Value>> {
     let table = TableRef::new(domain, table).map_err(ApiError::bad_request)?;
-    let query = crate::query::parse(&[("limit".into(), crate::query::MAX_LIMIT.to_string())])
+    let mut records = Vec::new();
+    // Page by page: a domain may hold more records than one list answers (10,000 alarms).
+    loop {
+        let query = crate::query::parse(&[
+            ("limit".into(), crate::query::MAX_LIMIT.to_string()),
+            ("offset".into(), records.len().to_string()),
+            ("sort".into(), "id".into()),
+        ])
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(state
-        .store
-        .run(move |s| s.list_records(&table, &query))
-        .await?)
+        let page_table = table.clone();
+        let page = state
+            .store
+            .run(move |s| s.list_records(&page_table, &query))
+            .await?;
+        let full = page.len() as u64 == crate::query::MAX_LIMIT;
+        records.extend(page);
+        if !full {
+            return Ok(records);
+        }
+    }
 }
 
 /// The key of a stored record (the part of its `id` after the table).
