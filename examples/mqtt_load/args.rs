@@ -17,6 +17,9 @@ pub enum Mode {
     /// One `<subscriber prefix>/#` subscriber that waits for `--messages` (sent by others, e.g.
     /// a bridge catching up) and says when the first and the last arrived.
     Drain,
+    /// A paced publisher crossing alarm setpoints on `<prefix>/p<i>/t<k>` and one subscriber
+    /// of `--alarm-filter` (svc's alarm events): value → alarm event percentiles.
+    AlarmLatency,
 }
 
 pub struct Args {
@@ -55,6 +58,15 @@ pub struct Args {
     pub sub_username: Option<String>,
     pub sub_password: Option<String>,
     pub sub_prefix: Option<String>,
+    /// Fan-in and alarm-latency: topics per publisher; 0 publishes on `<prefix>/p<i>` itself,
+    /// N cycles each publisher's messages over `<prefix>/p<i>/t0` … `t<N-1>`.
+    pub topics: usize,
+    /// Alarm-latency: the filter the alarm events arrive on, and the value added to each
+    /// crossing's sequence number (above every alarm's setpoint).
+    pub alarm_filter: String,
+    pub crossing_base: u64,
+    /// Alarm-latency: how long after a crossing its topic is put back below the setpoint.
+    pub reset_ms: u64,
 }
 
 impl Args {
@@ -85,21 +97,23 @@ fn mode_of(text: &str) -> Mode {
         "latency" => Mode::Latency,
         "idle" => Mode::Idle,
         "drain" => Mode::Drain,
+        "alarm-latency" => Mode::AlarmLatency,
         other => usage(&format!(
-            "--mode must be fan-in, fan-out, latency, idle or drain, not {other}"
+            "--mode must be fan-in, fan-out, latency, idle, drain or alarm-latency, not {other}"
         )),
     }
 }
 
 pub fn usage(problem: &str) -> ! {
     eprintln!(
-        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-out|latency|idle|drain] [--host H] \
+        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-out|latency|idle|drain|alarm-latency] [--host H] \
          [--port P] [--username U] [--password P] [--publishers N] [--subscribers N] \
          [--messages M] [--qos 0|1|2] [--subscriber-qos 0|1|2] [--size BYTES] \
          [--topic-prefix PREFIX] [--rate MSGS_PER_S] [--warmup-ms MS] [--duration-ms MS] \
          [--connections N] [--connect-concurrency N] [--broker-pid PID] [--settle-ms MS] \
          [--keep-alive S] [--sub-host H] [--sub-port P] [--sub-username U] \
-         [--sub-password P] [--sub-prefix PREFIX]"
+         [--sub-password P] [--sub-prefix PREFIX] [--topics N] [--alarm-filter F] \
+         [--crossing-base N] [--reset-ms MS]"
     );
     std::process::exit(2)
 }
@@ -131,6 +145,10 @@ pub fn parse_args() -> Args {
         sub_username: None,
         sub_password: None,
         sub_prefix: None,
+        topics: 0,
+        alarm_filter: "$SYS/svc/alarms/#".into(),
+        crossing_base: 1_000_000_000,
+        reset_ms: 50,
     };
     let mut raw = std::env::args().skip(1);
     while let Some(flag) = raw.next() {
@@ -178,6 +196,10 @@ pub fn parse_args() -> Args {
             "--sub-username" => args.sub_username = Some(value),
             "--sub-password" => args.sub_password = Some(value),
             "--sub-prefix" => args.sub_prefix = Some(value),
+            "--topics" => args.topics = number(&value) as usize,
+            "--alarm-filter" => args.alarm_filter = value,
+            "--crossing-base" => args.crossing_base = number(&value),
+            "--reset-ms" => args.reset_ms = number(&value),
             other => usage(&format!("unknown flag {other}")),
         }
     }

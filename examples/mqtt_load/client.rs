@@ -208,13 +208,13 @@ pub async fn drive_publisher(
     acked as u64
 }
 
-/// Runs one publisher `id`: connects, sends `messages` to `topic` as fast as the broker takes
-/// them and, at QoS 1/2, waits for every ack. `first_publish` gets the [`now_ns`] of the first
+/// Runs one publisher `id`: connects, sends `messages` to `topics` (in turn) as fast as the
+/// broker takes them and, at QoS 1/2, waits for every ack. `first_publish` gets the [`now_ns`] of the first
 /// publish of any publisher sharing it.
 pub async fn publish_burst(
     args: Arc<Args>,
     id: String,
-    topic: String,
+    topics: Vec<String>,
     messages: usize,
     first_publish: Arc<OnceLock<u64>>,
 ) -> u64 {
@@ -227,8 +227,9 @@ pub async fn publish_burst(
     let sender = tokio::spawn(async move {
         first_publish.get_or_init(now_ns);
         for n in 0..messages {
+            let topic = &topics[n % topics.len()];
             if client
-                .publish(&topic, qos, false, payload(n, None, size))
+                .publish(topic, qos, false, payload(n, None, size))
                 .await
                 .is_err()
             {

@@ -36,7 +36,7 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     publish_burst(
         args.clone(),
         id,
-        topic,
+        vec![topic],
         args.messages,
         first_publish.clone(),
     )

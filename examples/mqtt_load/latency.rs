@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::time::MissedTickBehavior;
 
 /// The unsigned integer after `"key":` in a JSON payload this generator wrote.
-fn number_after(payload: &[u8], key: &str) -> Option<u64> {
+pub fn number_after(payload: &[u8], key: &str) -> Option<u64> {
     let needle = format!("\"{key}\":");
     let at = payload
         .windows(needle.len())
@@ -33,7 +33,7 @@ fn number_after(payload: &[u8], key: &str) -> Option<u64> {
 }
 
 /// The value at quantile `q` (nearest rank) of sorted `samples`, in microseconds.
-fn percentile_us(samples: &[u64], q: f64) -> f64 {
+pub fn percentile_us(samples: &[u64], q: f64) -> f64 {
     if samples.is_empty() {
         return 0.0;
     }

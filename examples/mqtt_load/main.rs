@@ -16,6 +16,12 @@
 //! - `drain`: one subscriber of `<sub prefix>/#` prints `subscribed` on stderr once its SUBACK
 //!   is in, waits for `--messages` M sent by someone else (or 5 s of silence) and prints
 //!   received and the wall-clock times (ms since the epoch) of the first and last delivery.
+//! - `alarm-latency`: one subscriber of `--alarm-filter` (svc's `$SYS/svc/alarms/<domain>/#`),
+//!   one publisher paced at `--rate` crossings/s: each sets a random topic of
+//!   `<prefix>/p<i>/t<k>` (`--publishers` × `--topics`) to `--crossing-base` + its sequence
+//!   number (above every alarm's setpoint) and, `--reset-ms` later, back to 0. The alarm event
+//!   raised carries that value, so value → event latency is matched per crossing; prints
+//!   p50_us, p99_us, max_us over the crossings after the warm-up, with events and missing.
 //!
 //! The subscribers may sit on another broker than the publishers (`--sub-host`, `--sub-port`,
 //! `--sub-username`, `--sub-password`, `--sub-prefix`): the far side of a bridge.
@@ -30,6 +36,7 @@
 //!   cargo run --release --example mqtt_load -- --mode latency --rate 20000 --qos 1
 //!   cargo run --release --example mqtt_load -- --mode idle --connections 10000 --broker-pid P
 
+mod alarm_latency;
 mod args;
 mod client;
 mod drain;
@@ -54,6 +61,7 @@ async fn main() {
         Mode::Latency => 2,
         Mode::Idle => args.connections,
         Mode::Drain => 1,
+        Mode::AlarmLatency => 2,
     };
     if let Err(e) = system::raise_nofile(connections as u64 + SPARE_FDS) {
         eprintln!("mqtt_load: {e}");
@@ -65,6 +73,7 @@ async fn main() {
         Mode::Latency => latency::run(args).await,
         Mode::Idle => idle::run(args).await,
         Mode::Drain => drain::run(args).await,
+        Mode::AlarmLatency => alarm_latency::run(args).await,
     };
     match result {
         Ok(line) => println!("{line}"),

@@ -1,6 +1,7 @@
 //! Command-line shape of the `svc` binary: the subcommands, their arguments and the global
 //! client options. The client subcommands run through [`run::run`].
 
+mod alarms;
 mod auth;
 mod backup;
 mod connectors;
@@ -29,6 +30,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::client;
 pub use crate::client::{error, profile, GlobalArgs, OutputFormat, DEFAULT_URL};
 
+pub use alarms::AlarmsCommand;
 pub use parse::parse;
 pub use run::run;
 
@@ -104,6 +106,10 @@ pub enum Command {
     /// they know.
     #[command(subcommand)]
     Sparkplug(SparkplugCommand),
+    /// Alarms: list, create, update and delete definitions; the standing alarms, the journal
+    /// and health; acknowledge, shelve, unshelve, out of service, in service; watch changes.
+    #[command(subcommand)]
+    Alarms(AlarmsCommand),
     /// Deploy, run and inspect functions (JavaScript run by the server on triggers).
     #[command(subcommand)]
     Functions(FunctionsCommand),

@@ -4,8 +4,8 @@
 use super::client::Client;
 use super::error::{CliError, CliResult};
 use super::{
-    auth, backup, connectors, flows, functions, historian, keys, migrate, namespaces, output,
-    records, sparkplug, tags, upstreams,
+    alarms, auth, backup, connectors, flows, functions, historian, keys, migrate, namespaces,
+    output, records, sparkplug, tags, upstreams,
 };
 use super::{Cli, Command};
 use crate::model::DeviceInfo;
@@ -51,6 +51,7 @@ fn dispatch(cli: Cli) -> CliResult<()> {
         Command::Upstreams(c) => upstreams::run(&Client::from_args(&global)?, format, c),
         Command::Connectors(c) => connectors::run(&Client::from_args(&global)?, format, c),
         Command::Sparkplug(c) => sparkplug::run(&Client::from_args(&global)?, format, c),
+        Command::Alarms(c) => alarms::run(&Client::from_args(&global)?, format, c),
         Command::Functions(c) => functions::run(&Client::from_args(&global)?, format, c),
         Command::Flows(c) => flows::run(&Client::from_args(&global)?, format, c),
         Command::Backup { file } => backup::backup(&Client::from_args(&global)?, &file),

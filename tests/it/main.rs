@@ -20,6 +20,7 @@ mod auth;
 mod automation_chains;
 mod backup;
 mod broker_clients;
+mod cli_alarms;
 mod cli_auth;
 mod cli_connectors;
 mod cli_functions;
