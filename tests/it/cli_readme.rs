@@ -121,3 +121,22 @@ fn readme_functions_and_flows_examples_run() {
     });
     assert_eq!(converted, serde_json::json!(70.7));
 }
+
+#[test]
+fn readme_alarms_example_runs() {
+    let server = Server::start();
+    server.create_domain("acme");
+    let cli = Cli::new(&server);
+    let work = work_dir(&cli);
+    let out = run_block(&cli, &work, "## Alarms");
+    assert!(out.contains("boiler-hot"), "the alarm summary: {out}");
+    let journal = server.get_json("domains:acme", "/svc/alarms/journal?alarm=boiler-hot");
+    let causes: Vec<&str> = journal
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["cause"].as_str().unwrap())
+        .collect();
+    assert_eq!(causes, ["shelve", "acknowledge", "raised"], "{journal}");
+    assert_eq!(journal[1]["comment"], "checking the burner");
+}
