@@ -48,7 +48,9 @@ impl Scheduler {
                     };
                     queue.add(&event.domain, &pipeline.key, job, due);
                 }
-                None => self.route(queue, pipeline, &event.domain, vec![event.clone()], now),
+                None => {
+                    self.deliver_or_hold(queue, pipeline, &event.domain, vec![event.clone()], now)
+                }
             }
         }
     }
@@ -152,10 +154,10 @@ impl Scheduler {
         let events = take_events(queue, ids);
         let min = pipeline.digest.map_or(usize::MAX, |d| d.min);
         if events.len() >= min {
-            self.route(queue, pipeline, domain, events, now);
+            self.deliver_or_hold(queue, pipeline, domain, events, now);
         } else {
             for event in events {
-                self.route(queue, pipeline, domain, vec![event], now);
+                self.deliver_or_hold(queue, pipeline, domain, vec![event], now);
             }
         }
     }
@@ -192,7 +194,7 @@ impl Scheduler {
 
     /// Sends `events` (one, or a digest) to each of the pipeline's recipients, or holds them
     /// for the recipients over their rate limit.
-    fn route(
+    fn deliver_or_hold(
         &mut self,
         queue: &mut Queue,
         pipeline: &Pipeline,
