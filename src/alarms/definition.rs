@@ -119,6 +119,8 @@ pub const DEFAULT_MESSAGE: &str = "{name}: {tag} is {value} {unit}";
 /// One alarm, read from its stored (normalised) record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Definition {
+    /// Its record's id, which a rename keeps.
+    pub record: String,
     pub name: String,
     pub description: Option<String>,
     pub enabled: bool,
@@ -136,6 +138,11 @@ pub struct Definition {
 }
 
 impl Definition {
+    /// The tag it watches and, if any, the tag that enables it.
+    pub fn topics(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.tag.as_str()).chain(self.enable.as_ref().map(|(t, _)| t.as_str()))
+    }
+
     /// The alarm of a stored record (`None` for one svc did not write, never the case).
     pub fn from_record(record: &Value) -> Option<Definition> {
         let text = |name: &str| record.get(name).and_then(Value::as_str).map(str::to_string);
@@ -145,6 +152,7 @@ impl Definition {
                 .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         };
         Some(Definition {
+            record: text("id").unwrap_or_default(),
             name: text("name")?,
             description: text("description"),
             enabled: record

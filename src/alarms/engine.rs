@@ -45,6 +45,8 @@ pub struct Engine {
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     by_name: HashMap<(Arc<str>, String), usize>,
+    /// By the id of the record an alarm was made from (a rename keeps it).
+    by_record: HashMap<(Arc<str>, String), usize>,
     /// foldhash: looked up for every watched value.
     by_tag: foldhash::HashMap<String, Vec<usize>>,
     by_enable_tag: foldhash::HashMap<String, Vec<usize>>,
@@ -82,6 +84,22 @@ impl Engine {
         }
     }
 
+    /// Whether an alarm watches `topic` or is enabled by it.
+    pub fn watches(&self, topic: &str) -> bool {
+        self.by_tag.contains_key(topic) || self.by_enable_tag.contains_key(topic)
+    }
+
+    /// The topics the alarms of `domain` named `name` or made from `record` watch or are
+    /// enabled by (what a [`Engine::put`] or [`Engine::forget`] of them may stop watching).
+    pub fn topics_of(&self, domain: &str, name: &str, record: &str) -> Vec<String> {
+        self.ids_of(&Arc::from(domain), name, record)
+            .into_iter()
+            .filter_map(|id| self.slots[id].as_ref())
+            .flat_map(|slot| slot.alarm.topics())
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Every topic an alarm watches or is enabled by.
     pub fn topics(&self) -> impl Iterator<Item = &str> {
         self.by_tag
@@ -105,7 +123,6 @@ impl Engine {
     ) -> Vec<Change> {
         let domain: Arc<str> = Arc::from(domain);
         let mut changes = Vec::new();
-        let mut kept: HashMap<String, AlarmState> = HashMap::new();
         let wanted: HashMap<&str, &Definition> = alarms
             .iter()
             .filter(|(a, _)| a.enabled)
@@ -117,43 +134,131 @@ impl Engine {
             .filter(|((d, _), _)| *d == domain)
             .map(|(_, id)| *id)
             .collect();
+        let mut kept: HashMap<String, AlarmState> = HashMap::new();
         for id in ours {
             let slot = self.remove(id);
-            let same = wanted
-                .get(slot.alarm.name.as_str())
-                .is_some_and(|a| a.tag == slot.alarm.tag && a.kind == slot.alarm.kind);
-            if same {
-                kept.insert(slot.alarm.name.clone(), slot.state);
-            } else if slot.state.name() != StateName::Normal {
-                let mut state = AlarmState::new(now);
-                state.value = slot.state.value.clone();
-                let event = event_of(&slot, &state, slot.state.name(), "removed", None, None, now);
-                changes.push(Change { event, state: None });
+            let successor = wanted.get(slot.alarm.name.as_str()).copied();
+            if let Some(state) = self.retire(slot, successor, &mut changes, now) {
+                kept.insert(state.0, state.1);
             }
         }
         for (alarm, unit) in alarms.into_iter().filter(|(a, _)| a.enabled) {
-            let mut state = kept
+            let state = kept
                 .remove(&alarm.name)
-                .or_else(|| stored.remove(&alarm.name))
-                .unwrap_or_else(|| AlarmState::new(now));
-            let before = state.name();
-            if let Some((tag, value)) = &alarm.enable {
-                let enabled = enable_value(tag).is_some_and(|v| equal(&v, value));
-                state.set_enabled(&alarm, enabled, now);
-            }
-            let slot = Slot {
-                domain: domain.clone(),
-                alarm,
-                unit,
-                state,
-                due: None,
-            };
-            let id = self.insert(slot);
-            if let Some(change) = self.changed(id, before, "redefined", None, None, now) {
-                changes.push(change);
-            }
+                .or_else(|| stored.remove(&alarm.name));
+            changes.extend(self.place(&domain, alarm, unit, state, enable_value, now));
         }
         changes
+    }
+
+    /// Puts one alarm of `domain` in place: a new one, or a changed or renamed one (the same
+    /// record), which keeps its state unless its tag or kind changed. A disabled one goes
+    /// away; one that goes away while not normal comes back as a change to normal.
+    pub fn put(
+        &mut self,
+        domain: &str,
+        alarm: Definition,
+        unit: Option<String>,
+        enable_value: &dyn Fn(&str) -> Option<Value>,
+        now: i64,
+    ) -> Vec<Change> {
+        let domain: Arc<str> = Arc::from(domain);
+        let mut changes = Vec::new();
+        let mut state = None;
+        for id in self.ids_of(&domain, &alarm.name, &alarm.record) {
+            let slot = self.remove(id);
+            let successor = alarm.enabled.then_some(&alarm);
+            if let Some((_, kept)) = self.retire(slot, successor, &mut changes, now) {
+                state = Some(kept);
+            }
+        }
+        if alarm.enabled {
+            changes.extend(self.place(&domain, alarm, unit, state, enable_value, now));
+        }
+        changes
+    }
+
+    /// Takes away the alarm of `domain` whose record is `record` (deleted); one not normal
+    /// comes back as a change to normal.
+    pub fn forget(&mut self, domain: &str, record: &str, now: i64) -> Vec<Change> {
+        let domain: Arc<str> = Arc::from(domain);
+        let mut changes = Vec::new();
+        for id in self.ids_of(&domain, "", record) {
+            let slot = self.remove(id);
+            self.retire(slot, None, &mut changes, now);
+        }
+        changes
+    }
+
+    /// The slots of `domain` named `name` or made from `record`.
+    fn ids_of(&self, domain: &Arc<str>, name: &str, record: &str) -> Vec<usize> {
+        let mut ids: Vec<usize> = self
+            .by_name
+            .get(&(domain.clone(), name.to_string()))
+            .copied()
+            .into_iter()
+            .collect();
+        if !record.is_empty() {
+            if let Some(&id) = self.by_record.get(&(domain.clone(), record.to_string())) {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        ids
+    }
+
+    /// What becomes of a slot taken out because `successor` (if any) replaces it: its name
+    /// and state when the successor keeps them (same name, tag and kind), else, when it was
+    /// not normal, a change to normal ("removed").
+    fn retire(
+        &mut self,
+        slot: Slot,
+        successor: Option<&Definition>,
+        changes: &mut Vec<Change>,
+        now: i64,
+    ) -> Option<(String, AlarmState)> {
+        let same = successor.is_some_and(|a| {
+            a.name == slot.alarm.name && a.tag == slot.alarm.tag && a.kind == slot.alarm.kind
+        });
+        if same {
+            return Some((slot.alarm.name.clone(), slot.state));
+        }
+        if slot.state.name() != StateName::Normal {
+            let mut state = AlarmState::new(now);
+            state.value = slot.state.value.clone();
+            let event = event_of(&slot, &state, slot.state.name(), "removed", None, None, now);
+            changes.push(Change { event, state: None });
+        }
+        None
+    }
+
+    /// Inserts an enabled alarm with `state` (a new one's when `None`), brought in step with
+    /// its enable tag; the change that makes, if any.
+    fn place(
+        &mut self,
+        domain: &Arc<str>,
+        alarm: Definition,
+        unit: Option<String>,
+        state: Option<AlarmState>,
+        enable_value: &dyn Fn(&str) -> Option<Value>,
+        now: i64,
+    ) -> Option<Change> {
+        let mut state = state.unwrap_or_else(|| AlarmState::new(now));
+        let before = state.name();
+        if let Some((tag, value)) = &alarm.enable {
+            let enabled = enable_value(tag).is_some_and(|v| equal(&v, value));
+            state.set_enabled(&alarm, enabled, now);
+        }
+        let slot = Slot {
+            domain: domain.clone(),
+            alarm,
+            unit,
+            state,
+            due: None,
+        };
+        let id = self.insert(slot);
+        self.changed(id, before, "redefined", None, None, now)
     }
 
     /// Takes a value of `topic`, published in `domain`.
@@ -385,6 +490,10 @@ impl Engine {
         });
         self.by_name
             .insert((slot.domain.clone(), slot.alarm.name.clone()), id);
+        if !slot.alarm.record.is_empty() {
+            self.by_record
+                .insert((slot.domain.clone(), slot.alarm.record.clone()), id);
+        }
         self.by_tag
             .entry(slot.alarm.tag.clone())
             .or_default()
@@ -401,6 +510,8 @@ impl Engine {
         let slot = self.slots[id].take().expect("a slot listed by name");
         self.by_name
             .remove(&(slot.domain.clone(), slot.alarm.name.clone()));
+        self.by_record
+            .remove(&(slot.domain.clone(), slot.alarm.record.clone()));
         unlist(&mut self.by_tag, &slot.alarm.tag, id);
         if let Some((tag, _)) = &slot.alarm.enable {
             unlist(&mut self.by_enable_tag, tag, id);

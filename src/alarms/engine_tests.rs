@@ -325,3 +325,66 @@ fn a_kept_state_survives_a_restart() {
     let snapshot = serde_json::to_string(&e.status(D, "hot").unwrap()).unwrap();
     assert!(snapshot.contains("active_acknowledged"));
 }
+
+fn defined(record: Value) -> Definition {
+    Definition::from_record(&record).unwrap()
+}
+
+#[test]
+fn one_record_put_keeps_the_state_of_the_same_alarm_and_a_rename_starts_anew() {
+    let mut e = Engine::new(HealthRules::default());
+    let hot =
+        json!({"id": "alpha.alarms:r1", "name": "hot", "tag": "t", "kind": "high", "setpoint": 80});
+    assert!(e
+        .put(D, defined(hot.clone()), None, &|_| None, 0)
+        .is_empty());
+    assert!(e.watches("t"));
+    put(&mut e, "t", json!(90), 1);
+    let mut changed = hot.clone();
+    changed["setpoint"] = json!(85);
+    assert!(e.put(D, defined(changed), None, &|_| None, 2).is_empty());
+    assert_eq!(state(&e), StateName::ActiveUnacknowledged);
+    assert_eq!(e.status(D, "hot").unwrap().setpoint, json!(85));
+
+    // The same record under another name and on another tag: the old alarm returns to normal.
+    let renamed = json!({"id": "alpha.alarms:r1", "name": "warm", "tag": "u", "kind": "high", "setpoint": 80});
+    assert_eq!(
+        e.topics_of(D, "warm", "alpha.alarms:r1"),
+        vec!["t".to_string()]
+    );
+    let gone = e.put(D, defined(renamed), None, &|_| None, 3);
+    assert_eq!(gone.len(), 1);
+    assert_eq!(
+        (gone[0].event.alarm.as_str(), gone[0].event.cause.as_str()),
+        ("hot", "removed")
+    );
+    assert!(e.status(D, "hot").is_none());
+    assert_eq!(e.status(D, "warm").unwrap().state, StateName::Normal);
+    assert!(!e.watches("t") && e.watches("u"));
+}
+
+#[test]
+fn one_record_disabled_or_forgotten_returns_to_normal_once() {
+    let mut e = Engine::new(HealthRules::default());
+    let hot =
+        json!({"id": "alpha.alarms:r1", "name": "hot", "tag": "t", "kind": "high", "setpoint": 80});
+    e.put(D, defined(hot.clone()), None, &|_| None, 0);
+    put(&mut e, "t", json!(90), 1);
+    let mut disabled = hot.clone();
+    disabled["enabled"] = json!(false);
+    let gone = e.put(D, defined(disabled), None, &|_| None, 2);
+    assert_eq!(gone.len(), 1);
+    assert_eq!(gone[0].event.state, StateName::Normal);
+    assert!(e.status(D, "hot").is_none() && !e.watches("t"));
+
+    e.put(D, defined(hot), None, &|_| None, 3);
+    put(&mut e, "t", json!(95), 4);
+    assert!(e.forget("beta", "alpha.alarms:r1", 5).is_empty());
+    let gone = e.forget(D, "alpha.alarms:r1", 6);
+    assert_eq!(gone.len(), 1);
+    assert_eq!(
+        (gone[0].event.state, gone[0].state.is_none()),
+        (StateName::Normal, true)
+    );
+    assert!(e.status(D, "hot").is_none() && !e.watches("t"));
+}

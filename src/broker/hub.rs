@@ -3,7 +3,7 @@
 //! publishing do to them. Connections and in-process publishers both come through here.
 
 use super::parking;
-use super::persist::Persister;
+use super::persist::{Persister, Stored};
 use super::principals::Principals;
 use super::publication::{qos_of, Delivery, Publication};
 use super::session::{
@@ -281,8 +281,19 @@ impl Hub {
     pub async fn deliver_all(
         &self,
         batch: &[Arc<Publication>],
-        mut writes: Vec<MqttWrite>,
+        writes: Vec<MqttWrite>,
     ) -> Result<(), String> {
+        self.deliver_then_store(batch, writes).await.await
+    }
+
+    /// Hands `batch` to the retained messages and the subscribers now, and queues what must
+    /// be stored; the answer resolves once that is durable (at once for QoS 0, whose writes
+    /// nobody waits for).
+    pub async fn deliver_then_store(
+        &self,
+        batch: &[Arc<Publication>],
+        mut writes: Vec<MqttWrite>,
+    ) -> Stored {
         for publication in batch {
             if publication.retain {
                 self.retain(publication, &mut writes);
@@ -290,10 +301,10 @@ impl Hub {
             self.route(publication, &mut writes).await;
         }
         if batch.iter().any(|p| p.qos != QoS::AtMostOnce) {
-            self.persist.commit(writes).await
+            self.persist.queue(writes)
         } else {
             self.persist.send(writes);
-            Ok(())
+            Stored::nothing()
         }
     }
 

@@ -25,6 +25,7 @@ mod trie;
 mod writer;
 
 pub use clients::{ConnectedClient, Transport};
+pub use persist::Stored;
 pub use publication::HOPS_PROPERTY;
 pub use session::Limits;
 
@@ -445,6 +446,20 @@ impl Broker {
             .deliver_all(&[publication], Vec::new())
             .await
             .map_err(|e| anyhow::anyhow!("cannot deliver the message: {e}"))
+    }
+
+    /// Delivers messages svc makes about itself (an alarm's changes: topic, payload, retain)
+    /// at QoS 1 to this broker's retained messages and subscribers at once, without the
+    /// policy (they are no tag's values and go to no other instance or upstream). The answer
+    /// resolves once what they changed (a retained copy, a persistent session's queue) is
+    /// stored, so the caller need not wait for the disk before its next message, yet can
+    /// order a later write after these.
+    pub async fn announce(&self, messages: Vec<(String, Bytes, bool)>, received_ms: i64) -> Stored {
+        let publications: Vec<Arc<Publication>> = messages
+            .into_iter()
+            .map(|(topic, payload, retain)| inside(&topic, payload, 1, retain, None, received_ms))
+            .collect();
+        self.hub.deliver_then_store(&publications, Vec::new()).await
     }
 
     /// The connected clients that announced themselves as bridges of another svc.

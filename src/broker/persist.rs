@@ -14,6 +14,35 @@ struct Job {
     done: Option<oneshot::Sender<Result<(), String>>>,
 }
 
+/// Resolves once the writes [`Persister::queue`] took are durable (or could not be).
+#[must_use = "the writes may not be durable yet"]
+pub struct Stored(Option<oneshot::Receiver<Result<(), String>>>);
+
+impl Stored {
+    /// Nothing waits to be stored.
+    pub fn nothing() -> Stored {
+        Stored(None)
+    }
+}
+
+impl std::future::Future for Stored {
+    type Output = Result<(), String>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let Some(committed) = self.0.as_mut() else {
+            return std::task::Poll::Ready(Ok(()));
+        };
+        std::pin::Pin::new(committed)
+            .poll(cx)
+            .map(|answer| answer.unwrap_or_else(|_| Err(STOPPED.to_string())))
+    }
+}
+
+const STOPPED: &str = "the broker's store writer has stopped";
+
 #[derive(Clone)]
 pub struct Persister {
     tx: mpsc::UnboundedSender<Job>,
@@ -28,19 +57,24 @@ impl Persister {
 
     /// Commits `writes`; resolves once they are durable.
     pub async fn commit(&self, writes: Vec<MqttWrite>) -> Result<(), String> {
+        self.queue(writes).await
+    }
+
+    /// Queues `writes` now and returns what resolves once they are durable: a writer that
+    /// must not wait for the disk between its messages waits on it later, and whatever it
+    /// writes after that wait lands after these.
+    pub fn queue(&self, writes: Vec<MqttWrite>) -> Stored {
         if writes.is_empty() {
-            return Ok(());
+            return Stored::nothing();
         }
         let (done, committed) = oneshot::channel();
-        self.tx
-            .send(Job {
-                writes,
-                done: Some(done),
-            })
-            .map_err(|_| "the broker's store writer has stopped".to_string())?;
-        committed
-            .await
-            .map_err(|_| "the broker's store writer has stopped".to_string())?
+        // Should the writer have stopped, the job and its sender are dropped here, and the
+        // receiver answers that it stopped.
+        let _ = self.tx.send(Job {
+            writes,
+            done: Some(done),
+        });
+        Stored(Some(committed))
     }
 
     /// Queues `writes` without waiting (acknowledgements, bookkeeping).

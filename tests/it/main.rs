@@ -14,6 +14,7 @@ mod tui_support;
 mod alarm_notifications;
 mod alarms;
 mod alarms_access;
+mod alarms_definitions;
 mod alarms_instances;
 mod alarms_sources;
 mod auth;

@@ -40,9 +40,7 @@ pub(in crate::server) async fn insert_with_secret(
         if let Some(secret) = secret {
             system.keep_secret(state, table, &key, secret).await?;
         }
-        system
-            .after_write(state, &table.domain, Some(&record))
-            .await?;
+        system.after_write(state, &table.domain, &record).await?;
     }
     Ok(record)
 }
@@ -88,9 +86,7 @@ pub(in crate::server) async fn update_checked(
         if let Some(secret) = secret {
             system.keep_secret(state, table, key, secret).await?;
         }
-        system
-            .after_write(state, &table.domain, Some(updated))
-            .await?;
+        system.after_write(state, &table.domain, updated).await?;
     }
     Ok(updated)
 }

@@ -251,6 +251,16 @@ impl TagRegistry {
     }
 
     /// The tags a domain owns, by path.
+    /// The unit of `domain`'s tag `path`, when it owns the tag and declared one.
+    pub fn unit_of(&self, domain: &str, path: &str) -> Option<String> {
+        let index = self.index.read().ok()?;
+        if !index.is_owner(path, domain) {
+            return None;
+        }
+        let tags = index.by_domain.get(domain)?;
+        tags.iter().find(|t| t.path == path)?.unit.clone()
+    }
+
     pub fn tags(&self, domain: &str) -> Vec<TagRow> {
         let Ok(index) = self.index.read() else {
             return Vec::new();

@@ -3,7 +3,8 @@
 //! the next. Only the leading instance evaluates; a follower's task answers reloads and drains,
 //! and its engine mirrors the leader's changes.
 
-use super::{definitions, lock, publish, stored_states, Input};
+use super::journal::{Answer, Journal};
+use super::{definition, definitions, lock, publish, stored_states, Input};
 use crate::alarms::engine::{Change, Engine};
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::AppState;
@@ -43,7 +44,11 @@ fn enable_value(state: &AppState) -> impl Fn(&str) -> Option<serde_json::Value> 
     |tag| state.uns.last_values.get(tag).map(|(_, value)| value)
 }
 
-pub(super) async fn run(state: AppState, mut inbox: mpsc::Receiver<Input>) {
+pub(super) async fn run(
+    state: AppState,
+    mut inbox: mpsc::Receiver<Input>,
+    journal: mpsc::Sender<Journal>,
+) {
     let leadership = state.peers.leadership();
     let mut leading = leadership.is_leader();
     let mut batch = Vec::with_capacity(STEP);
@@ -74,7 +79,10 @@ pub(super) async fn run(state: AppState, mut inbox: mpsc::Receiver<Input>) {
             }
         }
         leading = now_leading;
-        step(&state, std::mem::take(&mut batch), leading, changes).await;
+        let step = step(&state, std::mem::take(&mut batch), leading, changes).await;
+        if journal.send(step).await.is_err() {
+            return;
+        }
     }
 }
 
@@ -85,11 +93,18 @@ async fn sleep(wait: Option<Duration>) {
     }
 }
 
-/// Applies one batch of inputs and the timers due, and carries out what changed.
-async fn step(state: &AppState, inputs: Vec<Input>, leading: bool, mut changes: Vec<Change>) {
-    let mut answers = Vec::new();
+/// Applies one batch of inputs and the timers due, announces what changed, and returns what
+/// is left for the journal writer.
+async fn step(
+    state: &AppState,
+    inputs: Vec<Input>,
+    leading: bool,
+    mut changes: Vec<Change>,
+) -> Journal {
+    let mut answers: Vec<Answer> = Vec::new();
     let mut drains = Vec::new();
     let mut reloads = Vec::new();
+    let mut refreshes = Vec::new();
     let now = crate::time::now_ms();
     {
         let mut core = lock(&state.alarms.core);
@@ -119,13 +134,15 @@ async fn step(state: &AppState, inputs: Vec<Input>, leading: bool, mut changes: 
                 }
                 Input::Drain(done) => drains.push(done),
                 Input::Reload(domain, done) => reloads.push((domain, done)),
+                Input::Refresh(domain, record, done) => refreshes.push((domain, record, done)),
             }
         }
         if leading {
             changes.extend(engine.on_time(now));
         }
     }
-    // Several writes to one domain's alarms in one step need one reading of its records.
+    // Several writes to one domain's alarms in one step need one reading of its records, which
+    // also takes in every record refreshed meanwhile.
     let mut domains: Vec<&String> = reloads.iter().map(|(d, _)| d).collect();
     domains.sort();
     domains.dedup();
@@ -133,22 +150,58 @@ async fn step(state: &AppState, inputs: Vec<Input>, leading: bool, mut changes: 
     for domain in domains {
         results.insert(domain.clone(), reload(state, domain, &mut changes).await);
     }
-    for (domain, done) in reloads {
-        let result = match &results[&domain] {
-            Ok(()) => Ok(()),
-            Err(e) => Err(ApiError::new(e.status, e.message.clone())),
+    for (domain, record, done) in refreshes {
+        let result = match results.get(&domain) {
+            Some(reloaded) => copy(reloaded),
+            None => refresh(state, &domain, &record, &mut changes).await,
         };
         let _ = done.send(result);
     }
-    if leading {
-        publish::carry_out(state, changes).await;
+    for (domain, done) in reloads {
+        let _ = done.send(copy(&results[&domain]));
     }
-    for (answer, result) in answers {
-        let _ = answer.send(result);
+    let mut journal = if leading {
+        publish::carry_out(state, changes).await
+    } else {
+        Journal::default()
+    };
+    journal.answers = answers;
+    journal.drains = drains;
+    journal
+}
+
+fn copy(result: &ApiResult<()>) -> ApiResult<()> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) => Err(ApiError::new(e.status, e.message.clone())),
     }
-    for done in drains {
-        let _ = done.send(());
-    }
+}
+
+/// Applies one record of a domain's definitions, written or deleted.
+async fn refresh(
+    state: &AppState,
+    domain: &str,
+    record: &str,
+    changes: &mut Vec<Change>,
+) -> ApiResult<()> {
+    let stored = definition(state, domain, record).await?;
+    let now = crate::time::now_ms();
+    let mut core = lock(&state.alarms.core);
+    let engine = &mut core.engine;
+    let name = stored.as_ref().map_or("", |(alarm, _)| alarm.name.as_str());
+    let mut topics = engine.topics_of(domain, name, record);
+    let made = match stored {
+        Some((alarm, unit)) => {
+            topics.extend(alarm.topics().map(str::to_string));
+            engine.put(domain, alarm, unit, &enable_value(state), now)
+        }
+        None => engine.forget(domain, record, now),
+    };
+    changes.extend(made);
+    state
+        .alarms
+        .rewatch(engine, topics.iter().map(String::as_str));
+    Ok(())
 }
 
 /// Re-reads one domain's definitions.

@@ -114,7 +114,8 @@ async fn mirror_changes(state: &AppState, body: &[u8]) {
     }
     for mut change in changes {
         change.event.at_ms = change.at_ms;
-        publish::announce(state, &change.event).await;
+        // The follower's own copy: nothing here waits for it to be stored.
+        let _ = publish::announce(state, &change.event).await;
     }
 }
 

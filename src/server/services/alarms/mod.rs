@@ -16,6 +16,7 @@
 //! leader loads the states the last one kept.
 
 mod evaluate;
+mod journal;
 mod mirror;
 mod publish;
 
@@ -26,6 +27,7 @@ use crate::alarms::state::{Action, AlarmState};
 use crate::alarms::{AlarmEvent, AlarmStatus, Definition, TABLE};
 use crate::broker::Message;
 use crate::historian::payload::point_from_payload;
+use crate::ids::RecordId;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::system_tables::records_of;
 use crate::server::AppState;
@@ -50,8 +52,11 @@ enum Input {
     ),
     /// Answered once everything sent before it is carried out.
     Drain(oneshot::Sender<()>),
-    /// A domain's definitions changed: read them again.
+    /// A domain's definitions changed (on another instance, or while notices went unheard):
+    /// read them all again.
     Reload(String, oneshot::Sender<ApiResult<()>>),
+    /// One record of a domain's definitions (its id) was written or deleted here: apply it.
+    Refresh(String, String, oneshot::Sender<ApiResult<()>>),
 }
 
 /// An operator's action on an alarm.
@@ -104,7 +109,7 @@ pub struct AlarmService {
     wake: tokio::sync::Notify,
     /// Every topic an alarm watches or is enabled by: the broker's fast path (foldhash: looked
     /// up for every accepted message).
-    watched: RwLock<Arc<foldhash::HashSet<String>>>,
+    watched: RwLock<foldhash::HashSet<String>>,
     inbox: mpsc::Sender<Input>,
     waiting: Mutex<Option<mpsc::Receiver<Input>>>,
     changes: broadcast::Sender<Arc<AlarmEvent>>,
@@ -145,7 +150,8 @@ impl AlarmService {
             return Ok(());
         };
         evaluate::load_all(state).await?;
-        tokio::spawn(evaluate::run(state.clone(), inbox));
+        let journal = journal::start(state.clone());
+        tokio::spawn(evaluate::run(state.clone(), inbox, journal));
         Ok(())
     }
 
@@ -264,24 +270,56 @@ impl AlarmService {
 
     fn refresh_watched(&self, engine: &Engine) {
         let topics: foldhash::HashSet<String> = engine.topics().map(str::to_string).collect();
-        *self.watched.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(topics);
+        *self.watched.write().unwrap_or_else(|e| e.into_inner()) = topics;
+    }
+
+    /// Brings `topics` in the watched set in step with the engine (after one alarm changed).
+    fn rewatch<'a>(&self, engine: &Engine, topics: impl IntoIterator<Item = &'a str>) {
+        let mut watched = self.watched.write().unwrap_or_else(|e| e.into_inner());
+        for topic in topics {
+            if engine.watches(topic) {
+                if !watched.contains(topic) {
+                    watched.insert(topic.to_string());
+                }
+            } else {
+                watched.remove(topic);
+            }
+        }
     }
 }
 
 /// Re-reads `domain`'s `alarms` records into the engine (on the leading instance, through the
 /// evaluating task, so the changes that brings are journaled and announced in order).
 pub async fn reload_domain(state: &AppState, domain: &str) -> ApiResult<()> {
-    let (done, reloaded) = oneshot::channel();
+    ask(state, |done| Input::Reload(domain.to_string(), done)).await
+}
+
+/// Applies the `alarms` record `record` of `domain` just written or deleted (its id), as
+/// [`reload_domain`] does the whole table.
+pub async fn refresh_record(state: &AppState, domain: &str, record: &str) -> ApiResult<()> {
+    ask(state, |done| {
+        Input::Refresh(domain.to_string(), record.to_string(), done)
+    })
+    .await
+}
+
+/// Hands the evaluating task an input and waits for its answer (none before it started: the
+/// start reads every domain).
+async fn ask(
+    state: &AppState,
+    input: impl FnOnce(oneshot::Sender<ApiResult<()>>) -> Input,
+) -> ApiResult<()> {
     if lock(&state.alarms.waiting).is_some() {
-        return Ok(()); // not started yet: the start loads every domain
+        return Ok(());
     }
+    let (done, answered) = oneshot::channel();
     state
         .alarms
         .inbox
-        .send(Input::Reload(domain.to_string(), done))
+        .send(input(done))
         .await
         .map_err(|_| ApiError::unavailable("svc is stopping"))?;
-    reloaded
+    answered
         .await
         .map_err(|_| ApiError::unavailable("svc is stopping"))?
 }
@@ -307,6 +345,22 @@ async fn definitions(
             (d, unit)
         })
         .collect())
+}
+
+/// The definition stored as record `record` (an id) of `domain`, with its tag's unit; `None`
+/// once deleted.
+async fn definition(
+    state: &AppState,
+    domain: &str,
+    record: &str,
+) -> ApiResult<Option<(Definition, Option<String>)>> {
+    let id = RecordId::parse(record).map_err(ApiError::internal)?;
+    let stored = state.store.reads().get_record(&id.table, &id.key).await?;
+    let Some(alarm) = stored.as_ref().and_then(Definition::from_record) else {
+        return Ok(None);
+    };
+    let unit = state.uns.tags.unit_of(domain, &alarm.tag);
+    Ok(Some((alarm, unit)))
 }
 
 /// A watched value of `topic` as the engine takes it, with the domain it belongs to.

@@ -1,13 +1,15 @@
 //! Carrying out what an evaluation step changed, on the leading instance: each change on
 //! `$SYS/svc/alarms/<domain>/<alarm>` (retained while the alarm is not normal; a return to
 //! normal clears the retained copy), on the Server-Sent Events stream, to the notification
-//! pipelines and to the other instances, then the journal entries and the states in one
-//! transaction. Announcing first keeps a write that waits for the disk (a WAL checkpoint) out
-//! of the value → event latency; the journal follows within the same step.
+//! pipelines and to the other instances, at once; the journal entries and the states follow
+//! through the journal writer. Nothing here waits for the disk, so a write that stalls (a WAL
+//! checkpoint) stays out of the value → event latency.
 
+use super::journal::Journal;
 use super::mirror;
 use crate::alarms::engine::Change;
 use crate::alarms::AlarmEvent;
+use crate::broker::Stored;
 use crate::server::AppState;
 use crate::store::{AlarmJournalEntry, StoredAlarmState};
 use bytes::Bytes;
@@ -18,12 +20,15 @@ pub fn topic_of(domain: &str, alarm: &str) -> String {
     format!("$SYS/svc/alarms/{domain}/{alarm}")
 }
 
-pub(super) async fn carry_out(state: &AppState, changes: Vec<Change>) {
+/// Announces `changes` and returns what the journal writer keeps of them, to be written once
+/// the announcements' retained copies are stored.
+pub(super) async fn carry_out(state: &AppState, changes: Vec<Change>) -> Journal {
+    let mut journal = Journal::default();
     if changes.is_empty() {
-        return;
+        return journal;
     }
-    let entries: Vec<AlarmJournalEntry> = changes.iter().map(|c| journal_entry(&c.event)).collect();
-    let states: Vec<StoredAlarmState> = changes
+    journal.entries = changes.iter().map(|c| journal_entry(&c.event)).collect();
+    journal.states = changes
         .iter()
         .map(|c| StoredAlarmState {
             domain: c.event.domain.clone(),
@@ -32,46 +37,32 @@ pub(super) async fn carry_out(state: &AppState, changes: Vec<Change>) {
         })
         .collect();
     for change in &changes {
-        announce(state, &change.event).await;
+        journal
+            .announced
+            .extend(announce(state, &change.event).await);
     }
     let events: Vec<AlarmEvent> = changes.iter().map(|c| c.event.clone()).collect();
     state.notifier.offer(&events);
     mirror::tell(state, &changes).await;
-    if let Err(e) = state
-        .store
-        .run(move |s| s.alarms_commit(&entries, &states))
-        .await
-    {
-        tracing::warn!(error = %e, "cannot write the alarm journal; the changes were announced");
-    }
+    journal
 }
 
-/// Publishes one change on MQTT (through the broker here, or, on a follower, delivered to
-/// this instance's subscribers only) and on the event stream.
-pub(super) async fn announce(state: &AppState, event: &AlarmEvent) {
+/// Publishes one change on MQTT (to this instance's subscribers and retained messages; a
+/// follower announces what the leader told it) and on the event stream, and returns what
+/// resolves once the broker stored it.
+pub(super) async fn announce(state: &AppState, event: &AlarmEvent) -> Option<Stored> {
     let _ = state.alarms.changes.send(Arc::new(event.clone()));
-    let Ok(broker) = state.broker() else { return };
+    let broker = state.broker().ok()?;
     let topic = topic_of(&event.domain, &event.alarm);
     let payload = Bytes::from(serde_json::to_vec(event).unwrap_or_default());
     let standing = event.is_standing();
-    let leading = state.peers.leadership().is_leader();
     let mut messages = Vec::with_capacity(2);
     if !standing {
-        messages.push((Bytes::new(), true));
+        // Clears the retained copy; subscribers then hear the return to normal.
+        messages.push((topic.clone(), Bytes::new(), true));
     }
-    messages.push((payload, standing));
-    for (payload, retain) in messages {
-        let sent = if leading {
-            broker.publish(&topic, payload, 1, retain).await
-        } else {
-            broker
-                .deliver_from_peer(&topic, payload, 1, retain, event.at_ms)
-                .await
-        };
-        if let Err(e) = sent {
-            tracing::warn!(topic, error = %e, "cannot publish an alarm's change");
-        }
-    }
+    messages.push((topic, payload, standing));
+    Some(broker.announce(messages, event.at_ms).await)
 }
 
 fn journal_entry(event: &AlarmEvent) -> AlarmJournalEntry {

@@ -1,12 +1,13 @@
 //! The `alarms` system table: a domain's alarm definitions, under the `alarms` feature. Each
 //! watches one tag, which (like its enable tag) must lie in the domain's namespaces, so an
-//! alarm can never read another domain's values; a write reloads the domain's alarms.
+//! alarm can never read another domain's values; each record written or deleted is applied to
+//! the domain's alarms on its own.
 
 use super::{keep_stored_on_null, require_own_namespaces, SystemTable};
 use crate::alarms::definition::normalise;
 use crate::alarms::{FEATURE, TABLE};
 use crate::server::error::ApiResult;
-use crate::server::services::alarms::reload_domain;
+use crate::server::services::alarms::{refresh_record, reload_domain};
 use crate::server::AppState;
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
@@ -90,5 +91,10 @@ impl SystemTable for AlarmsTable {
 
     async fn reload(&self, state: &AppState, domain: &str) -> ApiResult<()> {
         reload_domain(state, domain).await
+    }
+
+    async fn refresh(&self, state: &AppState, domain: &str, record: &Value) -> ApiResult<()> {
+        let id = record.get("id").and_then(Value::as_str).unwrap_or_default();
+        refresh_record(state, domain, id).await
     }
 }

@@ -140,6 +140,13 @@ pub trait SystemTable: Send + Sync {
 
     /// Re-reads what the server derives from this table of `domain`.
     async fn reload(&self, state: &AppState, domain: &str) -> ApiResult<()>;
+
+    /// Brings what the server derives from this table of `domain` in step after `record` was
+    /// written or deleted. By default the whole table is read again; a table whose records
+    /// can be applied one at a time says so here (a domain may hold 10,000 alarms).
+    async fn refresh(&self, state: &AppState, domain: &str, _record: &Value) -> ApiResult<()> {
+        self.reload(state, domain).await
+    }
 }
 
 impl dyn SystemTable {
@@ -190,18 +197,16 @@ impl dyn SystemTable {
         self.check_owner(state, domain, fields)
     }
 
-    /// Brings derived state in step after `written` was stored (or, with `None`, a record
-    /// deleted), here and on the other instances sharing the store.
+    /// Brings derived state in step after `written` was stored, here and on the other
+    /// instances sharing the store.
     pub async fn after_write(
         &'static self,
         state: &AppState,
         domain: &str,
-        written: Option<&Value>,
+        written: &Value,
     ) -> ApiResult<()> {
-        if let Some(record) = written {
-            self.written(state, domain, record).await?;
-        }
-        self.reload(state, domain).await?;
+        self.written(state, domain, written).await?;
+        self.refresh(state, domain, written).await?;
         state.peers.changed(domain, self).await;
         Ok(())
     }
@@ -221,7 +226,9 @@ impl dyn SystemTable {
         {
             self.keep_secret(state, &id.table, &id.key, None).await?;
         }
-        self.after_write(state, domain, None).await
+        self.refresh(state, domain, deleted).await?;
+        state.peers.changed(domain, self).await;
+        Ok(())
     }
 }
 
