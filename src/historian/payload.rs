@@ -89,10 +89,11 @@ pub fn point_from_payload(payload: &[u8], received_ms: i64) -> (i64, Value, Qual
     }
 }
 
-/// An object of a `value` and at most a `timestamp` and a `quality`, each once (any other
-/// member, or a member twice, and the payload takes the general path of [`decode_payload`]).
+/// An object with a `value` and perhaps a `timestamp` and a `quality`, each once (a member
+/// twice, or no `value`, and the payload takes the general path of [`decode_payload`]). Other
+/// members are skipped without being kept (a device's padding or metadata): the general path
+/// would read the same three members from them.
 #[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ValueObject {
     value: Value,
     #[serde(default)]
@@ -154,6 +155,33 @@ mod tests {
         ] {
             assert_eq!(quality(good), Quality::GOOD, "{good}");
         }
+    }
+
+    #[test]
+    fn other_members_are_skipped_as_the_general_path_would_read_them() {
+        let general = |payload: &str| match decode_payload(payload.as_bytes()) {
+            Value::Object(mut members) => (
+                members
+                    .get("timestamp")
+                    .and_then(timestamp_ms)
+                    .unwrap_or(RECEIVED),
+                members.remove("value").unwrap_or(Value::Object(members)),
+            ),
+            other => (RECEIVED, other),
+        };
+        for payload in [
+            r#"{"value": 5, "pad": "xxxx"}"#,
+            r#"{"pad": [1, {"a": null}], "value": 5, "timestamp": 1767225500000}"#,
+            r#"{"value": 5, "value": 6}"#,
+            r#"{"value": 5, "timestamp": 1, "timestamp": 1767225500000}"#,
+            r#"{"pad": "no value here"}"#,
+        ] {
+            assert_eq!(point(payload.as_bytes()), general(payload), "{payload}");
+        }
+        assert_eq!(
+            point_from_payload(br#"{"value": 1, "unit": "C", "quality": "bad"}"#, RECEIVED).2,
+            Quality::BAD
+        );
     }
 
     #[test]

@@ -226,7 +226,7 @@ impl Policy for PlatformPolicy {
             .collect();
         self.state.upstreams.carry_out(&outbound).await?;
         drop(outbound);
-        self.state.alarms.offer(&self.state, &messages);
+        self.state.alarms.offer(&self.state, &messages, &owners);
         for message in &messages {
             if message.topic.starts_with(crate::sparkplug::NAMESPACE) {
                 let domain = self.state.uns.tags.domain_of(&message.topic);

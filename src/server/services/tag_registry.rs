@@ -126,11 +126,16 @@ impl TagRegistry {
     /// The domain a topic belongs to for authorization: the tenant that declared it, else the
     /// domain whose namespace covers it, else `svc_admin` when it auto-registered the topic.
     pub fn domain_of(&self, topic: &str) -> Option<Arc<str>> {
-        match self.owner(topic) {
-            Some(owner) if &*owner.domain != ADMIN_DOMAIN => Some(owner.domain),
+        self.domain_given(topic, self.owner(topic).as_ref())
+    }
+
+    /// [`TagRegistry::domain_of`] when the topic's [`TagRegistry::owner`] is at hand already.
+    pub fn domain_given(&self, topic: &str, owner: Option<&TagOwner>) -> Option<Arc<str>> {
+        match owner {
+            Some(owner) if &*owner.domain != ADMIN_DOMAIN => Some(owner.domain.clone()),
             declared => self
                 .namespace_owner(topic)
-                .or(declared.map(|owner| owner.domain)),
+                .or(declared.map(|owner| owner.domain.clone())),
         }
     }
 

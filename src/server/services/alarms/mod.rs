@@ -30,6 +30,7 @@ use crate::historian::payload::point_from_payload;
 use crate::ids::RecordId;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::services::system_tables::records_of;
+use crate::server::services::tag_registry::TagOwner;
 use crate::server::AppState;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -155,8 +156,9 @@ impl AlarmService {
         Ok(())
     }
 
-    /// Evaluates the values among `messages` that an alarm watches (on the leading instance).
-    pub fn offer(&self, state: &AppState, messages: &[Message]) {
+    /// Evaluates the values among `messages` that an alarm watches (on the leading instance);
+    /// `owners` are their topics' owners, as the policy looked them up.
+    pub fn offer(&self, state: &AppState, messages: &[Message], owners: &[Option<TagOwner>]) {
         let samples: Vec<(Arc<str>, &str, Sample)> = {
             let watched = self.watched.read().unwrap_or_else(|e| e.into_inner());
             if watched.is_empty() {
@@ -164,8 +166,12 @@ impl AlarmService {
             }
             messages
                 .iter()
-                .filter(|m| watched.contains(&m.topic))
-                .filter_map(|m| sample_of(state, &m.topic, &m.payload, m.received_ms))
+                .zip(owners)
+                .filter(|(m, _)| watched.contains(&*m.topic))
+                .filter_map(|(m, owner)| {
+                    let domain = state.uns.tags.domain_given(&m.topic, owner.as_ref())?;
+                    Some((domain, &*m.topic, sample_of(&m.payload, m.received_ms)))
+                })
                 .collect()
         };
         if !samples.is_empty() && state.peers.leadership().is_leader() {
@@ -180,8 +186,8 @@ impl AlarmService {
             watched.contains(topic)
         };
         if wanted && state.peers.leadership().is_leader() {
-            if let Some(sample) = sample_of(state, topic, payload, received_ms) {
-                self.evaluate(vec![sample]);
+            if let Some(domain) = state.uns.tags.domain_of(topic) {
+                self.evaluate(vec![(domain, topic, sample_of(payload, received_ms))]);
             }
         }
     }
@@ -363,21 +369,14 @@ async fn definition(
     Ok(Some((alarm, unit)))
 }
 
-/// A watched value of `topic` as the engine takes it, with the domain it belongs to.
-fn sample_of<'a>(
-    state: &AppState,
-    topic: &'a str,
-    payload: &[u8],
-    received_ms: i64,
-) -> Option<(Arc<str>, &'a str, Sample)> {
-    let domain = state.uns.tags.domain_of(topic)?;
+/// A watched value as the engine takes it.
+fn sample_of(payload: &[u8], received_ms: i64) -> Sample {
     let (ts_ms, value, quality) = point_from_payload(payload, received_ms);
-    let sample = Sample {
+    Sample {
         ts_ms,
         value,
         quality,
-    };
-    Some((domain, topic, sample))
+    }
 }
 
 /// The kept states of every alarm, by domain and name.
