@@ -37,8 +37,10 @@
 # (5000), BENCH_SIZE (64), BENCH_CROSSING_RATE (200), BENCH_RESET_MS (50), BENCH_LATENCY_MS
 # (5000), BENCH_SVC, BENCH_SVC_BASELINE, BENCH_LOADER=<mqtt_load binary> (with BENCH_SVC: build
 # nothing), BENCH_NICE (all processes under `nice -n <value>`),
-# BENCH_PERF=<file> (`perf record -g` of the `alarms` instance during its first fan-in at QoS
-# BENCH_PERF_QOS, default 0), BENCH_STRICT=1 (exit 1 when a goal is missed), SVC_LOG (warn).
+# BENCH_PERF=<file> (`perf record` of the BENCH_PERF_INSTANCE instance, `alarms` or `plain`,
+# during its first fan-in at QoS BENCH_PERF_QOS, default 0, with call graphs by
+# BENCH_PERF_CALLS: fp, the default, or dwarf for a binary without frame pointers),
+# BENCH_STRICT=1 (exit 1 when a goal is missed), SVC_LOG (warn).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -166,9 +168,9 @@ fanin() {
     local name=$1 qos=$2 tag=${3:-fanin} messages=$QOS0_MESSAGES before after out perf_pid="" received
     [ "$qos" = 0 ] || messages=$QOS1_MESSAGES
     local pid=${INST_PID[$name]}
-    if [ "$name" = alarms ] && [ "$tag" = fanin ] && [ "$qos" = "${BENCH_PERF_QOS:-0}" ] &&
+    if [ "$name" = "${BENCH_PERF_INSTANCE:-alarms}" ] && [ "$tag" = fanin ] && [ "$qos" = "${BENCH_PERF_QOS:-0}" ] &&
         [ -n "${BENCH_PERF:-}" ] && [ -z "$PERF_DONE" ]; then
-        perf record -g -o "$BENCH_PERF" -p "$pid" 2>"$WORK/perf.log" >&2 &
+        perf record --call-graph "${BENCH_PERF_CALLS:-fp}" -o "$BENCH_PERF" -p "$pid" 2>"$WORK/perf.log" >&2 &
         perf_pid=$!
         PERF_DONE=1
         sleep 0.5
@@ -182,7 +184,7 @@ fanin() {
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true
         wait "$perf_pid" 2>/dev/null || true
-        log "perf data of the alarms instance written to $BENCH_PERF"
+        log "perf data of the $name instance written to $BENCH_PERF"
     fi
     [ "$tag" = fanin ] && log "$name fan-in QoS $qos: $out"
     received=$(field "$out" received)

@@ -11,6 +11,7 @@ use super::health::{Activity, Health, HealthRules};
 use super::state::{Action, AlarmState, StateName};
 use crate::historian::format_ms;
 use serde_json::Value;
+use smallvec::SmallVec;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -40,6 +41,10 @@ struct Slot {
     due: Option<i64>,
 }
 
+/// The alarms on one tag: most tags have one or two, kept inline in the map's entry so a
+/// watched value reads no other allocation to find them.
+type Ids = SmallVec<[usize; 2]>;
+
 #[derive(Default)]
 pub struct Engine {
     slots: Vec<Option<Slot>>,
@@ -48,8 +53,8 @@ pub struct Engine {
     /// By the id of the record an alarm was made from (a rename keeps it).
     by_record: HashMap<(Arc<str>, String), usize>,
     /// foldhash: looked up for every watched value.
-    by_tag: foldhash::HashMap<String, Vec<usize>>,
-    by_enable_tag: foldhash::HashMap<String, Vec<usize>>,
+    by_tag: foldhash::HashMap<String, Ids>,
+    by_enable_tag: foldhash::HashMap<String, Ids>,
     timers: BTreeSet<(i64, usize)>,
     activity: HashMap<Arc<str>, Activity>,
     rules: HealthRules,
@@ -100,12 +105,13 @@ impl Engine {
             .collect()
     }
 
-    /// Every topic an alarm watches or is enabled by.
+    /// Every topic an alarm watches or is enabled by, each once.
     pub fn topics(&self) -> impl Iterator<Item = &str> {
-        self.by_tag
+        let enabling_only = self
+            .by_enable_tag
             .keys()
-            .chain(self.by_enable_tag.keys())
-            .map(String::as_str)
+            .filter(|topic| !self.by_tag.contains_key(*topic));
+        self.by_tag.keys().chain(enabling_only).map(String::as_str)
     }
 
     /// Replaces `domain`'s alarms with `alarms` (each with its tag's unit; disabled ones are
@@ -270,11 +276,9 @@ impl Engine {
         now: i64,
     ) -> Vec<Change> {
         let mut changes = Vec::new();
-        // By index, not a copy of the list: this runs for every watched value.
-        for i in 0.. {
-            let Some(&id) = self.by_tag.get(topic).and_then(|ids| ids.get(i)) else {
-                break;
-            };
+        // A copy of the ids (inline, no allocation), since driving a slot needs `self`.
+        let ids = self.by_tag.get(topic).cloned().unwrap_or_default();
+        for id in ids {
             let Some(slot) = self.slot_in(id, domain) else {
                 continue;
             };
@@ -282,10 +286,11 @@ impl Engine {
             slot.state.on_sample(&slot.alarm, sample, now);
             changes.extend(self.changed(id, before, "", None, None, now));
         }
-        for i in 0.. {
-            let Some(&id) = self.by_enable_tag.get(topic).and_then(|ids| ids.get(i)) else {
-                break;
-            };
+        if self.by_enable_tag.is_empty() {
+            return changes;
+        }
+        let ids = self.by_enable_tag.get(topic).cloned().unwrap_or_default();
+        for id in ids {
             let Some(slot) = self.slot_in(id, domain) else {
                 continue;
             };
@@ -524,7 +529,7 @@ impl Engine {
     }
 }
 
-fn unlist(index: &mut foldhash::HashMap<String, Vec<usize>>, key: &str, id: usize) {
+fn unlist(index: &mut foldhash::HashMap<String, Ids>, key: &str, id: usize) {
     if let Some(ids) = index.get_mut(key) {
         ids.retain(|i| *i != id);
         if ids.is_empty() {

@@ -193,14 +193,15 @@ async fn refresh(
     let made = match stored {
         Some((alarm, unit)) => {
             topics.extend(alarm.topics().map(str::to_string));
-            engine.put(domain, alarm, unit, &enable_value(state), now)
+            state.alarms.rewatch(engine, topics, |engine| {
+                engine.put(domain, alarm, unit, &enable_value(state), now)
+            })
         }
-        None => engine.forget(domain, record, now),
+        None => state
+            .alarms
+            .rewatch(engine, topics, |engine| engine.forget(domain, record, now)),
     };
     changes.extend(made);
-    state
-        .alarms
-        .rewatch(engine, topics.iter().map(String::as_str));
     Ok(())
 }
 

@@ -19,6 +19,7 @@ mod evaluate;
 mod journal;
 mod mirror;
 mod publish;
+mod watched;
 
 use crate::alarms::condition::Sample;
 use crate::alarms::engine::{ActError, Change, Engine};
@@ -34,7 +35,7 @@ use crate::server::services::tag_registry::TagOwner;
 use crate::server::AppState;
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub use mirror::on_peer_notice;
@@ -108,9 +109,8 @@ pub struct AlarmService {
     core: Mutex<Core>,
     /// Wakes the evaluating task: changes are pending, or a timer moved earlier.
     wake: tokio::sync::Notify,
-    /// Every topic an alarm watches or is enabled by: the broker's fast path (foldhash: looked
-    /// up for every accepted message).
-    watched: RwLock<foldhash::HashSet<String>>,
+    /// Every topic an alarm watches or is enabled by: the broker's fast path.
+    watched: watched::Watched,
     inbox: mpsc::Sender<Input>,
     waiting: Mutex<Option<mpsc::Receiver<Input>>>,
     changes: broadcast::Sender<Arc<AlarmEvent>>,
@@ -137,7 +137,7 @@ impl AlarmService {
                 pending: Vec::new(),
             }),
             wake: tokio::sync::Notify::new(),
-            watched: RwLock::default(),
+            watched: watched::Watched::default(),
             inbox,
             waiting: Mutex::new(Some(waiting)),
             changes: broadcast::channel(STREAM_BUFFER).0,
@@ -160,14 +160,14 @@ impl AlarmService {
     /// `owners` are their topics' owners, as the policy looked them up.
     pub fn offer(&self, state: &AppState, messages: &[Message], owners: &[Option<TagOwner>]) {
         let samples: Vec<(Arc<str>, &str, Sample)> = {
-            let watched = self.watched.read().unwrap_or_else(|e| e.into_inner());
+            let watched = self.watched.read();
             if watched.is_empty() {
                 return;
             }
             messages
                 .iter()
                 .zip(owners)
-                .filter(|(m, _)| watched.contains(&*m.topic))
+                .filter(|(m, _)| watched.contains(&m.topic))
                 .filter_map(|(m, owner)| {
                     let domain = state.uns.tags.domain_given(&m.topic, owner.as_ref())?;
                     Some((domain, &*m.topic, sample_of(&m.payload, m.received_ms)))
@@ -181,10 +181,7 @@ impl AlarmService {
 
     /// [`AlarmService::offer`] for one message another instance accepted.
     pub fn offer_relayed(&self, state: &AppState, topic: &str, payload: &Bytes, received_ms: i64) {
-        let wanted = {
-            let watched = self.watched.read().unwrap_or_else(|e| e.into_inner());
-            watched.contains(topic)
-        };
+        let wanted = self.watched.read().contains(topic);
         if wanted && state.peers.leadership().is_leader() {
             if let Some(domain) = state.uns.tags.domain_of(topic) {
                 self.evaluate(vec![(domain, topic, sample_of(payload, received_ms))]);
@@ -275,22 +272,29 @@ impl AlarmService {
     }
 
     fn refresh_watched(&self, engine: &Engine) {
-        let topics: foldhash::HashSet<String> = engine.topics().map(str::to_string).collect();
-        *self.watched.write().unwrap_or_else(|e| e.into_inner()) = topics;
+        self.watched.reset(engine.topics());
     }
 
-    /// Brings `topics` in the watched set in step with the engine (after one alarm changed).
-    fn rewatch<'a>(&self, engine: &Engine, topics: impl IntoIterator<Item = &'a str>) {
-        let mut watched = self.watched.write().unwrap_or_else(|e| e.into_inner());
-        for topic in topics {
-            if engine.watches(topic) {
-                if !watched.contains(topic) {
-                    watched.insert(topic.to_string());
-                }
-            } else {
-                watched.remove(topic);
+    /// Applies `edit` to the engine and brings the watched set in step with the topics it may
+    /// start or stop watching (`topics`: the old and the new alarm's).
+    fn rewatch<T>(
+        &self,
+        engine: &mut Engine,
+        mut topics: Vec<String>,
+        edit: impl FnOnce(&mut Engine) -> T,
+    ) -> T {
+        topics.sort();
+        topics.dedup();
+        let before: Vec<bool> = topics.iter().map(|t| engine.watches(t)).collect();
+        let made = edit(engine);
+        for (topic, was) in topics.iter().zip(before) {
+            match (was, engine.watches(topic)) {
+                (false, true) => self.watched.add(topic),
+                (true, false) => self.watched.remove(topic),
+                _ => {}
             }
         }
+        made
     }
 }
 
