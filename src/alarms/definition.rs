@@ -138,11 +138,6 @@ pub struct Definition {
 }
 
 impl Definition {
-    /// The tag it watches and, if any, the tag that enables it.
-    pub fn topics(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.tag.as_str()).chain(self.enable.as_ref().map(|(t, _)| t.as_str()))
-    }
-
     /// The alarm of a stored record (`None` for one svc did not write, never the case).
     pub fn from_record(record: &Value) -> Option<Definition> {
         let text = |name: &str| record.get(name).and_then(Value::as_str).map(str::to_string);

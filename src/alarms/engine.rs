@@ -45,6 +45,13 @@ struct Slot {
 /// watched value reads no other allocation to find them.
 type Ids = SmallVec<[usize; 2]>;
 
+/// The alarms one topic's values drive: those watching it, and those it enables.
+#[derive(Debug, Clone, Default)]
+pub struct Watchers {
+    watching: Ids,
+    enabled: Ids,
+}
+
 #[derive(Default)]
 pub struct Engine {
     slots: Vec<Option<Slot>>,
@@ -58,6 +65,8 @@ pub struct Engine {
     timers: BTreeSet<(i64, usize)>,
     activity: HashMap<Arc<str>, Activity>,
     rules: HealthRules,
+    /// Counts the alarms added and taken away ([`Engine::watchers`] stay valid meanwhile).
+    generation: u64,
 }
 
 impl Engine {
@@ -87,31 +96,6 @@ impl Engine {
             let activity = self.activity.entry(slot.domain.clone()).or_default();
             activity.raised(&slot.alarm.name, at_ms, &self.rules);
         }
-    }
-
-    /// Whether an alarm watches `topic` or is enabled by it.
-    pub fn watches(&self, topic: &str) -> bool {
-        self.by_tag.contains_key(topic) || self.by_enable_tag.contains_key(topic)
-    }
-
-    /// The topics the alarms of `domain` named `name` or made from `record` watch or are
-    /// enabled by (what a [`Engine::put`] or [`Engine::forget`] of them may stop watching).
-    pub fn topics_of(&self, domain: &str, name: &str, record: &str) -> Vec<String> {
-        self.ids_of(&Arc::from(domain), name, record)
-            .into_iter()
-            .filter_map(|id| self.slots[id].as_ref())
-            .flat_map(|slot| slot.alarm.topics())
-            .map(str::to_string)
-            .collect()
-    }
-
-    /// Every topic an alarm watches or is enabled by, each once.
-    pub fn topics(&self) -> impl Iterator<Item = &str> {
-        let enabling_only = self
-            .by_enable_tag
-            .keys()
-            .filter(|topic| !self.by_tag.contains_key(*topic));
-        self.by_tag.keys().chain(enabling_only).map(String::as_str)
     }
 
     /// Replaces `domain`'s alarms with `alarms` (each with its tag's unit; disabled ones are
@@ -275,10 +259,50 @@ impl Engine {
         sample: &Sample,
         now: i64,
     ) -> Vec<Change> {
+        match self.watchers(topic) {
+            Some(watchers) => self.on_watched(domain, &watchers, sample, now),
+            None => Vec::new(),
+        }
+    }
+
+    /// The alarms a value of `topic` drives, if any: valid while [`Engine::generation`] stays
+    /// the same, so a caller can look them up, let the engine go while it reads the value,
+    /// and come back with them.
+    pub fn watchers(&self, topic: &str) -> Option<Watchers> {
+        let watching = self.by_tag.get(topic);
+        let enabled = match self.by_enable_tag.is_empty() {
+            true => None,
+            false => self.by_enable_tag.get(topic),
+        };
+        if watching.is_none() && enabled.is_none() {
+            return None;
+        }
+        Some(Watchers {
+            watching: watching.cloned().unwrap_or_default(),
+            enabled: enabled.cloned().unwrap_or_default(),
+        })
+    }
+
+    /// Changes whenever an alarm is added or taken away.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether no alarm is defined.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// [`Engine::on_value`] with the alarms [`Engine::watchers`] found for the value's topic.
+    pub fn on_watched(
+        &mut self,
+        domain: &str,
+        watchers: &Watchers,
+        sample: &Sample,
+        now: i64,
+    ) -> Vec<Change> {
         let mut changes = Vec::new();
-        // A copy of the ids (inline, no allocation), since driving a slot needs `self`.
-        let ids = self.by_tag.get(topic).cloned().unwrap_or_default();
-        for id in ids {
+        for &id in &watchers.watching {
             let Some(slot) = self.slot_in(id, domain) else {
                 continue;
             };
@@ -286,11 +310,7 @@ impl Engine {
             slot.state.on_sample(&slot.alarm, sample, now);
             changes.extend(self.changed(id, before, "", None, None, now));
         }
-        if self.by_enable_tag.is_empty() {
-            return changes;
-        }
-        let ids = self.by_enable_tag.get(topic).cloned().unwrap_or_default();
-        for id in ids {
+        for &id in &watchers.enabled {
             let Some(slot) = self.slot_in(id, domain) else {
                 continue;
             };
@@ -489,6 +509,7 @@ impl Engine {
     }
 
     fn insert(&mut self, slot: Slot) -> usize {
+        self.generation += 1;
         let id = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
@@ -512,6 +533,7 @@ impl Engine {
     }
 
     fn remove(&mut self, id: usize) -> Slot {
+        self.generation += 1;
         let slot = self.slots[id].take().expect("a slot listed by name");
         self.by_name
             .remove(&(slot.domain.clone(), slot.alarm.name.clone()));

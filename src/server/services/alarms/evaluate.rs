@@ -34,7 +34,7 @@ pub(super) async fn load_all(state: &AppState) -> ApiResult<Vec<Change>> {
     for (domain, alarms, kept) in loaded {
         changes.extend(engine.set_domain(&domain, alarms, kept, &enable_value(state), now));
     }
-    state.alarms.refresh_watched(&engine);
+    state.alarms.engine_changed(&engine);
     lock(&state.alarms.core).engine = engine;
     Ok(changes)
 }
@@ -188,19 +188,11 @@ async fn refresh(
     let now = crate::time::now_ms();
     let mut core = lock(&state.alarms.core);
     let engine = &mut core.engine;
-    let name = stored.as_ref().map_or("", |(alarm, _)| alarm.name.as_str());
-    let mut topics = engine.topics_of(domain, name, record);
     let made = match stored {
-        Some((alarm, unit)) => {
-            topics.extend(alarm.topics().map(str::to_string));
-            state.alarms.rewatch(engine, topics, |engine| {
-                engine.put(domain, alarm, unit, &enable_value(state), now)
-            })
-        }
-        None => state
-            .alarms
-            .rewatch(engine, topics, |engine| engine.forget(domain, record, now)),
+        Some((alarm, unit)) => engine.put(domain, alarm, unit, &enable_value(state), now),
+        None => engine.forget(domain, record, now),
     };
+    state.alarms.engine_changed(engine);
     changes.extend(made);
     Ok(())
 }
@@ -218,6 +210,6 @@ async fn reload(state: &AppState, domain: &str, changes: &mut Vec<Change>) -> Ap
         &enable_value(state),
         now,
     ));
-    state.alarms.refresh_watched(engine);
+    state.alarms.engine_changed(engine);
     Ok(())
 }

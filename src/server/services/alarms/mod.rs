@@ -1,12 +1,13 @@
 //! The server's side of alarms. The broker's policy hands over every batch of accepted
 //! messages, from MQTT, REST writes, flows, processes, upstreams, connectors and Sparkplug
-//! alike, and peers hand over what the other instances accepted. A message on a topic no alarm
-//! watches costs one set lookup; a watched value is evaluated at once, on the publisher's own
-//! task, under the engine's lock (no hand-off to another thread per value). What changed is
-//! queued under the same lock, so changes keep the engine's order, and one task wakes to carry
-//! them out: `$SYS/svc/alarms/<domain>/<alarm>` (retained while the alarm is not normal), the
-//! Server-Sent Events stream and the notification pipelines first, then the journal and the
-//! states in one transaction. The same task runs the alarms' timers and the operators'
+//! alike, and peers hand over what the other instances accepted. With no alarm defined that
+//! costs one atomic load; else a message costs one lookup of its topic in the engine's index,
+//! and a watched value is evaluated at once, on the publisher's own task, under the engine's
+//! lock (no hand-off to another thread per value). What changed is queued under the same lock,
+//! so changes keep the engine's order, and one task wakes to carry them out:
+//! `$SYS/svc/alarms/<domain>/<alarm>` (retained while the alarm is not normal), the
+//! Server-Sent Events stream and the notification pipelines at once, then the journal and the
+//! states through the journal writer. The same task runs the alarms' timers and the operators'
 //! actions.
 //!
 //! With several instances on one PostgreSQL the leading instance evaluates every alarm, once:
@@ -19,10 +20,9 @@ mod evaluate;
 mod journal;
 mod mirror;
 mod publish;
-mod watched;
 
 use crate::alarms::condition::Sample;
-use crate::alarms::engine::{ActError, Change, Engine};
+use crate::alarms::engine::{ActError, Change, Engine, Watchers};
 use crate::alarms::health::{Health, HealthRules};
 use crate::alarms::state::{Action, AlarmState};
 use crate::alarms::{AlarmEvent, AlarmStatus, Definition, TABLE};
@@ -35,6 +35,7 @@ use crate::server::services::tag_registry::TagOwner;
 use crate::server::AppState;
 use bytes::Bytes;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -109,8 +110,8 @@ pub struct AlarmService {
     core: Mutex<Core>,
     /// Wakes the evaluating task: changes are pending, or a timer moved earlier.
     wake: tokio::sync::Notify,
-    /// Every topic an alarm watches or is enabled by: the broker's fast path.
-    watched: watched::Watched,
+    /// Whether any alarm is defined: the broker's fast path when none is.
+    any: AtomicBool,
     inbox: mpsc::Sender<Input>,
     waiting: Mutex<Option<mpsc::Receiver<Input>>>,
     changes: broadcast::Sender<Arc<AlarmEvent>>,
@@ -137,7 +138,7 @@ impl AlarmService {
                 pending: Vec::new(),
             }),
             wake: tokio::sync::Notify::new(),
-            watched: watched::Watched::default(),
+            any: AtomicBool::new(false),
             inbox,
             waiting: Mutex::new(Some(waiting)),
             changes: broadcast::channel(STREAM_BUFFER).0,
@@ -157,45 +158,75 @@ impl AlarmService {
     }
 
     /// Evaluates the values among `messages` that an alarm watches (on the leading instance);
-    /// `owners` are their topics' owners, as the policy looked them up.
+    /// `owners` are their topics' owners, as the policy looked them up. The watched ones are
+    /// found under the engine's lock, read with the lock let go (other publishers evaluate
+    /// meanwhile), and evaluated under it again with the alarms found the first time.
     pub fn offer(&self, state: &AppState, messages: &[Message], owners: &[Option<TagOwner>]) {
-        let samples: Vec<(Arc<str>, &str, Sample)> = {
-            let watched = self.watched.read();
-            if watched.is_empty() {
-                return;
-            }
-            messages
-                .iter()
-                .zip(owners)
-                .filter(|(m, _)| watched.contains(&m.topic))
-                .filter_map(|(m, owner)| {
-                    let domain = state.uns.tags.domain_given(&m.topic, owner.as_ref())?;
-                    Some((domain, &*m.topic, sample_of(&m.payload, m.received_ms)))
-                })
-                .collect()
-        };
-        if !samples.is_empty() && state.peers.leadership().is_leader() {
-            self.evaluate(samples);
+        if !self.any.load(Ordering::Relaxed) {
+            return;
         }
+        let (generation, found) = {
+            let core = lock(&self.core);
+            let found: Vec<(usize, Watchers)> = messages
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| Some((i, core.engine.watchers(&m.topic)?)))
+                .collect();
+            (core.engine.generation(), found)
+        };
+        if found.is_empty() || !state.peers.leadership().is_leader() {
+            return;
+        }
+        let values = found
+            .into_iter()
+            .filter_map(|(i, watchers)| {
+                let m = &messages[i];
+                let owner = owners.get(i).and_then(Option::as_ref);
+                Some(Watched {
+                    domain: state.uns.tags.domain_given(&m.topic, owner)?,
+                    topic: &m.topic,
+                    watchers: Some(watchers),
+                    sample: sample_of(&m.payload, m.received_ms),
+                })
+            })
+            .collect();
+        self.evaluate(Some(generation), values);
     }
 
     /// [`AlarmService::offer`] for one message another instance accepted.
     pub fn offer_relayed(&self, state: &AppState, topic: &str, payload: &Bytes, received_ms: i64) {
-        let wanted = self.watched.read().contains(topic);
-        if wanted && state.peers.leadership().is_leader() {
-            if let Some(domain) = state.uns.tags.domain_of(topic) {
-                self.evaluate(vec![(domain, topic, sample_of(payload, received_ms))]);
-            }
+        if !self.any.load(Ordering::Relaxed) || !state.peers.leadership().is_leader() {
+            return;
+        }
+        if let Some(domain) = state.uns.tags.domain_of(topic) {
+            let value = Watched {
+                domain,
+                topic,
+                watchers: None,
+                sample: sample_of(payload, received_ms),
+            };
+            self.evaluate(None, vec![value]);
         }
     }
 
-    fn evaluate(&self, samples: Vec<(Arc<str>, &str, Sample)>) {
+    /// Evaluates `values`; their watchers hold if the engine is still at `generation`, else
+    /// each is looked up again.
+    fn evaluate(&self, generation: Option<u64>, values: Vec<Watched<'_>>) {
         let now = crate::time::now_ms();
         let mut core = lock(&self.core);
         let due = core.engine.next_due();
         let queued = core.pending.len();
-        for (domain, topic, sample) in samples {
-            let changes = core.engine.on_value(&domain, topic, &sample, now);
+        let current = generation == Some(core.engine.generation());
+        for value in values {
+            let changes = match (&value.watchers, current) {
+                (Some(watchers), true) => {
+                    core.engine
+                        .on_watched(&value.domain, watchers, &value.sample, now)
+                }
+                _ => core
+                    .engine
+                    .on_value(&value.domain, value.topic, &value.sample, now),
+            };
             core.pending.extend(changes);
         }
         let sooner = match (core.engine.next_due(), due) {
@@ -271,30 +302,9 @@ impl AlarmService {
         self.changes.subscribe()
     }
 
-    fn refresh_watched(&self, engine: &Engine) {
-        self.watched.reset(engine.topics());
-    }
-
-    /// Applies `edit` to the engine and brings the watched set in step with the topics it may
-    /// start or stop watching (`topics`: the old and the new alarm's).
-    fn rewatch<T>(
-        &self,
-        engine: &mut Engine,
-        mut topics: Vec<String>,
-        edit: impl FnOnce(&mut Engine) -> T,
-    ) -> T {
-        topics.sort();
-        topics.dedup();
-        let before: Vec<bool> = topics.iter().map(|t| engine.watches(t)).collect();
-        let made = edit(engine);
-        for (topic, was) in topics.iter().zip(before) {
-            match (was, engine.watches(topic)) {
-                (false, true) => self.watched.add(topic),
-                (true, false) => self.watched.remove(topic),
-                _ => {}
-            }
-        }
-        made
+    /// Keeps the fast path in step after the engine's alarms changed.
+    fn engine_changed(&self, engine: &Engine) {
+        self.any.store(!engine.is_empty(), Ordering::Relaxed);
     }
 }
 
@@ -371,6 +381,14 @@ async fn definition(
     };
     let unit = state.uns.tags.unit_of(domain, &alarm.tag);
     Ok(Some((alarm, unit)))
+}
+
+/// A value an alarm watches, with the alarms found for its topic (`None`: look them up).
+struct Watched<'a> {
+    domain: Arc<str>,
+    topic: &'a str,
+    watchers: Option<Watchers>,
+    sample: Sample,
 }
 
 /// A watched value as the engine takes it.
