@@ -53,6 +53,7 @@ mod flows;
 mod functions;
 mod functions_python;
 mod functions_typescript;
+mod functions_warm;
 mod group_changes;
 mod historian;
 mod historian_blocks;
