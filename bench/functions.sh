@@ -23,7 +23,7 @@ PASSWORD="bench-$(date +%s)-$$"
 source "$ROOT/bench/lib.sh"
 
 build_tools functions_load
-TOOL="$ROOT/target/release/examples/functions_load"
+TOOL="$TARGET/release/examples/functions_load"
 bench_workdir functions-bench
 SVC_LOG=${SVC_LOG:-warn} start_svc
 if [ -n "${BENCH_PERF:-}" ]; then

@@ -153,7 +153,10 @@ function main(i) {
             id,
             &Source::script(code),
             &json!(n),
-            &[("inputs", json!({"n": n * 10})), ("config", json!({"k": n}))],
+            &[
+                ("inputs", json!({"n": n * 10})),
+                ("config", json!({"k": n})),
+            ],
             &limits(),
             host,
         )
@@ -172,7 +175,8 @@ function main(i) {
 #[test]
 fn a_script_without_main_runs_whole_every_time() {
     let id = instance();
-    let code = "const doubled = input * 2; globalThis.seen = (globalThis.seen ?? 0) + 1; [doubled, seen]";
+    let code =
+        "const doubled = input * 2; globalThis.seen = (globalThis.seen ?? 0) + 1; [doubled, seen]";
     assert_eq!(counted(id, code, json!(2)), json!([4, 1]));
     assert_eq!(counted(id, code, json!(3)), json!([6, 1]));
 }
@@ -226,6 +230,9 @@ fn a_warm_context_reports_what_it_holds() {
     let code = "const big = new Map(); function main(n) { for (let i = 0; i < n; i++) big.set(i, 'v' + i); return big.size; }";
     assert_eq!(counted(id, code, json!(10_000)), json!(10_000));
     let (count, bytes) = warm::idle();
-    assert!(count >= 1 && bytes > 500 << 10, "{count} contexts, {bytes} bytes");
+    assert!(
+        count >= 1 && bytes > 500 << 10,
+        "{count} contexts, {bytes} bytes"
+    );
     assert_eq!(counted(id, code, json!(0)), json!(10_000));
 }

@@ -15,6 +15,7 @@ impl Instance {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         super::engine::register(id);
+        super::python::register(id);
         Instance { id }
     }
 
@@ -32,5 +33,6 @@ impl Default for Instance {
 impl Drop for Instance {
     fn drop(&mut self) {
         super::engine::retire(self.id);
+        super::python::retire(self.id);
     }
 }

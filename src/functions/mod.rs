@@ -9,11 +9,11 @@ pub mod sdk;
 pub mod sql_output;
 pub mod typescript;
 
-pub use instance::Instance;
 use crate::schedule::Schedule;
 pub use crate::store::{CodeVersion, RunRecord};
 use crate::time::now_rfc3339;
 use crate::topic::validate_topic_filter;
+pub use instance::Instance;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -348,8 +348,9 @@ impl FunctionDef {
         host: &dyn engine::Host,
     ) -> Result<engine::Outcome, engine::RunError> {
         let limits = self.limits();
+        let warm = (!self.fresh_state).then(|| instance.id());
         if self.language == PYTHON {
-            python::run(&self.code, input, globals, &limits, host)
+            python::run(warm, &self.code, input, globals, &limits, host)
         } else if self.fresh_state {
             engine::run_with_globals(&self.source(), input, globals, &limits, host)
         } else {

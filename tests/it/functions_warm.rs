@@ -99,8 +99,10 @@ fn processes_and_domains_with_the_same_globals_never_share_state() {
     assert_eq!(outputs(&server, ADMIN, "b", 1), [1]);
     assert_eq!(outputs(&server, acme, "a", 1), [1]);
     // What one process puts on its global object (or a shared prototype) stays its own.
-    let leaker = "function main() { globalThis.secret = 'x'; Object.prototype.secret = 'y'; return 1; }";
-    let spy = "function main() { return [typeof runs, globalThis.secret ?? null, ({}).secret ?? null]; }";
+    let leaker =
+        "function main() { globalThis.secret = 'x'; Object.prototype.secret = 'y'; return 1; }";
+    let spy =
+        "function main() { return [typeof runs, globalThis.secret ?? null, ({}).secret ?? null]; }";
     create(&server, ADMIN, json!({"name": "leaker", "code": leaker}));
     create(&server, ADMIN, json!({"name": "spy", "code": spy}));
     create(&server, acme, json!({"name": "spy", "code": spy}));

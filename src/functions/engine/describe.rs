@@ -92,7 +92,6 @@ fn show_value<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> Option<String> {
     text
 }
 
-
 /// QuickJS's error for a JS stack past [`JS_STACK_BYTES`].
 pub(super) fn is_stack_overflow(thrown: &Value<'_>) -> bool {
     error_is(thrown, "RangeError", "Maximum call stack size exceeded")

@@ -49,54 +49,74 @@ impl<'js> Kit<'js> {
         let tag = [
             (
                 "read",
-                host("read", false, Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
-                    Ok(HostCall::TagRead {
-                        topic: string_arg(ctx, args, 0, "svc.tag.read: topic")?,
-                    })
-                }))?,
+                host(
+                    "read",
+                    false,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        Ok(HostCall::TagRead {
+                            topic: string_arg(ctx, args, 0, "svc.tag.read: topic")?,
+                        })
+                    }),
+                )?,
             ),
             (
                 "write",
-                host("write", true, Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
-                    Ok(HostCall::TagWrite {
-                        topic: string_arg(ctx, args, 0, "svc.tag.write: topic")?,
-                        value: json_arg(ctx, args.get(1), "svc.tag.write: value")?,
-                    })
-                }))?,
+                host(
+                    "write",
+                    true,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        Ok(HostCall::TagWrite {
+                            topic: string_arg(ctx, args, 0, "svc.tag.write: topic")?,
+                            value: json_arg(ctx, args.get(1), "svc.tag.write: value")?,
+                        })
+                    }),
+                )?,
             ),
         ];
         let records = [
             (
                 "create",
-                host("create", false, Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
-                    Ok(HostCall::RecordCreate {
-                        table: string_arg(ctx, args, 0, "svc.records.create: table")?,
-                        record: object_arg(ctx, args.get(1), "svc.records.create: record")?,
-                    })
-                }))?,
+                host(
+                    "create",
+                    false,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        Ok(HostCall::RecordCreate {
+                            table: string_arg(ctx, args, 0, "svc.records.create: table")?,
+                            record: object_arg(ctx, args.get(1), "svc.records.create: record")?,
+                        })
+                    }),
+                )?,
             ),
             (
                 "get",
-                host("get", false, Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
-                    Ok(HostCall::RecordGet {
-                        id: string_arg(ctx, args, 0, "svc.records.get: id")?,
-                    })
-                }))?,
+                host(
+                    "get",
+                    false,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        Ok(HostCall::RecordGet {
+                            id: string_arg(ctx, args, 0, "svc.records.get: id")?,
+                        })
+                    }),
+                )?,
             ),
             (
                 "list",
-                host("list", false, Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
-                    let query = match args.get(1) {
-                        Some(q) if !q.is_undefined() && !q.is_null() => {
-                            object_arg(ctx, Some(q), "svc.records.list: query")?
-                        }
-                        _ => Json::Object(Default::default()),
-                    };
-                    Ok(HostCall::RecordList {
-                        table: string_arg(ctx, args, 0, "svc.records.list: table")?,
-                        query,
-                    })
-                }))?,
+                host(
+                    "list",
+                    false,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        let query = match args.get(1) {
+                            Some(q) if !q.is_undefined() && !q.is_null() => {
+                                object_arg(ctx, Some(q), "svc.records.list: query")?
+                            }
+                            _ => Json::Object(Default::default()),
+                        };
+                        Ok(HostCall::RecordList {
+                            table: string_arg(ctx, args, 0, "svc.records.list: table")?,
+                            query,
+                        })
+                    }),
+                )?,
             ),
         ];
         let freeze = ctx
@@ -311,11 +331,7 @@ fn log_fn<'js>(
 }
 
 /// One `console.log` argument as text.
-fn log_text<'js>(
-    ctx: &Ctx<'js>,
-    value: &Value<'js>,
-    cells: &Cells,
-) -> rquickjs::Result<String> {
+fn log_text<'js>(ctx: &Ctx<'js>, value: &Value<'js>, cells: &Cells) -> rquickjs::Result<String> {
     if let Some(text) = value.as_string() {
         return text.to_string();
     }

@@ -375,10 +375,10 @@ pub mod warm;
 
 use describe::{clear_exception, describe, describe_value, is_out_of_memory};
 use execute::{run_code, Found, Guard, Ran};
-pub(crate) use globals::LogBuf;
 use globals::Kit;
-pub(crate) use lent::{serve, HostCall};
+pub(crate) use globals::LogBuf;
 use lent::RunSlot;
+pub(crate) use lent::{serve, HostCall};
 use runtime::{engine_failed, with_scratch};
 use sandbox::{lock, Bundle, CappedAllocator};
 pub use warm::{register, retire};

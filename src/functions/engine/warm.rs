@@ -41,6 +41,16 @@ impl Default for Settings {
 static MAX_RUNS: AtomicU32 = AtomicU32::new(10_000);
 static MEMORY_BYTES: AtomicUsize = AtomicUsize::new(128 << 20);
 
+/// Runs after which a warm runtime is built anew.
+pub fn max_runs() -> u32 {
+    MAX_RUNS.load(Relaxed)
+}
+
+/// Bytes the idle warm runtimes (of each language) may hold together.
+pub fn memory_bytes() -> usize {
+    MEMORY_BYTES.load(Relaxed)
+}
+
 /// Sets what the warm contexts may take (at server start).
 pub fn configure(settings: Settings) {
     MAX_RUNS.store(settings.max_runs, Relaxed);
@@ -98,8 +108,7 @@ impl WarmContext {
         limits: &Limits,
         host: &dyn Host,
     ) -> Ran {
-        self.sandbox
-            .prepare(deadline(limits), limits.memory_bytes);
+        self.sandbox.prepare(deadline(limits), limits.memory_bytes);
         self.runs += 1;
         let lend = self.slot.lend(host);
         let guard = Guard::new(&self.sandbox.cells);

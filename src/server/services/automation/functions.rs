@@ -146,7 +146,15 @@ async fn run_job(
     job: Job,
     pending: Arc<AtomicUsize>,
 ) {
-    let outcome = run_function(&state, &domain, deployment, job.input, job.trigger, job.depth).await;
+    let outcome = run_function(
+        &state,
+        &domain,
+        deployment,
+        job.input,
+        job.trigger,
+        job.depth,
+    )
+    .await;
     pending.fetch_sub(1, Ordering::SeqCst);
     if let Some(reply) = job.reply {
         let _ = reply.send(outcome);

@@ -1,0 +1,257 @@
+//! Warm Python workers: each deployed process version (instance) gets an interpreter of its own,
+//! started in the same fences as a zygote (Landlock over its own scratch directory, seccomp,
+//! rlimits, an empty environment) plus the run's (no fork, exec, signals or limit raising,
+//! its address-space cap), which runs the code's top level once and then each call in place:
+//! module-level state persists between runs of the version, and nothing is shared with any
+//! other. A run's files still go when it ends. svc times each run itself (the worker is killed
+//! at the deadline) and raises the worker's CPU-time limit by the run's allowance before each
+//! run. A worker is dropped instead of kept after a time or memory failure, a failed or
+//! `main`-less first run (such code runs forked per run, fresh), after `process_warm_runs`
+//! runs, when its instance is retired, and (least recently used first) when the idle workers'
+//! resident memory passes `process_warm_memory`.
+
+use super::protocol::{Found, Request, Zygote};
+use super::{Python, RUNNER};
+use crate::functions::engine::{warm as engine_warm, Failure, Host, Limits, Outcome, RunError};
+use serde_json::Value as Json;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// A warm worker and its scratch directory, removed once the worker is gone.
+struct Worker {
+    zygote: Zygote,
+    dir: PathBuf,
+    runs: u32,
+    /// Its first run found `main`: later runs call it.
+    established: bool,
+}
+
+impl Worker {
+    fn start(python: &Python) -> Result<Worker, String> {
+        static STARTED: AtomicU64 = AtomicU64::new(0);
+        let n = STARTED.fetch_add(1, Ordering::Relaxed);
+        let dir = python.scratch_base.join(format!("warm-{n}"));
+        let zygote = Zygote::spawn(&python.interpreter, RUNNER, &dir, &python.run_filters, true)
+            .inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&dir);
+            })?;
+        Ok(Worker {
+            zygote,
+            dir,
+            runs: 0,
+            established: false,
+        })
+    }
+
+    /// Whether the worker may serve the next run after `result`.
+    fn reusable(&mut self, result: &Result<Outcome, RunError>) -> bool {
+        let limit_hit = matches!(
+            result,
+            Err(RunError {
+                failure: Failure::Timeout | Failure::Memory,
+                ..
+            })
+        );
+        self.established && !limit_hit && self.zygote.alive() && self.runs < engine_warm::max_runs()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.zygote.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+struct Idle {
+    worker: Worker,
+    bytes: usize,
+    tick: u64,
+}
+
+#[derive(Default)]
+struct Instance {
+    idle: Vec<Idle>,
+    /// Code without `main`: it runs forked per run.
+    whole_script: bool,
+}
+
+#[derive(Default)]
+struct Workers {
+    instances: HashMap<u64, Instance>,
+    bytes: usize,
+    tick: u64,
+}
+
+fn workers() -> &'static Mutex<Workers> {
+    static WORKERS: OnceLock<Mutex<Workers>> = OnceLock::new();
+    WORKERS.get_or_init(Mutex::default)
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Workers> {
+    workers().lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes `id` an instance whose workers are kept.
+pub fn register(id: u64) {
+    lock().instances.entry(id).or_default();
+}
+
+/// Drops the instance's workers; one still running drops itself when its run ends.
+pub fn retire(id: u64) {
+    let gone = {
+        let mut workers = lock();
+        let gone = workers.instances.remove(&id);
+        if let Some(instance) = &gone {
+            workers.bytes -= instance.idle.iter().map(|i| i.bytes).sum::<usize>();
+        }
+        gone
+    };
+    drop(gone);
+}
+
+/// Runs `code` in instance `id`'s warm worker; `None` when the instance does not keep one
+/// (unregistered, retired, or code without `main`), so the run is forked as usual.
+pub(super) fn run(
+    python: &Python,
+    id: u64,
+    code: &str,
+    input: &Json,
+    globals: &[(&str, Json)],
+    limits: &Limits,
+    host: &dyn Host,
+) -> Option<Result<Outcome, RunError>> {
+    let kept = {
+        let mut workers = lock();
+        let instance = workers.instances.get_mut(&id)?;
+        if instance.whole_script {
+            return None;
+        }
+        let idle = instance.idle.pop();
+        if let Some(idle) = &idle {
+            workers.bytes -= idle.bytes;
+        }
+        idle
+    };
+    let mut worker = match kept {
+        Some(idle) => idle.worker,
+        None => match Worker::start(python) {
+            Ok(worker) => worker,
+            Err(message) => {
+                return Some(Err(RunError {
+                    failure: Failure::Script(message),
+                    logs: Vec::new(),
+                }))
+            }
+        },
+    };
+    allow_cpu(worker.zygote.pid(), limits);
+    let request = Request::run(code, input, globals, limits, worker.zygote.baseline_bytes);
+    worker.runs += 1;
+    let result = worker.zygote.run(&request, limits, host);
+    match worker.zygote.found {
+        Some(Found::Main) => worker.established = true,
+        Some(Found::WholeScript) => {
+            if let Some(instance) = lock().instances.get_mut(&id) {
+                instance.whole_script = true;
+            }
+        }
+        None => {}
+    }
+    if worker.reusable(&result) {
+        give_back(id, worker);
+    }
+    Some(result)
+}
+
+/// Keeps `worker` for the instance's next run, then drops the least recently used idle
+/// workers while their resident memory passes the cap.
+fn give_back(id: u64, worker: Worker) {
+    let bytes = resident_bytes(worker.zygote.pid()).unwrap_or(0);
+    let cap = engine_warm::memory_bytes();
+    let mut evicted = Vec::new();
+    {
+        let mut workers = lock();
+        workers.tick += 1;
+        let tick = workers.tick;
+        let Some(instance) = workers.instances.get_mut(&id) else {
+            return;
+        };
+        instance.idle.push(Idle {
+            worker,
+            bytes,
+            tick,
+        });
+        workers.bytes += bytes;
+        while workers.bytes > cap {
+            let oldest = workers
+                .instances
+                .iter()
+                .flat_map(|(id, instance)| {
+                    let idle = instance.idle.iter().enumerate();
+                    idle.map(move |(i, idle)| (idle.tick, *id, i))
+                })
+                .min();
+            let Some((_, id, i)) = oldest else {
+                break;
+            };
+            if let Some(instance) = workers.instances.get_mut(&id) {
+                let idle = instance.idle.remove(i);
+                workers.bytes -= idle.bytes;
+                evicted.push(idle);
+            }
+        }
+    }
+    // Workers are killed outside the lock.
+    drop(evicted);
+}
+
+/// Raises the worker's CPU-time limit to what it has used plus the run's allowance (the
+/// timeout rounded up, plus a second), as a zygote's child gets for its one run; the code
+/// itself cannot raise it (seccomp).
+fn allow_cpu(pid: u32, limits: &Limits) {
+    let Some(used) = cpu_seconds(pid) else {
+        return;
+    };
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    let mut current = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    let allowance = used + limits.timeout.as_secs() + 1;
+    // SAFETY: prlimit(2) on our own child with valid pointers to plain structs.
+    unsafe {
+        if libc::prlimit(pid, libc::RLIMIT_CPU, std::ptr::null(), &mut current) != 0 {
+            return;
+        }
+        let wanted = libc::rlimit {
+            rlim_cur: allowance.min(current.rlim_max),
+            rlim_max: current.rlim_max,
+        };
+        libc::prlimit(pid, libc::RLIMIT_CPU, &wanted, std::ptr::null_mut());
+    }
+}
+
+/// CPU seconds (user and system, rounded up) process `pid` has used (`/proc/<pid>/stat`).
+fn cpu_seconds(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name, which may hold spaces and parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
+    Some(ticks.div_ceil(per_second.max(1)))
+}
+
+/// Resident bytes of process `pid` (`/proc/<pid>/statm`).
+fn resident_bytes(pid: u32) -> Option<usize> {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+    Some(pages * page)
+}
