@@ -5,6 +5,8 @@
 //!   `POST /svc/processes/execute`, `--clients` concurrent HTTP clients for `--seconds`, against
 //!   the same clients calling `GET /svc/` (an authenticated route that runs no code); Python's
 //!   also against as many concurrent callers each starting a fresh `python3 -I -c` per call;
+//! - the same for a JavaScript and a Python process keeping a 10,000-entry map in module-level
+//!   state between its runs (each call updates one entry);
 //! - tag-change → tag-write latency through flows (`tag-in → svc.tag.write`, and
 //!   `tag-in → function → svc.tag.write`): one MQTT client publishes `N` to the input tag and waits
 //!   for the output tag, one message at a time, `--samples` times; the reference is the plain
@@ -94,6 +96,25 @@ const LANGUAGES: [(&str, &str, &str); 3] = [
     ),
 ];
 
+/// A process per language that keeps a 10,000-entry map in module-level state between its
+/// runs (issue 38: warm runtimes), each call updating one entry.
+const MAP_PROCESSES: [(&str, &str); 2] = [
+    (
+        "javascript",
+        "const table = new Map();
+for (let i = 0; i < 10000; i++) table.set('k' + i, {n: i, hits: 0});
+function main(i) { const entry = table.get('k' + (i % 10000)); entry.hits += 1; return table.size; }",
+    ),
+    (
+        "python",
+        "table = {'k%d' % i: {'n': i, 'hits': 0} for i in range(10000)}
+
+def main(i):
+    table['k%d' % (i % 10000)]['hits'] += 1
+    return len(table)",
+    ),
+];
+
 /// The reference for Python: a fresh interpreter per call, doing the same work.
 const PYTHON_ONE_SHOT: &str = "import json, sys; print(json.dumps(int(sys.argv[1]) + 1))";
 
@@ -103,6 +124,8 @@ struct Round {
     info: f64,
     /// calls/s through the execute route, per language
     execute: Vec<f64>,
+    /// calls/s of the process keeping a map, per language of [`MAP_PROCESSES`]
+    map: Vec<f64>,
     one_shot_python: f64,
     plain: Vec<Latency>,
     direct: Vec<Latency>,
@@ -147,6 +170,11 @@ async fn main() {
             let load = Load::Http(&http, &token, Some(&name));
             r.execute.push(throughput(&s, load).await);
         }
+        for (language, _) in MAP_PROCESSES {
+            let name = format!("bench-map-{language}");
+            let load = Load::Http(&http, &token, Some(&name));
+            r.map.push(throughput(&s, load).await);
+        }
         r.one_shot_python = throughput(&s, Load::PythonOneShot).await;
         let samples = s.samples;
         let mut pairs = vec![
@@ -188,6 +216,16 @@ fn report(s: &Settings, rounds: Vec<Round>) {
             r.execute[i],
             r.info,
             r.execute[i] / r.info
+        );
+    }
+    for (i, (language, _)) in MAP_PROCESSES.iter().enumerate() {
+        let r = median(&|r| r.map[i] / r.info);
+        println!(
+            "| {language} process keeping a 10,000-entry map between runs, `POST /svc/processes/execute` ({} clients) | {:.0} calls/s | `GET /svc/` {:.0} req/s | {:.2} |",
+            s.clients,
+            r.map[i],
+            r.info,
+            r.map[i] / r.info
         );
     }
     let python = LANGUAGES.len() - 1;
@@ -270,6 +308,13 @@ async fn setup(http: &Client, s: &Settings, token: &str) {
             "outputs": [{"type": "tag_write", "config": {"tag": topic("out")}}]}),
         );
         paths.extend(["/svc/processes"; 2]);
+    }
+    for (language, code) in MAP_PROCESSES {
+        bodies.push(
+            json!({"name": format!("bench-map-{language}"), "language": language,
+            "code": code, "allow_overlap": true}),
+        );
+        paths.push("/svc/processes");
     }
     for (path, body) in paths.into_iter().zip(bodies) {
         let resp = http
