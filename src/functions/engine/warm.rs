@@ -29,17 +29,20 @@ pub struct Settings {
     pub memory_bytes: usize,
 }
 
+const DEFAULT_MAX_RUNS: u32 = 10_000;
+const DEFAULT_MEMORY_BYTES: usize = 128 << 20;
+
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
-            max_runs: 10_000,
-            memory_bytes: 128 << 20,
+            max_runs: DEFAULT_MAX_RUNS,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
         }
     }
 }
 
-static MAX_RUNS: AtomicU32 = AtomicU32::new(10_000);
-static MEMORY_BYTES: AtomicUsize = AtomicUsize::new(128 << 20);
+static MAX_RUNS: AtomicU32 = AtomicU32::new(DEFAULT_MAX_RUNS);
+static MEMORY_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_MEMORY_BYTES);
 
 /// Runs after which a warm runtime is built anew.
 pub fn max_runs() -> u32 {
