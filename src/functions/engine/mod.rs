@@ -2,9 +2,9 @@
 //! the server: the caller supplies the code, the input, the limits and a [`Host`].
 //!
 //! # Isolation
-//! [`run`] and [`run_with_globals`] use a fresh QuickJS context, dropped at the end, in a
-//! runtime the calling thread keeps for its next such run while runs leave it clean (a run that
-//! hits a limit or leaves jobs queued drops it). [`run_kept`] runs in the warm context of a
+//! [`run`] and [`run_with_globals`] use a fresh QuickJS context, dropped at the end, in an idle
+//! scratch runtime kept for the next such run while runs leave it clean (a run that hits a
+//! limit or leaves jobs queued drops it). [`run_kept`] runs in the warm context of a
 //! deployed process version ([`warm`]): a runtime and context of its own, kept between the
 //! version's runs, so module-level state persists from one run to the next and nothing is
 //! shared with any other version, process or domain. Either way the `svc` and `console` objects,
@@ -66,7 +66,7 @@
 //! - The output is converted with `JSON.stringify` semantics (`undefined` → `null`); a value
 //!   JSON cannot hold (a BigInt, a cycle, a function) is a script failure.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::CString;
 use std::fmt;
@@ -273,7 +273,7 @@ fn deadline(limits: &Limits) -> Instant {
         .unwrap_or(now + Duration::from_secs(365 * 24 * 3600))
 }
 
-/// One run in a new context of the thread's scratch runtime, dropped at the end.
+/// One run in a new context of an idle scratch runtime, dropped at the end.
 fn run_fresh(
     source: &Source,
     input: &Json,

@@ -1,11 +1,11 @@
 //! A QuickJS runtime fenced for runs: the allocator's cap, the interrupt handler's deadline and
 //! the flags they raise when they stop the code, shared with the run through [`Cells`]. Warm
-//! contexts own one each ([`super::warm`]); runs that want a fresh context borrow the calling
-//! thread's scratch runtime ([`with_scratch`]).
+//! contexts own one each ([`super::warm`]); runs that want a fresh context borrow an idle
+//! scratch runtime ([`with_scratch`]).
 
 use super::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What the runtime's allocator and interrupt handler read and raise for the current run.
 /// Atomics, not cells, because the runtime may serve its next run on another thread.
@@ -104,23 +104,28 @@ pub(super) fn engine_failed(e: rquickjs::Error) -> Failure {
     Failure::Script(format!("could not start the engine: {e}"))
 }
 
-/// A thread's scratch runtime and the runs it has served.
+/// A scratch runtime and the runs it has served.
 struct Scratch {
     sandbox: Sandbox,
     runs: u32,
 }
 
-thread_local! {
-    static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
+/// Idle scratch runtimes, shared by every thread: a run lands on whichever blocking thread is
+/// free, and a runtime per thread would be built again and again as threads come and go.
+fn scratches() -> &'static Mutex<Vec<Scratch>> {
+    static SCRATCHES: OnceLock<Mutex<Vec<Scratch>>> = OnceLock::new();
+    SCRATCHES.get_or_init(Mutex::default)
 }
 
+/// Idle scratch runtimes kept at most (as many as runs may go on at once, give or take).
+const MAX_IDLE_SCRATCHES: usize = 8;
 /// Runs after which a scratch runtime is replaced anyway (its atom table only grows).
 const RUNS_PER_SCRATCH: u32 = 10_000;
 
-/// Lends `run` the calling thread's scratch runtime (building one if needed), then keeps it
-/// for the thread's next fresh-context run unless the run hit a limit or left jobs queued.
+/// Lends `run` an idle scratch runtime (building one if none is idle), then keeps it for the
+/// next fresh-context run unless the run hit a limit or left jobs queued.
 pub(super) fn with_scratch(run: impl FnOnce(&Sandbox) -> Ran) -> Ran {
-    let scratch = SCRATCH.with(|s| s.borrow_mut().take());
+    let scratch = lock(scratches()).pop();
     let scratch = match scratch {
         Some(scratch) => scratch,
         None => match Sandbox::new() {
@@ -138,7 +143,10 @@ pub(super) fn with_scratch(run: impl FnOnce(&Sandbox) -> Ran) -> Ran {
             runs: scratch.runs + 1,
             ..scratch
         };
-        SCRATCH.with(|s| *s.borrow_mut() = Some(kept));
+        let mut idle = lock(scratches());
+        if idle.len() < MAX_IDLE_SCRATCHES {
+            idle.push(kept);
+        }
     }
     ran
 }

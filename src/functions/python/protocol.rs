@@ -454,8 +454,12 @@ impl Lines {
                 return Err(format!("it sent a message over {MAX_LINE_BYTES} bytes"));
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || !readable(&self.pipe, left) {
+            if left.is_zero() {
                 return Err("it stopped answering".into());
+            }
+            // poll counts whole milliseconds and may wake a little early: look again.
+            if !readable(&self.pipe, left) {
+                continue;
             }
             let mut chunk = [0u8; 64 << 10];
             match self.pipe.read(&mut chunk) {

@@ -325,13 +325,11 @@ class Warm:
         hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
         fence(req, filters, (req.get("cpu_seconds") or 1, hard))
         self.env = None
-        self.runs = 0
 
     def run(self, req):
-        self.runs += 1
-        run_dir = os.path.join(SCRATCH, "run-%d" % self.runs)
-        os.mkdir(run_dir, 0o700)
-        os.chdir(run_dir)
+        # The worker's scratch directory is its own: each run works in it and leaves it empty
+        # (a directory per run, as a zygote's children get, would cost a mkdir and an rmdir).
+        os.chdir(SCRATCH)
         try:
             if self.env is None:
                 self.first(req)

@@ -148,6 +148,8 @@ pub(super) fn run(
         },
     };
     allow_cpu(worker.zygote.pid(), limits);
+    // An established worker has the code loaded: it need not read it again.
+    let code = if worker.established { "" } else { code };
     let request = Request::run(code, input, globals, limits, worker.zygote.baseline_bytes);
     worker.runs += 1;
     let result = worker.zygote.run(&request, limits, host);
