@@ -3,7 +3,8 @@
 # same run on the same server (examples/functions_load.rs does the work):
 #   - invocations/s of a trivial function through `POST /svc/processes/execute` against
 #     `GET /svc/` with the same concurrent HTTP clients, and of a JavaScript and a Python process
-#     that keep a 10,000-entry map between their runs (warm runtimes, issue 38);
+#     that keep a 10,000-entry map between their runs (warm runtimes, issue 38), and of the
+#     trivial JavaScript and Python processes with `fresh_state` against their warm selves;
 #   - tag-change → tag-write latency (p50/p99) through a flow (tag-in → svc.tag.write, and with a
 #     function node between) against a plain MQTT round trip through the same broker.
 #

@@ -6,7 +6,9 @@
 //!   the same clients calling `GET /svc/` (an authenticated route that runs no code); Python's
 //!   also against as many concurrent callers each starting a fresh `python3 -I -c` per call;
 //! - the same for a JavaScript and a Python process keeping a 10,000-entry map in module-level
-//!   state between its runs (each call updates one entry);
+//!   state between its runs (each call updates one entry), and for the trivial JavaScript and
+//!   Python processes with `fresh_state` (a fresh context, a fork per run) against their warm
+//!   selves;
 //! - tag-change → tag-write latency through flows (`tag-in → svc.tag.write`, and
 //!   `tag-in → function → svc.tag.write`): one MQTT client publishes `N` to the input tag and waits
 //!   for the output tag, one message at a time, `--samples` times; the reference is the plain
@@ -115,6 +117,10 @@ def main(i):
     ),
 ];
 
+/// Languages whose trivial process is also measured with `fresh_state` (the cost of keeping no
+/// state: a fresh JavaScript context, a forked Python child per run).
+const FRESH_LANGUAGES: [usize; 2] = [0, 2];
+
 /// The reference for Python: a fresh interpreter per call, doing the same work.
 const PYTHON_ONE_SHOT: &str = "import json, sys; print(json.dumps(int(sys.argv[1]) + 1))";
 
@@ -126,6 +132,9 @@ struct Round {
     execute: Vec<f64>,
     /// calls/s of the process keeping a map, per language of [`MAP_PROCESSES`]
     map: Vec<f64>,
+    /// calls/s of the trivial process with `fresh_state` (a fresh context, a fork per run), per
+    /// language of [`FRESH_LANGUAGES`]
+    fresh: Vec<f64>,
     one_shot_python: f64,
     plain: Vec<Latency>,
     direct: Vec<Latency>,
@@ -174,6 +183,11 @@ async fn main() {
             let name = format!("bench-map-{language}");
             let load = Load::Http(&http, &token, Some(&name));
             r.map.push(throughput(&s, load).await);
+        }
+        for i in FRESH_LANGUAGES {
+            let name = format!("bench-fresh-{}", LANGUAGES[i].0);
+            let load = Load::Http(&http, &token, Some(&name));
+            r.fresh.push(throughput(&s, load).await);
         }
         r.one_shot_python = throughput(&s, Load::PythonOneShot).await;
         let samples = s.samples;
@@ -226,6 +240,17 @@ fn report(s: &Settings, rounds: Vec<Round>) {
             r.map[i],
             r.info,
             r.map[i] / r.info
+        );
+    }
+    for (f, i) in FRESH_LANGUAGES.iter().enumerate() {
+        let language = LANGUAGES[*i].0;
+        let r = median(&|r| r.fresh[f] / r.execute[*i]);
+        println!(
+            "| trivial {language} process with `fresh_state` (no warm runtime), `POST /svc/processes/execute` ({} clients) | {:.0} calls/s | the same process warm {:.0} calls/s | {:.2} |",
+            s.clients,
+            r.fresh[f],
+            r.execute[*i],
+            r.fresh[f] / r.execute[*i]
         );
     }
     let python = LANGUAGES.len() - 1;
@@ -308,6 +333,14 @@ async fn setup(http: &Client, s: &Settings, token: &str) {
             "outputs": [{"type": "tag_write", "config": {"tag": topic("out")}}]}),
         );
         paths.extend(["/svc/processes"; 2]);
+    }
+    for i in FRESH_LANGUAGES {
+        let (language, increment, _) = LANGUAGES[i];
+        bodies.push(
+            json!({"name": format!("bench-fresh-{language}"), "language": language,
+            "code": increment, "allow_overlap": true, "fresh_state": true}),
+        );
+        paths.push("/svc/processes");
     }
     for (language, code) in MAP_PROCESSES {
         bodies.push(
