@@ -162,3 +162,35 @@ fn python_fresh_state_forks_every_run_and_warm_runs_are_counted() {
     counter(&server, ACME, "counted", json!({}));
     assert_eq!(outputs(&server, ACME, "counted", 5), [1, 2, 1, 2, 1]);
 }
+
+#[test]
+fn a_thread_left_spinning_between_runs_uses_up_its_cpu_time_and_the_next_run_starts_fresh() {
+    let server = setup(&[]);
+    let code = "import threading
+runs = 0
+
+def spin():
+    while True:
+        pass
+
+def main(what):
+    global runs
+    runs += 1
+    if what == 'spin':
+        threading.Thread(target=spin, daemon=True).start()
+    return runs";
+    create(
+        &server,
+        ACME,
+        json!({"name": "spinner", "language": "python", "code": code, "timeout_ms": 200}),
+    );
+    assert_eq!(outputs(&server, ACME, "spinner", 2), [1, 2]);
+    let spun = json_ok(
+        execute(&server, ACME, "spinner", json!("spin")),
+        StatusCode::OK,
+    );
+    assert_eq!(spun["output"], 3);
+    // Its CPU allowance (the time limit rounded up, plus a second) runs out while it is idle.
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    assert_eq!(outputs(&server, ACME, "spinner", 2), [1, 2]);
+}

@@ -135,8 +135,13 @@ pub(super) fn run(
         }
         idle
     };
+    // A worker that died while idle (a thread of its code used up its CPU time) is replaced.
+    let kept = kept.map(|idle| idle.worker).and_then(|mut worker| {
+        let running = worker.zygote.alive();
+        running.then_some(worker)
+    });
     let mut worker = match kept {
-        Some(idle) => idle.worker,
+        Some(worker) => worker,
         None => match Worker::start(python) {
             Ok(worker) => worker,
             Err(message) => {
