@@ -190,7 +190,17 @@ def main(what):
         StatusCode::OK,
     );
     assert_eq!(spun["output"], 3);
-    // Its CPU allowance (the time limit rounded up, plus a second) runs out while it is idle.
-    std::thread::sleep(std::time::Duration::from_millis(3000));
-    assert_eq!(outputs(&server, ACME, "spinner", 2), [1, 2]);
+    // Its CPU allowance (the time limit rounded up, plus a second, from the start of each run)
+    // runs out while it is idle, however busy this machine is (each run renews it, so it is
+    // given a few seconds alone each time).
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        std::thread::sleep(std::time::Duration::from_millis(3000));
+        seen.extend(outputs(&server, ACME, "spinner", 1));
+        if seen.last() == Some(&json!(1)) {
+            break;
+        }
+    }
+    assert_eq!(seen.last(), Some(&json!(1)), "the next runs: {seen:?}");
+    assert_eq!(outputs(&server, ACME, "spinner", 1), [2]);
 }
