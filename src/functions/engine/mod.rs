@@ -237,7 +237,7 @@ pub fn run_with_globals(
     limits: &Limits,
     host: &dyn Host,
 ) -> Result<Outcome, RunError> {
-    finish(run_fresh(source, input, globals, limits, host))
+    finish(guarded(|| run_fresh(source, input, globals, limits, host)))
 }
 
 /// [`run_with_globals`] in the warm context of instance `id` (see [`register`]): the context
@@ -250,7 +250,16 @@ pub fn run_kept(
     limits: &Limits,
     host: &dyn Host,
 ) -> Result<Outcome, RunError> {
-    finish(warm::run(id, source, input, globals, limits, host))
+    finish(guarded(|| {
+        warm::run(id, source, input, globals, limits, host)
+    }))
+}
+
+/// `run`, with a panic in the engine turned into the run's failure (the runtime it held is
+/// dropped on the way), so a caller never unwinds through a run.
+fn guarded(run: impl FnOnce() -> Ran) -> Ran {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+        .unwrap_or_else(|_| Ran::failed(Failure::Script("the engine failed".into())))
 }
 
 fn finish(ran: Ran) -> Result<Outcome, RunError> {
