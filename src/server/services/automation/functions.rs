@@ -35,6 +35,9 @@ pub struct Deployed {
     jobs: mpsc::Sender<Job>,
     /// Jobs queued or running.
     pending: Arc<AtomicUsize>,
+    /// For a function whose runs may overlap: what a call needs to start its run itself,
+    /// rather than hand it to the queue's task to start (one task hop fewer per call).
+    direct: Option<(AppState, String, Deployment)>,
     /// Held for their lifetime: dropping the deployment stops them.
     _tasks: Tasks,
 }
@@ -48,13 +51,17 @@ impl Deployed {
         let (jobs, queue) = mpsc::channel(QUEUE);
         let pending = Arc::new(AtomicUsize::new(0));
         let mut tasks = Tasks::default();
+        let deployment = Deployment {
+            def: Arc::clone(&def),
+            instance,
+        };
+        let direct = def
+            .allow_overlap
+            .then(|| (state.clone(), domain.to_string(), deployment.clone()));
         tasks.spawn(serve_jobs(
             state.clone(),
             domain.to_string(),
-            Deployment {
-                def: Arc::clone(&def),
-                instance,
-            },
+            deployment,
             queue,
             Arc::clone(&pending),
         ));
@@ -76,6 +83,7 @@ impl Deployed {
             def,
             jobs,
             pending,
+            direct,
             _tasks: tasks,
         }
     }
@@ -91,7 +99,8 @@ impl Deployed {
         }
     }
 
-    /// Queues a job and waits for its result.
+    /// Queues a job (or, when runs may overlap, starts it) and waits for its result. The run
+    /// is a task of its own either way, so it ends and is logged even if the caller goes away.
     pub async fn call(&self, input: Value, trigger: &'static str) -> Option<(RunResult, u64)> {
         let (reply, answer) = oneshot::channel();
         self.pending.fetch_add(1, Ordering::SeqCst);
@@ -101,6 +110,18 @@ impl Deployed {
             trigger,
             reply: Some(reply),
         };
+        if let Some((state, domain, deployment)) = &self.direct {
+            let pending = Arc::clone(&self.pending);
+            let run = run_job(
+                state.clone(),
+                domain.clone(),
+                deployment.clone(),
+                job,
+                pending,
+            );
+            tokio::spawn(run);
+            return answer.await.ok();
+        }
         if self.jobs.send(job).await.is_err() {
             self.pending.fetch_sub(1, Ordering::SeqCst);
             return None;
