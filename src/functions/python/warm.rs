@@ -26,7 +26,12 @@ struct Worker {
     runs: u32,
     /// Its first run found `main`: later runs call it.
     established: bool,
+    /// Its resident memory when last read.
+    bytes: usize,
 }
+
+/// Runs between two reads of a worker's resident memory.
+const RESIDENT_EVERY: u32 = 32;
 
 impl Worker {
     fn start(python: &Python) -> Result<Worker, String> {
@@ -42,6 +47,7 @@ impl Worker {
             dir,
             runs: 0,
             established: false,
+            bytes: 0,
         })
     }
 
@@ -175,8 +181,12 @@ pub(super) fn run(
 
 /// Keeps `worker` for the instance's next run, then drops the least recently used idle
 /// workers while their resident memory passes the cap.
-fn give_back(id: u64, worker: Worker) {
-    let bytes = resident_bytes(worker.zygote.pid()).unwrap_or(0);
+fn give_back(id: u64, mut worker: Worker) {
+    // Resident memory changes slowly: read again every few runs, not after each one.
+    if worker.runs == 1 || worker.runs.is_multiple_of(RESIDENT_EVERY) {
+        worker.bytes = resident_bytes(worker.zygote.pid()).unwrap_or(worker.bytes);
+    }
+    let bytes = worker.bytes;
     let cap = engine_warm::memory_bytes();
     let mut evicted = Vec::new();
     {
@@ -217,41 +227,43 @@ fn give_back(id: u64, worker: Worker) {
 
 /// Raises the worker's CPU-time limit to what it has used plus the run's allowance (the
 /// timeout rounded up, plus a second), as a zygote's child gets for its one run; the code
-/// itself cannot raise it (seccomp).
+/// itself cannot raise it (seccomp). Two syscalls: the process's CPU clock, then prlimit.
 fn allow_cpu(pid: u32, limits: &Limits) {
-    let Some(used) = cpu_seconds(pid) else {
-        return;
-    };
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return;
     };
-    let mut current = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    let mut clock: libc::clockid_t = 0;
+    let mut used = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
-    let allowance = used + limits.timeout.as_secs() + 1;
-    // SAFETY: prlimit(2) on our own child with valid pointers to plain structs.
+    // SAFETY: plain calls on our own child with valid pointers to plain structs.
+    let read = unsafe {
+        libc::clock_getcpuclockid(pid, &mut clock) == 0
+            && libc::clock_gettime(clock, &mut used) == 0
+    };
+    if !read {
+        return;
+    }
+    // Whole seconds, rounded up, as RLIMIT_CPU counts them.
+    let used = u64::try_from(used.tv_sec).unwrap_or(0) + u64::from(used.tv_nsec > 0);
+    let mut wanted = libc::rlimit {
+        rlim_cur: used + limits.timeout.as_secs() + 1,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: as above.
     unsafe {
-        if libc::prlimit(pid, libc::RLIMIT_CPU, std::ptr::null(), &mut current) != 0 {
+        if libc::prlimit(pid, libc::RLIMIT_CPU, &wanted, std::ptr::null_mut()) == 0 {
             return;
         }
-        let wanted = libc::rlimit {
-            rlim_cur: allowance.min(current.rlim_max),
-            rlim_max: current.rlim_max,
-        };
-        libc::prlimit(pid, libc::RLIMIT_CPU, &wanted, std::ptr::null_mut());
+        // svc itself runs under a hard CPU limit (which no one may lift): keep it.
+        let mut current = wanted;
+        if libc::prlimit(pid, libc::RLIMIT_CPU, std::ptr::null(), &mut current) == 0 {
+            wanted.rlim_max = current.rlim_max;
+            wanted.rlim_cur = wanted.rlim_cur.min(current.rlim_max);
+            libc::prlimit(pid, libc::RLIMIT_CPU, &wanted, std::ptr::null_mut());
+        }
     }
-}
-
-/// CPU seconds (user and system, rounded up) process `pid` has used (`/proc/<pid>/stat`).
-fn cpu_seconds(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The fields after the command name, which may hold spaces and parentheses.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
-    Some(ticks.div_ceil(per_second.max(1)))
 }
 
 /// Resident bytes of process `pid` (`/proc/<pid>/statm`).
@@ -261,4 +273,49 @@ fn resident_bytes(pid: u32) -> Option<usize> {
     // SAFETY: sysconf has no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
     Some(pages * page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn cpu_limit(pid: u32) -> libc::rlimit {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: reading a limit of our own child into a plain struct.
+        let read = unsafe {
+            libc::prlimit(
+                pid as libc::pid_t,
+                libc::RLIMIT_CPU,
+                std::ptr::null(),
+                &mut limit,
+            )
+        };
+        assert_eq!(read, 0, "prlimit");
+        limit
+    }
+
+    #[test]
+    fn each_run_gets_its_cpu_allowance_on_top_of_what_the_worker_used() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let limits = |ms| Limits {
+            timeout: Duration::from_millis(ms),
+            memory_bytes: 0,
+        };
+        // A sleeping process has used (almost) no CPU: the allowance is the run's alone.
+        allow_cpu(child.id(), &limits(2500));
+        let after = cpu_limit(child.id()).rlim_cur;
+        assert!((3..=4).contains(&after), "{after}");
+        allow_cpu(child.id(), &limits(10_000));
+        let after = cpu_limit(child.id()).rlim_cur;
+        assert!((11..=12).contains(&after), "{after}");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
