@@ -2,7 +2,9 @@
 # Functions and flows benchmark of `svc serve`, each figure against a reference measured in the
 # same run on the same server (examples/functions_load.rs does the work):
 #   - invocations/s of a trivial function through `POST /svc/processes/execute` against
-#     `GET /svc/` with the same concurrent HTTP clients;
+#     `GET /svc/` with the same concurrent HTTP clients, and of a JavaScript and a Python process
+#     that keep a 10,000-entry map between their runs (warm runtimes, issue 38), and of the
+#     trivial JavaScript and Python processes with `fresh_state` against their warm selves;
 #   - tag-change → tag-write latency (p50/p99) through a flow (tag-in → svc.tag.write, and with a
 #     function node between) against a plain MQTT round trip through the same broker.
 #
@@ -23,7 +25,7 @@ PASSWORD="bench-$(date +%s)-$$"
 source "$ROOT/bench/lib.sh"
 
 build_tools functions_load
-TOOL="$ROOT/target/release/examples/functions_load"
+TOOL="$TARGET/release/examples/functions_load"
 bench_workdir functions-bench
 SVC_LOG=${SVC_LOG:-warn} start_svc
 if [ -n "${BENCH_PERF:-}" ]; then

@@ -5,6 +5,10 @@
 //!   `POST /svc/processes/execute`, `--clients` concurrent HTTP clients for `--seconds`, against
 //!   the same clients calling `GET /svc/` (an authenticated route that runs no code); Python's
 //!   also against as many concurrent callers each starting a fresh `python3 -I -c` per call;
+//! - the same for a JavaScript and a Python process keeping a 10,000-entry map in module-level
+//!   state between its runs (each call updates one entry), and for the trivial JavaScript and
+//!   Python processes with `fresh_state` (a fresh context, a fork per run) against their warm
+//!   selves;
 //! - tag-change → tag-write latency through flows (`tag-in → svc.tag.write`, and
 //!   `tag-in → function → svc.tag.write`): one MQTT client publishes `N` to the input tag and waits
 //!   for the output tag, one message at a time, `--samples` times; the reference is the plain
@@ -94,6 +98,29 @@ const LANGUAGES: [(&str, &str, &str); 3] = [
     ),
 ];
 
+/// A process per language that keeps a 10,000-entry map in module-level state between its
+/// runs (issue 38: warm runtimes), each call updating one entry.
+const MAP_PROCESSES: [(&str, &str); 2] = [
+    (
+        "javascript",
+        "const table = new Map();
+for (let i = 0; i < 10000; i++) table.set('k' + i, {n: i, hits: 0});
+function main(i) { const entry = table.get('k' + (i % 10000)); entry.hits += 1; return table.size; }",
+    ),
+    (
+        "python",
+        "table = {'k%d' % i: {'n': i, 'hits': 0} for i in range(10000)}
+
+def main(i):
+    table['k%d' % (i % 10000)]['hits'] += 1
+    return len(table)",
+    ),
+];
+
+/// Languages whose trivial process is also measured with `fresh_state` (the cost of keeping no
+/// state: a fresh JavaScript context, a forked Python child per run).
+const FRESH_LANGUAGES: [usize; 2] = [0, 2];
+
 /// The reference for Python: a fresh interpreter per call, doing the same work.
 const PYTHON_ONE_SHOT: &str = "import json, sys; print(json.dumps(int(sys.argv[1]) + 1))";
 
@@ -103,6 +130,11 @@ struct Round {
     info: f64,
     /// calls/s through the execute route, per language
     execute: Vec<f64>,
+    /// calls/s of the process keeping a map, per language of [`MAP_PROCESSES`]
+    map: Vec<f64>,
+    /// calls/s of the trivial process with `fresh_state` (a fresh context, a fork per run), per
+    /// language of [`FRESH_LANGUAGES`]
+    fresh: Vec<f64>,
     one_shot_python: f64,
     plain: Vec<Latency>,
     direct: Vec<Latency>,
@@ -147,6 +179,16 @@ async fn main() {
             let load = Load::Http(&http, &token, Some(&name));
             r.execute.push(throughput(&s, load).await);
         }
+        for (language, _) in MAP_PROCESSES {
+            let name = format!("bench-map-{language}");
+            let load = Load::Http(&http, &token, Some(&name));
+            r.map.push(throughput(&s, load).await);
+        }
+        for i in FRESH_LANGUAGES {
+            let name = format!("bench-fresh-{}", LANGUAGES[i].0);
+            let load = Load::Http(&http, &token, Some(&name));
+            r.fresh.push(throughput(&s, load).await);
+        }
         r.one_shot_python = throughput(&s, Load::PythonOneShot).await;
         let samples = s.samples;
         let mut pairs = vec![
@@ -188,6 +230,27 @@ fn report(s: &Settings, rounds: Vec<Round>) {
             r.execute[i],
             r.info,
             r.execute[i] / r.info
+        );
+    }
+    for (i, (language, _)) in MAP_PROCESSES.iter().enumerate() {
+        let r = median(&|r| r.map[i] / r.info);
+        println!(
+            "| {language} process keeping a 10,000-entry map between runs, `POST /svc/processes/execute` ({} clients) | {:.0} calls/s | `GET /svc/` {:.0} req/s | {:.2} |",
+            s.clients,
+            r.map[i],
+            r.info,
+            r.map[i] / r.info
+        );
+    }
+    for (f, i) in FRESH_LANGUAGES.iter().enumerate() {
+        let language = LANGUAGES[*i].0;
+        let r = median(&|r| r.fresh[f] / r.execute[*i]);
+        println!(
+            "| trivial {language} process with `fresh_state` (no warm runtime), `POST /svc/processes/execute` ({} clients) | {:.0} calls/s | the same process warm {:.0} calls/s | {:.2} |",
+            s.clients,
+            r.fresh[f],
+            r.execute[*i],
+            r.fresh[f] / r.execute[*i]
         );
     }
     let python = LANGUAGES.len() - 1;
@@ -270,6 +333,21 @@ async fn setup(http: &Client, s: &Settings, token: &str) {
             "outputs": [{"type": "tag_write", "config": {"tag": topic("out")}}]}),
         );
         paths.extend(["/svc/processes"; 2]);
+    }
+    for i in FRESH_LANGUAGES {
+        let (language, increment, _) = LANGUAGES[i];
+        bodies.push(
+            json!({"name": format!("bench-fresh-{language}"), "language": language,
+            "code": increment, "allow_overlap": true, "fresh_state": true}),
+        );
+        paths.push("/svc/processes");
+    }
+    for (language, code) in MAP_PROCESSES {
+        bodies.push(
+            json!({"name": format!("bench-map-{language}"), "language": language,
+            "code": code, "allow_overlap": true}),
+        );
+        paths.push("/svc/processes");
     }
     for (path, body) in paths.into_iter().zip(bodies) {
         let resp = http
@@ -359,7 +437,9 @@ async fn connect(s: &Settings) -> (AsyncClient, EventLoop) {
         s.mqtt_port,
     );
     options.set_credentials("admin", &s.password);
-    options.set_keep_alive(Duration::from_secs(30));
+    // Nothing polls the connection during the throughput runs of a round (a minute and more),
+    // so no PINGREQ goes out: the keep alive must outlast them.
+    options.set_keep_alive(Duration::from_secs(600));
     AsyncClient::new(options, 100)
 }
 

@@ -3,6 +3,7 @@
 //! decides when a function runs and what its host API may touch.
 
 pub mod engine;
+mod instance;
 pub mod python;
 pub mod sdk;
 pub mod sql_output;
@@ -12,6 +13,7 @@ use crate::schedule::Schedule;
 pub use crate::store::{CodeVersion, RunRecord};
 use crate::time::now_rfc3339;
 use crate::topic::validate_topic_filter;
+pub use instance::Instance;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -73,6 +75,10 @@ pub struct FunctionDef {
     /// Whether runs are recorded in the run log (failures are counted either way).
     #[serde(default = "yes")]
     pub log_enabled: bool,
+    /// Every run starts from fresh state: a new JavaScript context, a forked Python child.
+    /// By default a process version keeps its runtime warm between runs.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fresh_state: bool,
     /// Named values resolved before each run (`inputs.<name>` in the code).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<sdk::ProcessInput>,
@@ -103,6 +109,9 @@ fn default_language() -> String {
 }
 fn yes() -> bool {
     true
+}
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 fn first_version() -> u64 {
     1
@@ -329,17 +338,23 @@ impl FunctionDef {
     }
 
     /// Runs the code on `input` with read-only `globals`: Python in its sandbox, anything
-    /// else in the JavaScript engine.
+    /// else in the JavaScript engine; in `instance`'s warm runtime unless the function asks
+    /// for fresh state.
     pub fn run(
         &self,
+        instance: &Instance,
         input: &Value,
         globals: &[(&str, Value)],
         host: &dyn engine::Host,
     ) -> Result<engine::Outcome, engine::RunError> {
+        let limits = self.limits();
+        let warm = (!self.fresh_state).then(|| instance.id());
         if self.language == PYTHON {
-            python::run(&self.code, input, globals, &self.limits(), host)
+            python::run(warm, &self.code, input, globals, &limits, host)
+        } else if self.fresh_state {
+            engine::run_with_globals(&self.source(), input, globals, &limits, host)
         } else {
-            engine::run_with_globals(&self.source(), input, globals, &self.limits(), host)
+            engine::run_kept(instance.id(), &self.source(), input, globals, &limits, host)
         }
     }
 

@@ -232,6 +232,7 @@ async fn serve(settings: Settings) -> Result<()> {
     let broker = Broker::start(broker_config, policy).await?;
     let addrs = broker.addrs;
     let _ = state.broker.set(broker);
+    crate::functions::engine::warm::configure(state.settings.process_warm);
     start_python(&state.settings).await;
     state.automation.load_all(&state).await.map_err(|e| {
         anyhow::anyhow!(

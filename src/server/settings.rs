@@ -95,6 +95,14 @@ pub struct ServeArgs {
     /// /usr/local/bin/python3, else python3 on PATH]
     #[arg(long, env = "SVC_PYTHON")]
     pub python: Option<PathBuf>,
+    /// Runs a process version's warm runtime (JavaScript context, Python worker) serves before
+    /// it is built anew; 0 keeps none, so every run starts fresh [default: 10000]
+    #[arg(long, env = "SVC_PROCESS_WARM_RUNS")]
+    pub process_warm_runs: Option<u32>,
+    /// Bytes the idle warm JavaScript contexts of all processes may hold together; past it the
+    /// least recently used are dropped [default: 134217728]
+    #[arg(long, env = "SVC_PROCESS_WARM_MEMORY")]
+    pub process_warm_memory: Option<usize>,
     /// Requests kept in memory for GET /svc/logs, newest replacing oldest [default: 10000]
     #[arg(long, env = "SVC_REQUEST_LOG_SIZE")]
     pub request_log_size: Option<usize>,
@@ -162,6 +170,8 @@ pub struct Settings {
     pub mqtt_limits: crate::broker::Limits,
     /// The configured Python interpreter (`None`: look for one).
     pub python: Option<PathBuf>,
+    /// What processes' warm runtimes may take.
+    pub process_warm: crate::functions::engine::warm::Settings,
     pub request_log_size: usize,
     pub record_cache_size: usize,
     pub audit_retention: Duration,
@@ -335,6 +345,16 @@ impl Settings {
             historian_retention,
             historian_seal_idle,
             python: args.python.or(file.python),
+            process_warm: crate::functions::engine::warm::Settings {
+                max_runs: args
+                    .process_warm_runs
+                    .or(file.process_warm_runs)
+                    .unwrap_or(crate::functions::engine::warm::Settings::default().max_runs),
+                memory_bytes: args
+                    .process_warm_memory
+                    .or(file.process_warm_memory)
+                    .unwrap_or(crate::functions::engine::warm::Settings::default().memory_bytes),
+            },
             request_log_size: args
                 .request_log_size
                 .or(file.request_log_size)

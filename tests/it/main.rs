@@ -53,6 +53,8 @@ mod flows;
 mod functions;
 mod functions_python;
 mod functions_typescript;
+mod functions_warm;
+mod functions_warm_python;
 mod group_changes;
 mod historian;
 mod historian_blocks;

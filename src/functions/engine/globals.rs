@@ -1,93 +1,174 @@
-//! The globals a sandboxed run sees: `input`, the `svc` host API (tags, records, log) bridged
-//! to the host, and `console`, with the run's log buffer.
+//! The globals a sandboxed run sees: `input`, the `svc` host API (tags, records, log) served
+//! by the run's host, and `console`, writing to the run's log; and the log buffer itself.
 
+use super::lent::{RunSlot, Unserved};
+use super::runtime::Cells;
 use super::*;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
 // ---- globals -----------------------------------------------------------------------------
 
-pub(super) fn install_globals<'js>(
-    ctx: &Ctx<'js>,
-    guard: &Guard,
-    bridge: &Rc<Bridge>,
-    logs: &Rc<RefCell<LogBuf>>,
-) -> rquickjs::Result<()> {
-    let globals = ctx.globals();
-    let console = Object::new(ctx.clone())?;
-    for (name, prefix) in [
-        ("log", ""),
-        ("info", ""),
-        ("debug", ""),
-        ("warn", "warn: "),
-        ("error", "error: "),
-    ] {
-        console.set(name, log_fn(ctx, name, prefix, logs, guard)?)?;
-    }
-    globals.set("console", console)?;
-
-    let svc = Object::new(ctx.clone())?;
-    svc.set("log", log_fn(ctx, "log", "", logs, guard)?)?;
-
-    let tag = Object::new(ctx.clone())?;
-    tag.set(
-        "read",
-        host_fn(ctx, bridge, guard, "read", false, |ctx, args| {
-            Ok(HostCall::TagRead {
-                topic: string_arg(ctx, args, 0, "svc.tag.read: topic")?,
-            })
-        })?,
-    )?;
-    tag.set(
-        "write",
-        host_fn(ctx, bridge, guard, "write", true, |ctx, args| {
-            Ok(HostCall::TagWrite {
-                topic: string_arg(ctx, args, 0, "svc.tag.write: topic")?,
-                value: json_arg(ctx, args.get(1), "svc.tag.write: value")?,
-            })
-        })?,
-    )?;
-    svc.set("tag", tag)?;
-
-    let records = Object::new(ctx.clone())?;
-    records.set(
-        "create",
-        host_fn(ctx, bridge, guard, "create", false, |ctx, args| {
-            Ok(HostCall::RecordCreate {
-                table: string_arg(ctx, args, 0, "svc.records.create: table")?,
-                record: object_arg(ctx, args.get(1), "svc.records.create: record")?,
-            })
-        })?,
-    )?;
-    records.set(
-        "get",
-        host_fn(ctx, bridge, guard, "get", false, |ctx, args| {
-            Ok(HostCall::RecordGet {
-                id: string_arg(ctx, args, 0, "svc.records.get: id")?,
-            })
-        })?,
-    )?;
-    records.set(
-        "list",
-        host_fn(ctx, bridge, guard, "list", false, |ctx, args| {
-            let query = match args.get(1) {
-                Some(q) if !q.is_undefined() && !q.is_null() => {
-                    object_arg(ctx, Some(q), "svc.records.list: query")?
-                }
-                _ => Json::Object(Default::default()),
-            };
-            Ok(HostCall::RecordList {
-                table: string_arg(ctx, args, 0, "svc.records.list: table")?,
-                query,
-            })
-        })?,
-    )?;
-    svc.set("records", records)?;
-    globals.set("svc", svc)?;
-    Ok(())
+/// The host functions of a context (`console.*`, `svc.log`, `svc.tag.*`, `svc.records.*`),
+/// made once per context and handed to each run in fresh `svc` and `console` objects, with the
+/// context's own `Object.freeze` (code may replace the global one).
+#[derive(Clone)]
+pub(super) struct Kit<'js> {
+    console: Vec<(&'static str, Function<'js>)>,
+    log: Function<'js>,
+    tag: [(&'static str, Function<'js>); 2],
+    records: [(&'static str, Function<'js>); 3],
+    freeze: Function<'js>,
 }
+
+// SAFETY: `Kit` holds only JS values of lifetime 'js, so changing 'js changes nothing else (what
+// rquickjs's derive would write); it lets a warm context keep its kit as runtime user data.
+unsafe impl<'js> rquickjs::JsLifetime<'js> for Kit<'js> {
+    type Changed<'to> = Kit<'to>;
+}
+
+impl<'js> Kit<'js> {
+    pub(super) fn new(
+        ctx: &Ctx<'js>,
+        slot: &Arc<RunSlot>,
+        cells: &Arc<Cells>,
+    ) -> rquickjs::Result<Kit<'js>> {
+        let mut console = Vec::new();
+        for (name, prefix) in [
+            ("log", ""),
+            ("info", ""),
+            ("debug", ""),
+            ("warn", "warn: "),
+            ("error", "error: "),
+        ] {
+            console.push((name, log_fn(ctx, name, prefix, slot, cells)?));
+        }
+        let host = |name: &str, returns_undefined: bool, make: MakeCall<'js>| {
+            host_fn(ctx, slot, cells, name, returns_undefined, make)
+        };
+        let tag = [
+            (
+                "read",
+                host(
+                    "read",
+                    false,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        Ok(HostCall::TagRead {
+                            topic: string_arg(ctx, args, 0, "svc.tag.read: topic")?,
+                        })
+                    }),
+                )?,
+            ),
+            (
+                "write",
+                host(
+                    "write",
+                    true,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        Ok(HostCall::TagWrite {
+                            topic: string_arg(ctx, args, 0, "svc.tag.write: topic")?,
+                            value: json_arg(ctx, args.get(1), "svc.tag.write: value")?,
+                        })
+                    }),
+                )?,
+            ),
+        ];
+        let records = [
+            (
+                "create",
+                host(
+                    "create",
+                    false,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        Ok(HostCall::RecordCreate {
+                            table: string_arg(ctx, args, 0, "svc.records.create: table")?,
+                            record: object_arg(ctx, args.get(1), "svc.records.create: record")?,
+                        })
+                    }),
+                )?,
+            ),
+            (
+                "get",
+                host(
+                    "get",
+                    false,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        Ok(HostCall::RecordGet {
+                            id: string_arg(ctx, args, 0, "svc.records.get: id")?,
+                        })
+                    }),
+                )?,
+            ),
+            (
+                "list",
+                host(
+                    "list",
+                    false,
+                    Box::new(|ctx: &Ctx<'js>, args: &[Value<'js>]| {
+                        let query = match args.get(1) {
+                            Some(q) if !q.is_undefined() && !q.is_null() => {
+                                object_arg(ctx, Some(q), "svc.records.list: query")?
+                            }
+                            _ => Json::Object(Default::default()),
+                        };
+                        Ok(HostCall::RecordList {
+                            table: string_arg(ctx, args, 0, "svc.records.list: table")?,
+                            query,
+                        })
+                    }),
+                )?,
+            ),
+        ];
+        let freeze = ctx
+            .globals()
+            .get::<_, Object>("Object")
+            .and_then(|object| object.get("freeze"))?;
+        Ok(Kit {
+            console,
+            log: log_fn(ctx, "log", "", slot, cells)?,
+            tag,
+            records,
+            freeze,
+        })
+    }
+
+    /// Sets a run's globals: fresh `svc` and `console` objects over the kit's functions,
+    /// `input`, and each of `globals` frozen. Returns the input as a JS value.
+    pub(super) fn hand_out(
+        &self,
+        ctx: &Ctx<'js>,
+        input: &Json,
+        globals: &[(&str, Json)],
+    ) -> rquickjs::Result<Value<'js>> {
+        let object = |members: &[(&'static str, Function<'js>)]| {
+            let object = Object::new(ctx.clone())?;
+            for (name, function) in members {
+                object.set(*name, function.clone())?;
+            }
+            Ok::<_, rquickjs::Error>(object)
+        };
+        let global = ctx.globals();
+        global.set("console", object(&self.console)?)?;
+        let svc = object(&[("log", self.log.clone())])?;
+        svc.set("tag", object(&self.tag)?)?;
+        svc.set("records", object(&self.records)?)?;
+        global.set("svc", svc)?;
+        let input = to_js(ctx, input)?;
+        global.set("input", input.clone())?;
+        for (name, value) in globals {
+            let frozen: Value = self.freeze.call((to_js(ctx, value)?,))?;
+            global.set(*name, frozen)?;
+        }
+        Ok(input)
+    }
+}
+
+/// Turns a host function's arguments into its host call.
+type MakeCall<'js> = Box<dyn Fn(&Ctx<'js>, &[Value<'js>]) -> rquickjs::Result<HostCall> + 'js>;
 
 /// `function` with this context's `Function.prototype`. rquickjs hands every Rust function the
 /// prototype it cached for the runtime's first context; in a runtime kept between runs that
-/// would be a way into another run's realm (its globals, its input), so each run's host
+/// would be a way into another run's realm (its globals, its input), so each context's host
 /// functions get their own.
 fn in_own_realm<'js>(ctx: &Ctx<'js>, function: Function<'js>) -> rquickjs::Result<Function<'js>> {
     let own = Function::prototype(ctx.clone());
@@ -97,36 +178,39 @@ fn in_own_realm<'js>(ctx: &Ctx<'js>, function: Function<'js>) -> rquickjs::Resul
     Ok(function)
 }
 
-/// A JS function that turns its arguments into a host call and the reply into its result.
-/// Past the deadline it throws instead: host calls are slow enough that QuickJS's
-/// instruction-count polling alone would let a loop of them overrun the limit.
-pub(super) fn host_fn<'js, F>(
+/// A JS function that turns its arguments into a host call of the run in progress and the
+/// reply into its result. Past the deadline it throws instead: host calls are slow enough that
+/// QuickJS's instruction-count polling alone would let a loop of them overrun the limit.
+fn host_fn<'js>(
     ctx: &Ctx<'js>,
-    bridge: &Rc<Bridge>,
-    guard: &Guard,
+    slot: &Arc<RunSlot>,
+    cells: &Arc<Cells>,
     name: &str,
     returns_undefined: bool,
-    make: F,
-) -> rquickjs::Result<Function<'js>>
-where
-    F: Fn(&Ctx<'js>, &[Value<'js>]) -> rquickjs::Result<HostCall> + 'js,
-{
-    let bridge = bridge.clone();
-    let interrupted = guard.interrupted.clone();
-    let deadline = guard.deadline;
+    make: MakeCall<'js>,
+) -> rquickjs::Result<Function<'js>> {
+    let (slot, cells) = (slot.clone(), cells.clone());
     let function = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<Value<'js>> {
-            if Instant::now() >= deadline {
-                interrupted.set(true);
+            if cells.deadline_passed() {
+                cells.interrupted.store(true, Relaxed);
                 return Err(Exception::throw_internal(&ctx, "interrupted"));
             }
             let call = make(&ctx, &args.0)?;
-            match bridge.call(call) {
-                Ok(Some(value)) => to_js(&ctx, &value),
-                Ok(None) if returns_undefined => Ok(Value::new_undefined(ctx)),
-                Ok(None) => Ok(Value::new_null(ctx)),
-                Err(message) => Err(Exception::throw_message(&ctx, &message)),
+            match slot.call(&cells, call) {
+                Ok(Ok(Some(value))) => to_js(&ctx, &value),
+                Ok(Ok(None)) if returns_undefined => Ok(Value::new_undefined(ctx)),
+                Ok(Ok(None)) => Ok(Value::new_null(ctx)),
+                Ok(Err(message)) => Err(Exception::throw_message(&ctx, &message)),
+                Err(Unserved::Late) => {
+                    cells.interrupted.store(true, Relaxed);
+                    Err(Exception::throw_internal(&ctx, "interrupted"))
+                }
+                Err(Unserved::NoRun) => Err(Exception::throw_message(
+                    &ctx,
+                    "the host is no longer available",
+                )),
             }
         },
     )?;
@@ -191,7 +275,7 @@ pub(super) fn to_js<'js>(ctx: &Ctx<'js>, value: &Json) -> rquickjs::Result<Value
 pub(crate) struct LogBuf {
     pub(crate) lines: Vec<String>,
     bytes: usize,
-    truncated: bool,
+    pub(super) truncated: bool,
 }
 
 impl LogBuf {
@@ -218,19 +302,18 @@ impl LogBuf {
     }
 }
 
-pub(super) fn log_fn<'js>(
+fn log_fn<'js>(
     ctx: &Ctx<'js>,
     name: &str,
     prefix: &'static str,
-    logs: &Rc<RefCell<LogBuf>>,
-    guard: &Guard,
+    slot: &Arc<RunSlot>,
+    cells: &Arc<Cells>,
 ) -> rquickjs::Result<Function<'js>> {
-    let logs = logs.clone();
-    let interrupted = guard.interrupted.clone();
+    let (slot, cells) = (slot.clone(), cells.clone());
     let function = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<()> {
-            if logs.borrow().truncated {
+            if slot.log_full() {
                 return Ok(());
             }
             let mut line = String::from(prefix);
@@ -238,9 +321,9 @@ pub(super) fn log_fn<'js>(
                 if i > 0 {
                     line.push(' ');
                 }
-                line.push_str(&log_text(&ctx, arg, &interrupted)?);
+                line.push_str(&log_text(&ctx, arg, &cells)?);
             }
-            logs.borrow_mut().push(line);
+            slot.log(line);
             Ok(())
         },
     )?;
@@ -248,11 +331,7 @@ pub(super) fn log_fn<'js>(
 }
 
 /// One `console.log` argument as text.
-pub(super) fn log_text<'js>(
-    ctx: &Ctx<'js>,
-    value: &Value<'js>,
-    interrupted: &Cell<bool>,
-) -> rquickjs::Result<String> {
+fn log_text<'js>(ctx: &Ctx<'js>, value: &Value<'js>, cells: &Cells) -> rquickjs::Result<String> {
     if let Some(text) = value.as_string() {
         return text.to_string();
     }
@@ -269,7 +348,7 @@ pub(super) fn log_text<'js>(
         Ok(None) => {}
         Err(rquickjs::Error::Exception) => {
             let thrown = ctx.catch();
-            let fatal = interrupted.get() || is_out_of_memory(&thrown);
+            let fatal = cells.interrupted() || is_out_of_memory(&thrown);
             clear_exception(ctx);
             if fatal {
                 return Err(ctx.throw(thrown));
@@ -280,7 +359,7 @@ pub(super) fn log_text<'js>(
     // Not JSON (a BigInt, a cycle, a function): `String(value)`.
     match value.get::<Coerced<String>>() {
         Ok(text) => Ok(text.0),
-        Err(rquickjs::Error::Exception) if interrupted.get() => Err(rquickjs::Error::Exception),
+        Err(rquickjs::Error::Exception) if cells.interrupted() => Err(rquickjs::Error::Exception),
         Err(_) => {
             clear_exception(ctx);
             Ok(format!("[{}]", value.type_name()))

@@ -2,10 +2,15 @@
 //! the server: the caller supplies the code, the input, the limits and a [`Host`].
 //!
 //! # Isolation
-//! Every [`run`] gets a fresh QuickJS context, dropped at the end, so nothing survives between
-//! runs (or between domains). The runtime under it is kept by the engine thread for its next
-//! run while runs leave it clean (a run that hits a limit or leaves jobs queued drops it); the
-//! host functions of a run belong to its own realm ([`Warm`]). The context holds only the ECMAScript
+//! [`run`] and [`run_with_globals`] use a fresh QuickJS context, dropped at the end, in an idle
+//! scratch runtime kept for the next such run while runs leave it clean (a run that hits a
+//! limit or leaves jobs queued drops it). [`run_kept`] runs in the warm context of a
+//! deployed process version ([`warm`]): a runtime and context of its own, kept between the
+//! version's runs, so module-level state persists from one run to the next and nothing is
+//! shared with any other version, process or domain. Either way the `svc` and `console` objects,
+//! `input` and the other globals are new for each run, and the host functions reach only the
+//! run in progress ([`lent`]). The JS runs on the thread that called, which serves its host
+//! calls itself. A context holds only the ECMAScript
 //! built-ins (`Object`, `Array`, `JSON`, `Math`, `Date`, `RegExp`, `Map`/`Set`, typed arrays,
 //! `Promise`, `Proxy`, `WeakRef`, `eval`, …) plus the globals below: no filesystem, network,
 //! environment, timers or process. `import` (static or dynamic) resolves only to the files of
@@ -39,11 +44,14 @@
 //!   by spaces; `warn`/`error` lines start with `warn: ` / `error: `. At most 1000 lines and
 //!   64 KiB in all; past that one last line `… logs truncated` is added and the rest dropped.
 //!
-//! Host calls run synchronously on the thread that called [`run`] (the JS code itself runs
-//! on an engine thread, kept between runs, that waits for each answer); a host `Err(message)` is thrown into JS
-//! as an `Error` with that message, which the code may catch. Values cross as JSON.
+//! Host calls run synchronously on the thread that called [`run`], which runs the JS too; a
+//! host `Err(message)` is thrown into JS as an `Error` with that message, which the code may
+//! catch. Values cross as JSON.
 //!
 //! # Result
+//! In a warm context the code is evaluated by the first run only; later runs call the `main`
+//! (or default export) that evaluation found, so top-level code runs once per context. A
+//! classic script without `main` is the run itself: it runs whole, in a fresh context, each time.
 //! - Classic script ([`Source::module`] false): if the script defines a global function
 //!   `main` (a `function` declaration or a top-level `const`/`let`), the output is
 //!   `main(input)`; otherwise it is the script's completion value (its last expression).
@@ -58,12 +66,11 @@
 //! - The output is converted with `JSON.stringify` semantics (`undefined` → `null`); a value
 //!   JSON cannot hold (a BigInt, a cycle, a function) is a script failure.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::CString;
 use std::fmt;
-use std::rc::Rc;
-use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rquickjs::allocator::{Allocator, RustAllocator};
@@ -187,19 +194,8 @@ fn megabytes(bytes: usize) -> String {
     }
 }
 
-/// A run's code, input and globals, owned by the engine thread that runs it.
-struct OwnedRun {
-    code: String,
-    modules: BTreeMap<String, String>,
-    module: bool,
-    input: Json,
-    globals: Vec<(String, Json)>,
-}
-
 /// Largest JS stack (QuickJS's own check; deeper recursion throws a `RangeError`).
 const JS_STACK_BYTES: usize = 512 << 10;
-/// Stack of an engine thread: the JS stack plus room for the engine's Rust frames.
-const WORKER_STACK_BYTES: usize = 4 << 20;
 /// Heap cap while compiling for [`check`].
 const CHECK_MEMORY_BYTES: usize = 64 << 20;
 /// Name of the entry file (scripts and modules).
@@ -233,7 +229,7 @@ pub fn run(
 }
 
 /// [`run`] with more read-only globals (frozen objects), such as a process's `config` and
-/// resolved `inputs`.
+/// resolved `inputs`; in a fresh context that is dropped at the end.
 pub fn run_with_globals(
     source: &Source,
     input: &Json,
@@ -241,75 +237,81 @@ pub fn run_with_globals(
     limits: &Limits,
     host: &dyn Host,
 ) -> Result<Outcome, RunError> {
-    let limits = *limits;
-    let now = Instant::now();
-    let deadline = now
-        .checked_add(limits.timeout)
-        .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
-    let (call_tx, call_rx) = mpsc::channel::<ToHost>();
-    let done = call_tx.clone();
-    let (reply_tx, reply_rx) = mpsc::channel::<HostReply>();
-    let bridge = Bridge {
-        calls: call_tx,
-        replies: reply_rx,
-    };
-    // The JS runtime lives on an engine thread (kept between runs, see [`pool`]) so that its
-    // closures own only 'static channel ends while the (borrowed, maybe !Send) host is served
-    // here. The thread gets its own copies of the code, the input and the globals.
-    let owned = OwnedRun {
-        code: source.code.to_string(),
-        modules: source.modules.clone(),
-        module: source.module,
-        input: input.clone(),
-        globals: globals
-            .iter()
-            .map(|(name, value)| (name.to_string(), value.clone()))
-            .collect(),
-    };
-    let job = Box::new(move || {
-        let source = Source {
-            code: &owned.code,
-            modules: &owned.modules,
-            module: owned.module,
-        };
-        let globals: Vec<(&str, Json)> = owned
-            .globals
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.clone()))
-            .collect();
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            execute(&source, &owned.input, &globals, limits, deadline, bridge)
-        }));
-        let (result, logs) = ran.unwrap_or_else(|_| {
-            let failure = Failure::Script("the engine failed".into());
-            (Err(failure), Vec::new())
-        });
-        let _ = done.send(ToHost::Done(result, logs));
-    });
-    if let Err(e) = pool::spawn(WORKER_STACK_BYTES, job) {
-        let failure = Failure::Script(format!("could not start the engine: {e}"));
-        return Err(RunError {
+    finish(guarded(|| run_fresh(source, input, globals, limits, host)))
+}
+
+/// [`run_with_globals`] in the warm context of instance `id` (see [`register`]): the context
+/// an earlier run of the instance left, with its module-level state, or a new one.
+pub fn run_kept(
+    id: u64,
+    source: &Source,
+    input: &Json,
+    globals: &[(&str, Json)],
+    limits: &Limits,
+    host: &dyn Host,
+) -> Result<Outcome, RunError> {
+    finish(guarded(|| {
+        warm::run(id, source, input, globals, limits, host)
+    }))
+}
+
+/// `run`, with a panic in the engine turned into the run's failure (the runtime it held is
+/// dropped on the way), so a caller never unwinds through a run.
+fn guarded(run: impl FnOnce() -> Ran) -> Ran {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+        .unwrap_or_else(|_| Ran::failed(Failure::Script("the engine failed".into())))
+}
+
+fn finish(ran: Ran) -> Result<Outcome, RunError> {
+    match ran.result {
+        Ok(output) => Ok(Outcome {
+            output,
+            logs: ran.logs,
+        }),
+        Err(failure) => Err(RunError {
             failure,
-            logs: Vec::new(),
+            logs: ran.logs,
+        }),
+    }
+}
+
+/// When a run that starts now must have ended.
+fn deadline(limits: &Limits) -> Instant {
+    let now = Instant::now();
+    now.checked_add(limits.timeout)
+        .unwrap_or(now + Duration::from_secs(365 * 24 * 3600))
+}
+
+/// One run in a new context of an idle scratch runtime, dropped at the end.
+fn run_fresh(
+    source: &Source,
+    input: &Json,
+    globals: &[(&str, Json)],
+    limits: &Limits,
+    host: &dyn Host,
+) -> Ran {
+    with_scratch(|sandbox| {
+        sandbox.prepare(deadline(limits), limits.memory_bytes);
+        let bundle = Bundle::new(source.modules);
+        sandbox.rt.set_loader(bundle.clone(), bundle);
+        let context = match sandbox.context() {
+            Ok(context) => context,
+            Err(failure) => return Ran::failed(failure),
+        };
+        let slot = Arc::new(RunSlot::default());
+        let lend = slot.lend(host);
+        let guard = Guard::new(&sandbox.cells);
+        let result = context.with(|ctx| {
+            let kit = Kit::new(&ctx, &slot, &sandbox.cells).map_err(|e| guard.failure(&ctx, e))?;
+            run_code(&ctx, &guard, &kit, source, None, input, globals).0
         });
-    }
-    // Host calls until the run says it is done (the bridge's closures may outlive the run in
-    // a kept runtime until its next collection, so the end is a message, not a hang-up).
-    let (result, logs) = loop {
-        match call_rx.recv() {
-            Ok(ToHost::Call(call)) => {
-                if reply_tx.send(serve(host, call)).is_err() {
-                    break (Err(stopped()), Vec::new());
-                }
-            }
-            Ok(ToHost::Done(result, logs)) => break (result, logs),
-            Err(_) => break (Err(stopped()), Vec::new()),
+        Ran {
+            result,
+            logs: lend.finish(),
+            stack_hit: guard.stack_hit(),
+            found: Found::Nothing,
         }
-    };
-    match result {
-        Ok(output) => Ok(Outcome { output, logs }),
-        Err(failure) => Err(RunError { failure, logs }),
-    }
+    })
 }
 
 /// Compiles without running (deploy-time check); Err(message) names the syntax error.
@@ -330,10 +332,9 @@ pub fn check(source: &Source) -> Result<(), String> {
         };
         entry.map_err(|e| compile_error(&ctx, e))?;
         for (name, code) in bundle.files.iter() {
-            if bundle.loaded.borrow().contains(name) {
+            if !lock(&bundle.loaded).insert(name.clone()) {
                 continue;
             }
-            bundle.loaded.borrow_mut().insert(name.clone());
             Module::declare(ctx.clone(), name.as_str(), code.as_str())
                 .map_err(|e| format!("{name}: {}", compile_error(&ctx, e)))?;
         }
@@ -373,329 +374,27 @@ fn compile_error(ctx: &Ctx<'_>, error: rquickjs::Error) -> String {
     }
 }
 
-// ---- the run, on an engine thread ---------------------------------------------------------
-
-fn execute(
-    source: &Source,
-    input: &Json,
-    globals: &[(&str, Json)],
-    limits: Limits,
-    deadline: Instant,
-    bridge: Bridge,
-) -> (Result<Json, Failure>, Vec<String>) {
-    let logs = Rc::new(RefCell::new(LogBuf::default()));
-    let result = evaluate(source, input, globals, limits, deadline, bridge, &logs);
-    let lines = std::mem::take(&mut logs.borrow_mut().lines);
-    (result, lines)
-}
-
-fn evaluate(
-    source: &Source,
-    input: &Json,
-    globals: &[(&str, Json)],
-    limits: Limits,
-    deadline: Instant,
-    bridge: Bridge,
-    logs: &Rc<RefCell<LogBuf>>,
-) -> Result<Json, Failure> {
-    let mut warm = match WARM.with(|w| w.borrow_mut().take()) {
-        Some(warm) => warm,
-        None => Warm::new().map_err(engine_failed)?,
-    };
-    warm.prepare(deadline, limits.memory_bytes);
-    let guard = Guard {
-        interrupted: warm.interrupted.clone(),
-        refused: warm.refused.clone(),
-        deadline,
-    };
-    let bundle = Bundle::new(source.modules);
-    warm.rt.set_loader(bundle.clone(), bundle);
-    let result = in_fresh_context(&warm.rt, &guard, source, input, globals, bridge, logs);
-    warm.keep_if_clean(&result);
-    result
-}
-
-fn engine_failed(e: rquickjs::Error) -> Failure {
-    Failure::Script(format!("could not start the engine: {e}"))
-}
-
-/// One run in a new context of `rt`, dropped at the end.
-fn in_fresh_context(
-    rt: &Runtime,
-    guard: &Guard,
-    source: &Source,
-    input: &Json,
-    globals: &[(&str, Json)],
-    bridge: Bridge,
-    logs: &Rc<RefCell<LogBuf>>,
-) -> Result<Json, Failure> {
-    let context = Context::custom::<Builtins>(rt).map_err(|e| match guard.refused.get() {
-        true => Failure::Memory,
-        false => engine_failed(e),
-    })?;
-    let bridge = Rc::new(bridge);
-    context.with(|ctx| {
-        let fail = |e: rquickjs::Error| guard.failure(&ctx, e);
-        install_globals(&ctx, guard, &bridge, logs).map_err(fail)?;
-        let input = to_js(&ctx, input).map_err(fail)?;
-        ctx.globals().set("input", input.clone()).map_err(fail)?;
-        let freeze: rquickjs::Function = ctx
-            .globals()
-            .get::<_, rquickjs::Object>("Object")
-            .and_then(|object| object.get("freeze"))
-            .map_err(fail)?;
-        for (name, value) in globals {
-            let value = to_js(&ctx, value).map_err(fail)?;
-            let frozen: Value = freeze.call((value,)).map_err(fail)?;
-            ctx.globals().set(*name, frozen).map_err(fail)?;
-        }
-        let result = if source.module {
-            run_module(&ctx, source.code, input, guard)?
-        } else {
-            run_script(&ctx, source.code, input).map_err(fail)?
-        };
-        let result = guard.settle(&ctx, result)?;
-        let output = guard.output(&ctx, result)?;
-        guard.drain(&ctx)?;
-        Ok(output)
-    })
-}
-
-fn run_script<'js>(ctx: &Ctx<'js>, code: &str, input: Value<'js>) -> rquickjs::Result<Value<'js>> {
-    let mut options = rquickjs::context::EvalOptions::default();
-    options.strict = false;
-    options.filename = Some(ENTRY.into());
-    let completion: Value = ctx.eval_with_options(code, options)?;
-    // Sees `function main` and top-level `const main = …` alike.
-    let main: Value = ctx.eval("typeof main === 'function' ? main : undefined")?;
-    match main.into_function() {
-        Some(main) => main.call((input,)),
-        None => Ok(completion),
-    }
-}
-
-fn run_module<'js>(
-    ctx: &Ctx<'js>,
-    code: &str,
-    input: Value<'js>,
-    guard: &Guard,
-) -> Result<Value<'js>, Failure> {
-    let fail = |e: rquickjs::Error| guard.failure(ctx, e);
-    let (module, evaluated) = Module::declare(ctx.clone(), ENTRY, code)
-        .and_then(Module::eval)
-        .map_err(fail)?;
-    guard.settle(ctx, evaluated.into_value())?;
-    let export: Value = module.get("default").map_err(fail)?;
-    match export.as_function() {
-        Some(function) => function.call((input,)).map_err(fail),
-        None => Ok(export),
-    }
-}
-
-/// Deadline bookkeeping and error classification of one run.
-struct Guard {
-    /// Set by the interrupt handler when it stopped the code.
-    interrupted: Rc<Cell<bool>>,
-    /// Set by the allocator when it refused memory past the limit.
-    refused: Rc<Cell<bool>>,
-    deadline: Instant,
-}
-
-impl Guard {
-    fn timed_out(&self) -> bool {
-        self.interrupted.get() || Instant::now() >= self.deadline
-    }
-
-    /// Turns an engine error (with the pending JS exception) into a failure.
-    fn failure(&self, ctx: &Ctx<'_>, error: rquickjs::Error) -> Failure {
-        let failure = match error {
-            rquickjs::Error::Exception => {
-                let thrown = ctx.catch();
-                if self.interrupted.get() {
-                    return Failure::Timeout;
-                }
-                if is_out_of_memory(&thrown) {
-                    clear_exception(ctx);
-                    return Failure::Memory;
-                }
-                Failure::Script(describe(ctx, &thrown))
-            }
-            rquickjs::Error::Allocation => Failure::Memory,
-            rquickjs::Error::InvalidString(_) => {
-                Failure::Script("the code contains a NUL character".into())
-            }
-            other => Failure::Script(other.to_string()),
-        };
-        if self.interrupted.get() {
-            Failure::Timeout
-        } else if self.refused.get() {
-            Failure::Memory
-        } else {
-            failure
-        }
-    }
-
-    /// Awaits `value` if it is a promise, driving the job queue until the deadline.
-    fn settle<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> Result<Value<'js>, Failure> {
-        let Some(promise) = value.as_promise().cloned() else {
-            return Ok(value);
-        };
-        loop {
-            if let Some(result) = promise.result::<Value>() {
-                return result.map_err(|e| self.failure(ctx, e));
-            }
-            if self.timed_out() {
-                return Err(Failure::Timeout);
-            }
-            if !ctx.execute_pending_job() {
-                return Err(Failure::Script(
-                    "the function's promise never settled (it awaits something that never happens)"
-                        .into(),
-                ));
-            }
-        }
-    }
-
-    /// Runs the jobs still queued once the result is known. Their errors go unseen (as
-    /// unhandled rejections), except running out of time or memory.
-    fn drain(&self, ctx: &Ctx<'_>) -> Result<(), Failure> {
-        let refused_before = self.refused.get();
-        loop {
-            if self.timed_out() {
-                return Err(Failure::Timeout);
-            }
-            if !refused_before && self.refused.get() {
-                return Err(Failure::Memory);
-            }
-            if !ctx.execute_pending_job() {
-                return Ok(());
-            }
-        }
-    }
-
-    /// The result as JSON (`JSON.stringify` semantics, `undefined` → `null`).
-    fn output<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> Result<Json, Failure> {
-        let refuse = |what: String| {
-            Failure::Script(format!("the result cannot be converted to JSON: {what}"))
-        };
-        if value.is_undefined() {
-            return Ok(Json::Null);
-        }
-        if value.is_function() || value.is_symbol() {
-            return Err(refuse(format!("it is a {}", value.type_name())));
-        }
-        let text = match ctx.json_stringify(value) {
-            Ok(Some(text)) => text.to_string().map_err(|e| self.failure(ctx, e))?,
-            Ok(None) => return Ok(Json::Null),
-            Err(e) => {
-                return Err(match self.failure(ctx, e) {
-                    Failure::Script(message) => refuse(message),
-                    other => other,
-                })
-            }
-        };
-        serde_json::from_str(&text).map_err(|e| refuse(e.to_string()))
-    }
-}
-
-fn is_out_of_memory(thrown: &Value<'_>) -> bool {
-    let Some(error) = thrown.as_object().filter(|_| thrown.is_error()) else {
-        return false;
-    };
-    let text = |key: &str| {
-        error
-            .get::<_, Option<Coerced<String>>>(key)
-            .ok()
-            .flatten()
-            .map(|s| s.0)
-    };
-    text("name").as_deref() == Some("InternalError")
-        && text("message").as_deref() == Some("out of memory")
-}
-
-/// A thrown value as one line: `Name: message (at frame)` for errors.
-fn describe<'js>(ctx: &Ctx<'js>, thrown: &Value<'js>) -> String {
-    let text = describe_value(ctx, thrown, true);
-    clear_exception(ctx);
-    text
-}
-
-/// Drops an exception left by user code that ran while describing a value (a getter that
-/// threw): it is not the one being reported.
-fn clear_exception(ctx: &Ctx<'_>) {
-    if ctx.has_exception() {
-        ctx.catch();
-    }
-}
-
-fn describe_value<'js>(ctx: &Ctx<'js>, thrown: &Value<'js>, with_frame: bool) -> String {
-    if let Some(text) = thrown.as_string().and_then(|s| s.to_string().ok()) {
-        return text;
-    }
-    let error = thrown
-        .as_object()
-        .filter(|_| thrown.is_error())
-        .and_then(|o| Exception::from_object(o.clone()));
-    let Some(error) = error else {
-        return show_value(ctx, thrown).unwrap_or_else(|| "a value that cannot be shown".into());
-    };
-    let name = error
-        .get::<_, Option<Coerced<String>>>("name")
-        .ok()
-        .flatten()
-        .map(|s| s.0)
-        .unwrap_or_else(|| "Error".into());
-    let message = error.message().unwrap_or_default();
-    let mut text = if message.is_empty() {
-        name
-    } else {
-        format!("{name}: {message}")
-    };
-    if !with_frame {
-        return text;
-    }
-    let frame = error.stack().and_then(|stack| {
-        stack
-            .lines()
-            .map(str::trim)
-            .find(|line| line.starts_with("at "))
-            .map(str::to_string)
-    });
-    if let Some(frame) = frame {
-        text.push_str(&format!(" ({frame})"));
-    }
-    text
-}
-
-/// `JSON.stringify(value)`, else `String(value)`; `None` when both fail.
-fn show_value<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> Option<String> {
-    if value.is_undefined() {
-        return Some("undefined".into());
-    }
-    if let Ok(Some(text)) = ctx.json_stringify(value.clone()) {
-        if let Ok(text) = text.to_string() {
-            return Some(text);
-        }
-    }
-    clear_exception(ctx);
-    let text = value.get::<Coerced<String>>().ok().map(|text| text.0);
-    clear_exception(ctx);
-    text
-}
-
-mod bridge;
+mod describe;
+mod execute;
 mod globals;
-mod pool;
+mod lent;
+mod runtime;
 mod sandbox;
-mod warm;
+pub mod warm;
 
-pub(crate) use bridge::{serve, HostCall, HostReply};
-use bridge::{stopped, Bridge, ToHost};
+use describe::{clear_exception, describe, describe_value, is_out_of_memory};
+use execute::{run_code, Found, Guard, Ran};
+use globals::Kit;
 pub(crate) use globals::LogBuf;
-use globals::{install_globals, to_js};
-use sandbox::{Bundle, CappedAllocator};
-use warm::{Warm, WARM};
+use lent::RunSlot;
+pub(crate) use lent::{serve, HostCall};
+use runtime::{engine_failed, with_scratch};
+use sandbox::{lock, Bundle, CappedAllocator};
+pub use warm::{register, retire};
 
 #[cfg(test)]
 #[path = "../engine_tests.rs"]
 mod tests;
+#[cfg(test)]
+#[path = "../engine_warm_tests.rs"]
+mod warm_tests;

@@ -1,26 +1,29 @@
 //! What fences a run in: the capped allocator behind the memory limit, and the module loader
-//! that resolves imports to the bundle's own files only.
+//! that resolves imports to the bundle's own files only. Both live inside a runtime that may
+//! move between threads, hence `Arc`s and atomics.
 
+use super::runtime::Cells;
 use super::*;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
 
 // ---- memory ------------------------------------------------------------------------------
 
-/// The Rust allocator with a cap: past `limit` bytes (`0`: none) it refuses and says so in
+/// The Rust allocator with a cap: past the run's limit (`0`: none) it refuses and says so in
 /// `refused`, which tells an out-of-memory failure from a script that throws `null` (what
-/// QuickJS throws when it cannot even allocate the error).
+/// QuickJS throws when it cannot even allocate the error). What it holds is kept in `used`,
+/// which is what a warm context costs.
 pub(super) struct CappedAllocator {
-    pub(super) used: usize,
-    /// The current run's cap, set by the runtime's owner before each run.
-    pub(super) limit: Rc<Cell<usize>>,
-    pub(super) refused: Rc<Cell<bool>>,
+    pub(super) cells: Arc<Cells>,
 }
 
 impl CappedAllocator {
     fn admit(&mut self, more: usize) -> bool {
-        let limit = self.limit.get();
-        let fits = limit == 0 || self.used.saturating_add(more) <= limit;
+        let limit = self.cells.limit.load(Relaxed);
+        let used = self.cells.used.load(Relaxed);
+        let fits = limit == 0 || used.saturating_add(more) <= limit;
         if !fits {
-            self.refused.set(true);
+            self.cells.refused.store(true, Relaxed);
         }
         fits
     }
@@ -28,9 +31,15 @@ impl CappedAllocator {
     fn track(&mut self, ptr: *mut u8) -> *mut u8 {
         if !ptr.is_null() {
             // SAFETY: `ptr` was just allocated by `RustAllocator`.
-            self.used += unsafe { RustAllocator::usable_size(ptr) };
+            let size = unsafe { RustAllocator::usable_size(ptr) };
+            self.cells.used.fetch_add(size, Relaxed);
         }
         ptr
+    }
+
+    fn release(&mut self, size: usize) {
+        let used = self.cells.used.load(Relaxed);
+        self.cells.used.store(used.saturating_sub(size), Relaxed);
     }
 }
 
@@ -57,7 +66,7 @@ unsafe impl Allocator for CappedAllocator {
     }
 
     unsafe fn dealloc(&mut self, ptr: *mut u8) {
-        self.used = self.used.saturating_sub(RustAllocator::usable_size(ptr));
+        self.release(RustAllocator::usable_size(ptr));
         RustAllocator.dealloc(ptr);
     }
 
@@ -71,7 +80,10 @@ unsafe impl Allocator for CappedAllocator {
         }
         let new = RustAllocator.realloc(ptr, new_size);
         if !new.is_null() {
-            self.used = self.used.saturating_sub(old_size) + RustAllocator::usable_size(new);
+            self.release(old_size);
+            self.cells
+                .used
+                .fetch_add(RustAllocator::usable_size(new), Relaxed);
         }
         new
     }
@@ -86,9 +98,9 @@ unsafe impl Allocator for CappedAllocator {
 /// Resolver and loader over the bundle's files only.
 #[derive(Clone)]
 pub(super) struct Bundle {
-    pub(super) files: Rc<BTreeMap<String, String>>,
+    pub(super) files: Arc<BTreeMap<String, String>>,
     /// The files loaded so far.
-    pub(super) loaded: Rc<RefCell<BTreeSet<String>>>,
+    pub(super) loaded: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Bundle {
@@ -98,8 +110,8 @@ impl Bundle {
             .filter_map(|(name, code)| Some((normalize("", name)?, code.clone())))
             .collect();
         Bundle {
-            files: Rc::new(files),
-            loaded: Rc::default(),
+            files: Arc::new(files),
+            loaded: Arc::default(),
         }
     }
 
@@ -162,10 +174,15 @@ impl Loader for Bundle {
     ) -> rquickjs::Result<Module<'js>> {
         match self.files.get(name) {
             Some(code) => {
-                self.loaded.borrow_mut().insert(name.to_string());
+                lock(&self.loaded).insert(name.to_string());
                 Module::declare(ctx.clone(), name, code.as_str())
             }
             None => Err(rquickjs::Error::new_loading(name)),
         }
     }
+}
+
+/// A mutex's contents, also after a panic elsewhere (the data is a plain set).
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -12,10 +12,15 @@
 //!   child's `RLIMIT_AS`; an allocation past it raises `MemoryError` ([`Failure::Memory`]).
 //! - Output: at most 1 MiB of JSON; log lines as for JavaScript.
 //!
-//! Workers are started on demand, one per CPU at most, and replaced when one dies.
+//! Workers are started on demand, one per CPU at most, and replaced when one dies. A deployed
+//! process version keeps a warm worker of its own instead ([`warm`]) unless it asks for fresh
+//! state.
 
 mod protocol;
 mod sandbox;
+mod warm;
+
+pub use warm::{register, retire};
 
 use super::engine::{Failure, Host, Limits, Outcome, RunError};
 use protocol::Zygote;
@@ -96,8 +101,10 @@ fn service() -> Result<&'static Python, String> {
     }
 }
 
-/// Runs Python `code` on `input` with read-only `globals` (`inputs`, `config`).
+/// Runs Python `code` on `input` with read-only `globals` (`inputs`, `config`): in the warm
+/// worker of `instance` when it keeps one ([`warm`]), else in a forked child of a zygote.
 pub fn run(
+    instance: Option<u64>,
     code: &str,
     input: &Json,
     globals: &[(&str, Json)],
@@ -109,6 +116,11 @@ pub fn run(
         logs: Vec::new(),
     };
     let python = service().map_err(failed)?;
+    if let Some(id) = instance {
+        if let Some(result) = warm::run(python, id, code, input, globals, limits, host) {
+            return result;
+        }
+    }
     let mut zygote = python.take().map_err(failed)?;
     let request = protocol::Request::run(code, input, globals, limits, zygote.baseline_bytes);
     let result = zygote.run(&request, limits, host);
@@ -244,7 +256,13 @@ impl Python {
         } else {
             self.scratch_base.join(format!("worker-{id}"))
         };
-        Zygote::spawn(&self.interpreter, RUNNER, &scratch, &self.run_filters)
+        Zygote::spawn(
+            &self.interpreter,
+            RUNNER,
+            &scratch,
+            &self.run_filters,
+            false,
+        )
     }
 }
 

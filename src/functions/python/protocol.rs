@@ -94,7 +94,8 @@ impl<'a> Request<'a> {
     }
 }
 
-/// A pre-started interpreter inside its fences.
+/// A pre-started interpreter inside its fences: a zygote that forks a child per run, or
+/// (started `warm`) one process version's warm worker that runs each call itself.
 pub struct Zygote {
     child: Child,
     to: ChildStdin,
@@ -103,6 +104,18 @@ pub struct Zygote {
     /// Its address space once warm: a run's memory cap comes on top.
     pub baseline_bytes: u64,
     dead: bool,
+    warm: bool,
+    /// What a warm worker's last run said of the code (its `{"warm": …}` line).
+    pub found: Option<Found>,
+}
+
+/// What a warm worker found when it ran the code's top level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// A `main`: later runs call it in the same interpreter.
+    Main,
+    /// No `main`: the code is the run, and must start fresh each time.
+    WholeScript,
 }
 
 impl Zygote {
@@ -111,6 +124,7 @@ impl Zygote {
         runner: &str,
         scratch: &Path,
         run_filters: &[String],
+        warm: bool,
     ) -> Result<Zygote, String> {
         std::fs::create_dir_all(scratch)
             .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
@@ -131,8 +145,10 @@ impl Zygote {
             child,
             ready: Ready::default(),
             dead: false,
+            warm,
+            found: None,
         };
-        zygote.send(&json!({ "child_filters": run_filters }))?;
+        zygote.send(&json!({ "child_filters": run_filters, "warm": warm }))?;
         let deadline = Instant::now() + START_TIMEOUT;
         let line = zygote
             .from
@@ -161,8 +177,12 @@ impl Zygote {
         })
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the zygote and whatever it forked (its own process group).
-    fn kill(&mut self) {
+    pub fn kill(&mut self) {
         self.dead = true;
         if let Ok(pid) = i32::try_from(self.child.id()) {
             // SAFETY: a plain kill(2) of the zygote's process group (it called setsid).
@@ -216,10 +236,22 @@ impl Zygote {
         if let Err(e) = self.send(&json!({ "run": request })) {
             return Err(stopped(e, logs));
         }
-        let deadline = Instant::now() + limits.timeout + GRACE;
+        // A zygote's child is timed by the zygote, a warm worker's run by svc.
+        let deadline = match self.warm {
+            true => Instant::now() + limits.timeout,
+            false => Instant::now() + limits.timeout + GRACE,
+        };
+        self.found = None;
         loop {
             let line = match self.from.next(deadline) {
                 Ok(line) => line,
+                Err(_) if self.warm && Instant::now() >= deadline => {
+                    self.kill();
+                    return Err(RunError {
+                        failure: Failure::Timeout,
+                        logs: logs.lines,
+                    });
+                }
                 Err(e) => {
                     self.kill();
                     return Err(stopped(format!("the Python worker failed: {e}"), logs));
@@ -251,20 +283,35 @@ impl Zygote {
                 result = Some(Err(failure_of(&error)));
             } else if let Some(syntax) = message.remove("syntax") {
                 result = Some(Err(Failure::Script(syntax_error(&syntax))));
-            } else if let Some(exit) = message.remove("exit") {
-                let result = ended(result, &exit);
-                return match result {
-                    Ok(output) => Ok(Outcome {
-                        output,
-                        logs: logs.lines,
-                    }),
-                    Err(failure) => Err(RunError {
-                        failure,
-                        logs: logs.lines,
-                    }),
+            } else if let Some(found) = message.remove("warm") {
+                self.found = match found.as_str() {
+                    Some("main") => Some(Found::Main),
+                    Some("whole") => Some(Found::WholeScript),
+                    _ => None,
                 };
+            } else if let Some(exit) = message.remove("exit") {
+                return outcome(ended(result, &exit), logs);
+            }
+            // A warm worker's run ends with its result: there is no child to wait for.
+            if self.warm {
+                if let Some(result) = result.take() {
+                    return outcome(result, logs);
+                }
             }
         }
+    }
+}
+
+fn outcome(result: Result<Json, Failure>, logs: LogBuf) -> Result<Outcome, RunError> {
+    match result {
+        Ok(output) => Ok(Outcome {
+            output,
+            logs: logs.lines,
+        }),
+        Err(failure) => Err(RunError {
+            failure,
+            logs: logs.lines,
+        }),
     }
 }
 
@@ -407,8 +454,12 @@ impl Lines {
                 return Err(format!("it sent a message over {MAX_LINE_BYTES} bytes"));
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || !readable(&self.pipe, left) {
+            if left.is_zero() {
                 return Err("it stopped answering".into());
+            }
+            // poll counts whole milliseconds and may wake a little early: look again.
+            if !readable(&self.pipe, left) {
+                continue;
             }
             let mut chunk = [0u8; 64 << 10];
             match self.pipe.read(&mut chunk) {

@@ -3,6 +3,10 @@
 # talks to it in JSON lines on its standard input and output. Each run is a fork of this
 # warm interpreter, so a run starts in microseconds and nothing it does survives it.
 #
+# Started with "warm" in its hello, the same interpreter is instead one process version's warm
+# worker: the first run sets the run's fences on the interpreter itself, runs the code's top
+# level and keeps it, and every later run calls its `main` in place (see `warm_loop`).
+#
 # svc -> zygote  {"run": {...}}                a run (or, with "check", a syntax check)
 # child -> svc   {"call": name, "args": [...]} a host call; svc answers {"ok": v} or {"err": m}
 # child -> svc   {"log": line}
@@ -147,19 +151,21 @@ class LogStream:
             self.pending = ""
 
 
-SVC = types.SimpleNamespace(
-    tag=types.SimpleNamespace(
-        read=lambda topic: host_call("tag.read", topic),
-        write=lambda topic, value: host_call("tag.write", topic, value),
-    ),
-    records=types.SimpleNamespace(
-        create=lambda table, record: host_call("records.create", table, record),
-        get=lambda id: host_call("records.get", id),
-        list=lambda table, query=None: host_call("records.list", table, query or {}),
-    ),
-    log=log,
-    HostError=HostError,
-)
+def make_svc():
+    """The `svc` object of a run (a new one for each run of a warm worker)."""
+    return types.SimpleNamespace(
+        tag=types.SimpleNamespace(
+            read=lambda topic: host_call("tag.read", topic),
+            write=lambda topic, value: host_call("tag.write", topic, value),
+        ),
+        records=types.SimpleNamespace(
+            create=lambda table, record: host_call("records.create", table, record),
+            get=lambda id: host_call("records.get", id),
+            list=lambda table, query=None: host_call("records.list", table, query or {}),
+        ),
+        log=log,
+        HostError=HostError,
+    )
 
 
 def freeze(value):
@@ -212,17 +218,30 @@ def execute(req, code):
         CTL.send({"done": None})
         return
     given = req.get("input")
-    env = {"__name__": "__main__", "__builtins__": builtins, "svc": SVC, "input": given}
-    env.update((name, freeze(value)) for name, value in (req.get("globals") or {}).items())
-    sys.stdout, sys.stderr = LogStream(), LogStream("error: ")
-    try:
+    env = run_globals(req, {"__name__": "__main__", "__builtins__": builtins})
+
+    def body():
         exec(module, env)
         if callable(env.get("main")):
-            output = call_main(env["main"], given)
-        elif tail is not None:
-            output = eval(tail, env)
-        else:
-            output = None
+            return call_main(env["main"], given)
+        return eval(tail, env) if tail is not None else None
+
+    guarded(body)
+
+
+def run_globals(req, env):
+    """`env` with the run's own `svc`, `input` and frozen `inputs`/`config`."""
+    env["svc"] = make_svc()
+    env["input"] = req.get("input")
+    env.update((name, freeze(value)) for name, value in (req.get("globals") or {}).items())
+    return env
+
+
+def guarded(body):
+    """Runs `body` with the run's log streams and sends its output (or why there is none)."""
+    sys.stdout, sys.stderr = LogStream(), LogStream("error: ")
+    try:
+        output = body()
         if type(output).__name__ == "coroutine":
             import asyncio
             output = asyncio.run(output)
@@ -233,6 +252,10 @@ def execute(req, code):
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+    finish(output)
+
+
+def finish(output):
     try:
         text = json.dumps(output, allow_nan=False, ensure_ascii=False)
     except MemoryError:
@@ -276,16 +299,87 @@ class CodeCache:
 def child(req, run_dir, filters, code):
     os.dup2(NULL, 2)
     os.chdir(run_dir)
+    cpu = req.get("cpu_seconds") or 1
+    fence(req, filters, (cpu, cpu))
+    execute(req, code)
+
+
+def fence(req, filters, cpu):
+    """A run's fences on this process: its rlimits, then the seccomp programs that stop it
+    from lifting them (or forking, exec'ing, signalling)."""
     limit = req.get("memory_limit") or 0
     if limit:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    cpu = req.get("cpu_seconds") or 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_CPU, cpu)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
     for program in filters:
         install_filter(program)
-    execute(req, code)
+
+
+class Warm:
+    """One process version kept loaded: its top level ran once, later runs call its `main`."""
+
+    def __init__(self, req, filters):
+        # The CPU budget is svc's to raise before each run (prlimit); the code cannot.
+        hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        fence(req, filters, (req.get("cpu_seconds") or 1, hard))
+        self.env = None
+
+    def run(self, req):
+        # The worker's scratch directory is its own: each run works in it and leaves it empty
+        # (a directory per run, as a zygote's children get, would cost a mkdir and an rmdir).
+        os.chdir(SCRATCH)
+        try:
+            if self.env is None:
+                self.first(req)
+            else:
+                env = run_globals(req, self.env)
+                guarded(lambda: call_main(env["main"], env["input"]))
+        finally:
+            os.chdir(SCRATCH)
+            clean(SCRATCH)
+
+    def first(self, req):
+        try:
+            module, tail = compiled(req["code"])
+        except (SyntaxError, ValueError) as e:
+            CTL.send({"syntax": {"message": getattr(e, "msg", str(e)),
+                                 "line": getattr(e, "lineno", None),
+                                 "column": getattr(e, "offset", None)}})
+            return
+        env = run_globals(req, {"__name__": "__main__", "__builtins__": builtins})
+
+        def body():
+            exec(module, env)
+            if callable(env.get("main")):
+                self.env = env
+                CTL.send({"warm": "main"})
+                return call_main(env["main"], env["input"])
+            # No `main`: the code itself is the run, so every run must start fresh.
+            CTL.send({"warm": "whole"})
+            return eval(tail, env) if tail is not None else None
+
+        guarded(body)
+
+
+def warm_loop(filters):
+    """A warm worker's life: runs of its one process version until svc closes the pipe."""
+    os.dup2(NULL, 2)
+    worker = None
+    while True:
+        message = CTL.read()
+        if message is None:
+            return
+        req = message.get("run")
+        if req is None:
+            continue
+        if worker is None:
+            try:
+                worker = Warm(req, filters)
+            except BaseException as e:
+                return fail("the sandbox could not be set up: %s" % e)
+        worker.run(req)
 
 
 def clean(scratch):
@@ -332,11 +426,16 @@ def wait(pid, timeout):
             "timeout": timed_out}
 
 
+SCRATCH = os.getcwd()
+
+
 def main():
     hello = CTL.read()
     filters = [bytes.fromhex(p) for p in hello["child_filters"]]
-    scratch = os.getcwd()
+    scratch = SCRATCH
     CTL.send({"ready": self_test()})
+    if hello.get("warm"):
+        return warm_loop(filters)
     gc.collect()
     gc.freeze()
     runs = 0

@@ -5,7 +5,7 @@
 use super::host::ServerHost;
 use super::{chain_origin, Automation, Tasks};
 use crate::functions::engine::{self, Outcome, RunError};
-use crate::functions::{FunctionDef, RunRecord};
+use crate::functions::{FunctionDef, Instance, RunRecord};
 use crate::schedule::Schedule;
 use crate::server::AppState;
 use crate::store::{Leadership, RunOwner};
@@ -35,20 +35,33 @@ pub struct Deployed {
     jobs: mpsc::Sender<Job>,
     /// Jobs queued or running.
     pending: Arc<AtomicUsize>,
+    /// For a function whose runs may overlap: what a call needs to start its run itself,
+    /// rather than hand it to the queue's task to start (one task hop fewer per call).
+    direct: Option<(AppState, String, Deployment)>,
     /// Held for their lifetime: dropping the deployment stops them.
     _tasks: Tasks,
 }
 
 impl Deployed {
+    /// Starts serving `def`, a new [`Instance`]: whatever runtime an earlier deployment of the
+    /// function kept warm is not this one's.
     pub fn start(state: &AppState, domain: &str, def: FunctionDef) -> Deployed {
         let def = Arc::new(def);
+        let instance = Arc::new(Instance::new());
         let (jobs, queue) = mpsc::channel(QUEUE);
         let pending = Arc::new(AtomicUsize::new(0));
         let mut tasks = Tasks::default();
+        let deployment = Deployment {
+            def: Arc::clone(&def),
+            instance,
+        };
+        let direct = def
+            .allow_overlap
+            .then(|| (state.clone(), domain.to_string(), deployment.clone()));
         tasks.spawn(serve_jobs(
             state.clone(),
             domain.to_string(),
-            Arc::clone(&def),
+            deployment,
             queue,
             Arc::clone(&pending),
         ));
@@ -70,6 +83,7 @@ impl Deployed {
             def,
             jobs,
             pending,
+            direct,
             _tasks: tasks,
         }
     }
@@ -85,7 +99,8 @@ impl Deployed {
         }
     }
 
-    /// Queues a job and waits for its result.
+    /// Queues a job (or, when runs may overlap, starts it) and waits for its result. The run
+    /// is a task of its own either way, so it ends and is logged even if the caller goes away.
     pub async fn call(&self, input: Value, trigger: &'static str) -> Option<(RunResult, u64)> {
         let (reply, answer) = oneshot::channel();
         self.pending.fetch_add(1, Ordering::SeqCst);
@@ -95,6 +110,18 @@ impl Deployed {
             trigger,
             reply: Some(reply),
         };
+        if let Some((state, domain, deployment)) = &self.direct {
+            let pending = Arc::clone(&self.pending);
+            let run = run_job(
+                state.clone(),
+                domain.clone(),
+                deployment.clone(),
+                job,
+                pending,
+            );
+            tokio::spawn(run);
+            return answer.await.ok();
+        }
         if self.jobs.send(job).await.is_err() {
             self.pending.fetch_sub(1, Ordering::SeqCst);
             return None;
@@ -103,10 +130,17 @@ impl Deployed {
     }
 }
 
+/// What a run runs: the definition, and the instance whose warm runtime it runs in.
+#[derive(Clone)]
+pub struct Deployment {
+    pub def: Arc<FunctionDef>,
+    pub instance: Arc<Instance>,
+}
+
 async fn serve_jobs(
     state: AppState,
     domain: String,
-    def: Arc<FunctionDef>,
+    deployment: Deployment,
     mut queue: mpsc::Receiver<Job>,
     pending: Arc<AtomicUsize>,
 ) {
@@ -114,11 +148,11 @@ async fn serve_jobs(
         let run = run_job(
             state.clone(),
             domain.clone(),
-            Arc::clone(&def),
+            deployment.clone(),
             job,
             Arc::clone(&pending),
         );
-        if def.allow_overlap {
+        if deployment.def.allow_overlap {
             tokio::spawn(run);
         } else {
             run.await;
@@ -129,11 +163,19 @@ async fn serve_jobs(
 async fn run_job(
     state: AppState,
     domain: String,
-    def: Arc<FunctionDef>,
+    deployment: Deployment,
     job: Job,
     pending: Arc<AtomicUsize>,
 ) {
-    let outcome = run_function(&state, &domain, def, job.input, job.trigger, job.depth).await;
+    let outcome = run_function(
+        &state,
+        &domain,
+        deployment,
+        job.input,
+        job.trigger,
+        job.depth,
+    )
+    .await;
     pending.fetch_sub(1, Ordering::SeqCst);
     if let Some(reply) = job.reply {
         let _ = reply.send(outcome);
@@ -182,14 +224,15 @@ async fn fire_on_schedule(
 pub async fn run_function(
     state: &AppState,
     domain: &str,
-    def: Arc<FunctionDef>,
+    deployment: Deployment,
     input: Value,
     trigger: &str,
     depth: u32,
 ) -> (RunResult, u64) {
     let started_dt = crate::time::now_rfc3339();
     let started = Instant::now();
-    let result = run_sandboxed(state, domain, &def, input, depth).await;
+    let def = Arc::clone(&deployment.def);
+    let result = run_sandboxed(state, domain, deployment, input, depth).await;
     crate::telemetry::get().run("function", result.is_ok(), started.elapsed());
     let duration_ms = started.elapsed().as_millis() as u64;
     let error = result.as_ref().err().map(|e| e.explain(&def.limits()));
@@ -205,25 +248,28 @@ pub async fn run_function(
     (result, duration_ms)
 }
 
-/// The sandbox on a blocking thread, within the server's limit of simultaneous runs.
+/// The sandbox on a blocking thread (which runs the code and serves its host calls itself),
+/// within the server's limit of simultaneous runs.
 pub async fn run_sandboxed(
     state: &AppState,
     domain: &str,
-    def: &Arc<FunctionDef>,
+    deployment: Deployment,
     input: Value,
     depth: u32,
 ) -> RunResult {
     let automation: &Automation = &state.automation;
     let _slot = automation.slots.acquire().await;
-    let origin = chain_origin(&Automation::function_origin(domain, &def.name), depth);
+    let origin = chain_origin(
+        &Automation::function_origin(domain, &deployment.def.name),
+        depth,
+    );
     let host = ServerHost::new(
         state.clone(),
         domain,
         origin,
         tokio::runtime::Handle::current(),
     );
-    let def = Arc::clone(def);
-    tokio::task::spawn_blocking(move || super::process::run(&def, &input, &host))
+    tokio::task::spawn_blocking(move || super::process::run(&deployment, &input, &host))
         .await
         .unwrap_or_else(|e| {
             Err(RunError {

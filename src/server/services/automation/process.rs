@@ -4,6 +4,7 @@
 //! or of one of its members; a record created or updated from an `sql` output's INSERT or
 //! UPDATE, checked as the REST routes check it). Runs on the blocking thread of the run.
 
+use super::functions::Deployment;
 use super::host::ServerHost;
 use crate::functions::engine::{Failure, Host, RunError};
 use crate::functions::sdk::{config_of, InputKind, OutputKind};
@@ -13,14 +14,19 @@ use serde_json::{Map, Value};
 
 /// Resolves the inputs, runs the code, applies the outputs. A failure to resolve an input or
 /// to apply an output fails the run, with the logs the code wrote.
-pub fn run(def: &FunctionDef, input: &Value, host: &ServerHost) -> super::functions::RunResult {
+pub fn run(
+    deployment: &Deployment,
+    input: &Value,
+    host: &ServerHost,
+) -> super::functions::RunResult {
+    let def = &deployment.def;
     let script_failure = |message: String, logs: Vec<String>| RunError {
         failure: Failure::Script(message),
         logs,
     };
     let inputs = resolve_inputs(def, host).map_err(|e| script_failure(e, Vec::new()))?;
     let globals = [("config", config_of(def)), ("inputs", inputs)];
-    let outcome = def.run(input, &globals, host)?;
+    let outcome = def.run(&deployment.instance, input, &globals, host)?;
     if let Err(e) = apply_outputs(def, &outcome.output, host) {
         return Err(script_failure(e, outcome.logs));
     }
