@@ -8,6 +8,7 @@ pub mod python;
 pub mod sdk;
 pub mod sql_output;
 pub mod typescript;
+mod warm_pool;
 
 use crate::schedule::Schedule;
 pub use crate::store::{CodeVersion, RunRecord};

@@ -14,11 +14,10 @@ use super::execute::{run_code, Entry, Found, Guard, Ran};
 use super::globals::Kit;
 use super::lent::RunSlot;
 use super::runtime::Sandbox;
-use super::sandbox::lock;
 use super::*;
-use std::collections::HashMap;
+use crate::functions::warm_pool::{Taken, WarmPool};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// What the warm contexts may take, server-wide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,56 +157,20 @@ fn stopped() -> Failure {
     Failure::Script("the engine lost the function's context".into())
 }
 
-struct Idle {
-    context: WarmContext,
-    bytes: usize,
-    /// When it was last given back: the smallest goes first.
-    tick: u64,
-}
-
-#[derive(Default)]
-struct Instance {
-    idle: Vec<Idle>,
-    /// A classic script without `main`: it runs whole each time, in a fresh context.
-    whole_script: bool,
-}
-
-#[derive(Default)]
-struct Cache {
-    instances: HashMap<u64, Instance>,
-    bytes: usize,
-    tick: u64,
-}
-
-fn cache() -> &'static Mutex<Cache> {
-    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
-    CACHE.get_or_init(Mutex::default)
+/// The idle contexts of every instance.
+fn pool() -> &'static WarmPool<WarmContext> {
+    static POOL: OnceLock<WarmPool<WarmContext>> = OnceLock::new();
+    POOL.get_or_init(WarmPool::default)
 }
 
 /// Makes `id` an instance whose contexts are kept.
 pub fn register(id: u64) {
-    lock(cache()).instances.entry(id).or_default();
+    pool().register(id);
 }
 
 /// Drops the instance's contexts; a run of it still going drops its own when it ends.
 pub fn retire(id: u64) {
-    let gone = {
-        let mut cache = lock(cache());
-        let gone = cache.instances.remove(&id);
-        if let Some(instance) = &gone {
-            cache.bytes -= instance.idle.iter().map(|i| i.bytes).sum::<usize>();
-        }
-        gone
-    };
-    drop(gone);
-}
-
-/// What a run of an instance starts from.
-enum Start {
-    Warm(WarmContext),
-    Build,
-    /// Not kept (unregistered, retired, or a whole script): a fresh context.
-    Fresh,
+    pool().retire(id);
 }
 
 /// Runs `source` in instance `id`'s warm context (see the module doc).
@@ -219,94 +182,27 @@ pub(super) fn run(
     limits: &Limits,
     host: &dyn Host,
 ) -> Ran {
-    let start = {
-        let mut cache = lock(cache());
-        match cache.instances.get_mut(&id) {
-            Some(instance) if !instance.whole_script => match instance.idle.pop() {
-                Some(idle) => {
-                    cache.bytes -= idle.bytes;
-                    Start::Warm(idle.context)
-                }
-                None => Start::Build,
-            },
-            _ => Start::Fresh,
-        }
-    };
-    let mut context = match start {
-        Start::Warm(context) => context,
-        Start::Build => match WarmContext::build(source) {
+    let mut context = match pool().take(id) {
+        Taken::Warm(context) => context,
+        Taken::Build => match WarmContext::build(source) {
             Ok(context) => context,
             Err(failure) => return Ran::failed(failure),
         },
-        Start::Fresh => return run_fresh(source, input, globals, limits, host),
+        Taken::NotKept => return run_fresh(source, input, globals, limits, host),
     };
     let ran = context.run(source, input, globals, limits, host);
     if ran.found == Found::WholeScript {
-        if let Some(instance) = lock(cache()).instances.get_mut(&id) {
-            instance.whole_script = true;
-        }
+        pool().runs_whole(id);
     }
     if context.reusable(&ran) {
-        give_back(id, context);
+        let bytes = context.bytes();
+        pool().give_back(id, context, bytes, MEMORY_BYTES.load(Relaxed));
     }
     ran
-}
-
-/// Keeps `context` for the instance's next run, then drops the least recently used idle
-/// contexts while they hold more than the cap.
-fn give_back(id: u64, context: WarmContext) {
-    let bytes = context.bytes();
-    let cap = MEMORY_BYTES.load(Relaxed);
-    let mut evicted = Vec::new();
-    {
-        let mut cache = lock(cache());
-        cache.tick += 1;
-        let tick = cache.tick;
-        let Some(instance) = cache.instances.get_mut(&id) else {
-            return;
-        };
-        instance.idle.push(Idle {
-            context,
-            bytes,
-            tick,
-        });
-        cache.bytes += bytes;
-        while cache.bytes > cap {
-            let Some(oldest) = cache.least_recently_used() else {
-                break;
-            };
-            if let Some(instance) = cache.instances.get_mut(&oldest.0) {
-                let idle = instance.idle.remove(oldest.1);
-                cache.bytes -= idle.bytes;
-                evicted.push(idle);
-            }
-        }
-    }
-    // Runtimes are freed outside the lock.
-    drop(evicted);
-}
-
-impl Cache {
-    /// (instance, index) of the idle context given back longest ago.
-    fn least_recently_used(&self) -> Option<(u64, usize)> {
-        self.instances
-            .iter()
-            .flat_map(|(id, instance)| {
-                instance
-                    .idle
-                    .iter()
-                    .enumerate()
-                    .map(move |(i, idle)| (idle.tick, *id, i))
-            })
-            .min()
-            .map(|(_, id, i)| (id, i))
-    }
 }
 
 /// How many contexts are idle and the bytes they hold (for tests and reports).
 #[cfg(test)]
 pub(super) fn idle() -> (usize, usize) {
-    let cache = lock(cache());
-    let count = cache.instances.values().map(|i| i.idle.len()).sum();
-    (count, cache.bytes)
+    pool().idle()
 }

@@ -13,11 +13,11 @@
 use super::protocol::{Found, Request, Zygote};
 use super::{Python, RUNNER};
 use crate::functions::engine::{warm as engine_warm, Failure, Host, Limits, Outcome, RunError};
+use crate::functions::warm_pool::{Taken, WarmPool};
 use serde_json::Value as Json;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// A warm worker and its scratch directory, removed once the worker is gone.
 struct Worker {
@@ -71,51 +71,20 @@ impl Drop for Worker {
     }
 }
 
-struct Idle {
-    worker: Worker,
-    bytes: usize,
-    tick: u64,
-}
-
-#[derive(Default)]
-struct Instance {
-    idle: Vec<Idle>,
-    /// Code without `main`: it runs forked per run.
-    whole_script: bool,
-}
-
-#[derive(Default)]
-struct Workers {
-    instances: HashMap<u64, Instance>,
-    bytes: usize,
-    tick: u64,
-}
-
-fn workers() -> &'static Mutex<Workers> {
-    static WORKERS: OnceLock<Mutex<Workers>> = OnceLock::new();
-    WORKERS.get_or_init(Mutex::default)
-}
-
-fn lock() -> std::sync::MutexGuard<'static, Workers> {
-    workers().lock().unwrap_or_else(|e| e.into_inner())
+/// The idle workers of every instance.
+fn pool() -> &'static WarmPool<Worker> {
+    static POOL: OnceLock<WarmPool<Worker>> = OnceLock::new();
+    POOL.get_or_init(WarmPool::default)
 }
 
 /// Makes `id` an instance whose workers are kept.
 pub fn register(id: u64) {
-    lock().instances.entry(id).or_default();
+    pool().register(id);
 }
 
 /// Drops the instance's workers; one still running drops itself when its run ends.
 pub fn retire(id: u64) {
-    let gone = {
-        let mut workers = lock();
-        let gone = workers.instances.remove(&id);
-        if let Some(instance) = &gone {
-            workers.bytes -= instance.idle.iter().map(|i| i.bytes).sum::<usize>();
-        }
-        gone
-    };
-    drop(gone);
+    pool().retire(id);
 }
 
 /// Runs `code` in instance `id`'s warm worker; `None` when the instance does not keep one
@@ -129,20 +98,13 @@ pub(super) fn run(
     limits: &Limits,
     host: &dyn Host,
 ) -> Option<Result<Outcome, RunError>> {
-    let kept = {
-        let mut workers = lock();
-        let instance = workers.instances.get_mut(&id)?;
-        if instance.whole_script {
-            return None;
-        }
-        let idle = instance.idle.pop();
-        if let Some(idle) = &idle {
-            workers.bytes -= idle.bytes;
-        }
-        idle
+    let kept = match pool().take(id) {
+        Taken::Warm(worker) => Some(worker),
+        Taken::Build => None,
+        Taken::NotKept => return None,
     };
     // A worker that died while idle (a thread of its code used up its CPU time) is replaced.
-    let kept = kept.map(|idle| idle.worker).and_then(|mut worker| {
+    let kept = kept.and_then(|mut worker| {
         let running = worker.zygote.alive();
         running.then_some(worker)
     });
@@ -166,11 +128,7 @@ pub(super) fn run(
     let result = worker.zygote.run(&request, limits, host);
     match worker.zygote.found {
         Some(Found::Main) => worker.established = true,
-        Some(Found::WholeScript) => {
-            if let Some(instance) = lock().instances.get_mut(&id) {
-                instance.whole_script = true;
-            }
-        }
+        Some(Found::WholeScript) => pool().runs_whole(id),
         None => {}
     }
     if worker.reusable(&result) {
@@ -187,42 +145,7 @@ fn give_back(id: u64, mut worker: Worker) {
         worker.bytes = resident_bytes(worker.zygote.pid()).unwrap_or(worker.bytes);
     }
     let bytes = worker.bytes;
-    let cap = engine_warm::memory_bytes();
-    let mut evicted = Vec::new();
-    {
-        let mut workers = lock();
-        workers.tick += 1;
-        let tick = workers.tick;
-        let Some(instance) = workers.instances.get_mut(&id) else {
-            return;
-        };
-        instance.idle.push(Idle {
-            worker,
-            bytes,
-            tick,
-        });
-        workers.bytes += bytes;
-        while workers.bytes > cap {
-            let oldest = workers
-                .instances
-                .iter()
-                .flat_map(|(id, instance)| {
-                    let idle = instance.idle.iter().enumerate();
-                    idle.map(move |(i, idle)| (idle.tick, *id, i))
-                })
-                .min();
-            let Some((_, id, i)) = oldest else {
-                break;
-            };
-            if let Some(instance) = workers.instances.get_mut(&id) {
-                let idle = instance.idle.remove(i);
-                workers.bytes -= idle.bytes;
-                evicted.push(idle);
-            }
-        }
-    }
-    // Workers are killed outside the lock.
-    drop(evicted);
+    pool().give_back(id, worker, bytes, engine_warm::memory_bytes());
 }
 
 /// Raises the worker's CPU-time limit to what it has used plus the run's allowance (the
