@@ -227,9 +227,10 @@ impl Policy for PlatformPolicy {
         self.state.upstreams.carry_out(&outbound).await?;
         drop(outbound);
         self.state.alarms.offer(&self.state, &messages, &owners);
-        for message in &messages {
+        for (message, owner) in messages.iter().zip(&owners) {
             if message.topic.starts_with(crate::sparkplug::NAMESPACE) {
-                let domain = self.state.uns.tags.domain_of(&message.topic);
+                let tags = &self.state.uns.tags;
+                let domain = tags.domain_given(&message.topic, owner.as_ref());
                 self.state.sparkplug.offer(domain.as_deref(), message).await;
             }
         }
