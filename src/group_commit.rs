@@ -4,22 +4,30 @@
 //! SQLite's busy handler for a millisecond or more). A request may wait for its commit, or be
 //! sent and forgotten. A group either shares one result ([`GroupCommit::start`]) or answers each
 //! request with its own ([`GroupCommit::start_each`]: one request's refusal is not its
-//! neighbours').
+//! neighbours'). A reader that must see what was sent and forgotten waits for
+//! [`GroupCommit::settled`] first.
 
-use std::sync::mpsc;
-use tokio::sync::oneshot;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use tokio::sync::{oneshot, watch};
 
 type Reply<R> = oneshot::Sender<Result<R, String>>;
 
 /// Requests `T`, each answered with an `R` once its group is written.
 pub struct GroupCommit<T, R = ()> {
     requests: mpsc::Sender<(T, Option<Reply<R>>)>,
+    /// Requests counted before they are queued, and requests written (by the writer thread,
+    /// which holds the only sender): what [`GroupCommit::settled`] compares.
+    queued: Arc<AtomicU64>,
+    written: watch::Receiver<u64>,
 }
 
 impl<T, R> Clone for GroupCommit<T, R> {
     fn clone(&self) -> Self {
         GroupCommit {
             requests: self.requests.clone(),
+            queued: self.queued.clone(),
+            written: self.written.clone(),
         }
     }
 }
@@ -49,6 +57,7 @@ impl<T: Send + 'static, R: Send + 'static> GroupCommit<T, R> {
         write: impl Fn(Vec<T>) -> Vec<Result<R, String>> + Send + 'static,
     ) -> std::io::Result<GroupCommit<T, R>> {
         let (requests, incoming) = mpsc::channel::<(T, Option<Reply<R>>)>();
+        let (written_tx, written) = watch::channel(0u64);
         std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
@@ -56,7 +65,9 @@ impl<T: Send + 'static, R: Send + 'static> GroupCommit<T, R> {
                     let (items, replies): (Vec<T>, Vec<Option<Reply<R>>>) = std::iter::once(first)
                         .chain(incoming.try_iter().take(max_group.saturating_sub(1)))
                         .unzip();
+                    let count = items.len() as u64;
                     let mut results = write(items).into_iter();
+                    written_tx.send_modify(|n| *n += count);
                     for reply in replies {
                         let result = results
                             .next()
@@ -67,14 +78,17 @@ impl<T: Send + 'static, R: Send + 'static> GroupCommit<T, R> {
                     }
                 }
             })?;
-        Ok(GroupCommit { requests })
+        Ok(GroupCommit {
+            requests,
+            queued: Arc::default(),
+            written,
+        })
     }
 
     /// Writes `item` with the next group; its result once that group is committed.
     pub async fn write(&self, item: T) -> Result<R, String> {
         let (reply, committed) = oneshot::channel();
-        self.requests
-            .send((item, Some(reply)))
+        self.queue(item, Some(reply))
             .map_err(|_| "the store writer has stopped".to_string())?;
         committed
             .await
@@ -83,7 +97,28 @@ impl<T: Send + 'static, R: Send + 'static> GroupCommit<T, R> {
 
     /// Writes `item` with the next group, without waiting for it.
     pub fn send(&self, item: T) {
-        let _ = self.requests.send((item, None));
+        let _ = self.queue(item, None);
+    }
+
+    /// Returns once every request queued before the call has been written (committed or
+    /// refused), or the writer has stopped. Requests are written in the order they were
+    /// queued, so once as many have been written as had been counted, every one whose queueing
+    /// finished before this call is among them.
+    pub async fn settled(&self) {
+        let target = self.queued.load(Ordering::SeqCst);
+        let mut written = self.written.clone();
+        let _ = written.wait_for(|n| *n >= target).await;
+    }
+
+    /// Counts the request, then queues it: counted first, so [`GroupCommit::settled`] never
+    /// waits for fewer than were queued before it.
+    fn queue(
+        &self,
+        item: T,
+        reply: Option<Reply<R>>,
+    ) -> Result<(), mpsc::SendError<(T, Option<Reply<R>>)>> {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        self.requests.send((item, reply))
     }
 }
 
@@ -114,6 +149,25 @@ mod tests {
         let all: Vec<u32> = groups.iter().flatten().copied().collect();
         assert_eq!(all, [0, 1, 2, 3, 4, 5, 6, 7, 13], "in order, none lost");
         assert!(groups.iter().all(|g| g.len() <= 3), "{groups:?}");
+    }
+
+    #[tokio::test]
+    async fn settled_waits_for_every_request_sent_before_it() {
+        let written: Arc<Mutex<Vec<u32>>> = Arc::default();
+        let seen = written.clone();
+        let writer = GroupCommit::start("test-settle", 4, move |items: &[u32]| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            seen.lock().expect("lock").extend_from_slice(items);
+            Ok(())
+        })
+        .expect("start");
+        for n in 0..20 {
+            writer.send(n);
+        }
+        writer.settled().await;
+        assert_eq!(*written.lock().expect("lock"), (0..20).collect::<Vec<_>>());
+        // Nothing pending: at once.
+        writer.settled().await;
     }
 
     #[tokio::test]

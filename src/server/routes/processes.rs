@@ -292,6 +292,9 @@ pub(in crate::server) async fn run_log(
             owner.as_str()
         )));
     }
+    // Runs are logged without their callers waiting: every run whose call has returned is
+    // written before the log is read.
+    state.automation.run_log.settled().await;
     let domain = caller.domain.clone();
     let runs = state
         .store

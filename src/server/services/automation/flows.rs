@@ -302,9 +302,7 @@ impl Context {
             output: None,
         };
         let logged = (self.domain.clone(), RunOwner::Flow, run);
-        if let Err(e) = self.state.automation.run_log.write(logged).await {
-            tracing::warn!("cannot log a run of flow `{}`: {e}", self.flow.name);
-        }
+        self.state.automation.run_log.send(logged);
     }
 
     /// Carries one delivery through the graph, breadth-first.

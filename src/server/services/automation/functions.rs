@@ -242,9 +242,7 @@ pub async fn run_function(
     }
     let run = run_record(&def.name, started_dt, trigger, duration_ms, &result, error);
     let logged = (domain.to_string(), RunOwner::Function, run);
-    if let Err(e) = state.automation.run_log.write(logged).await {
-        tracing::warn!("cannot log a run of function `{}`: {e}", def.name);
-    }
+    state.automation.run_log.send(logged);
     (result, duration_ms)
 }
 

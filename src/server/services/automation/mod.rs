@@ -78,8 +78,13 @@ impl Automation {
     /// Nothing deployed yet; runs are logged to `store` in groups.
     pub fn new(store: Store) -> std::io::Result<Automation> {
         let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        // Callers send and forget: the log's reader waits for `settled` instead, so a run is
+        // listed once its call has returned without the call waiting for a commit.
         let run_log = crate::group_commit::GroupCommit::start("svc-run-log", 512, move |runs| {
-            store.record_runs(runs).map_err(|e| e.to_string())
+            store.record_runs(runs).map_err(|e| {
+                tracing::warn!("cannot log {} runs of functions or flows: {e}", runs.len());
+                e.to_string()
+            })
         })?;
         Ok(Automation {
             functions: RwLock::default(),
