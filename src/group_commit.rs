@@ -112,13 +112,10 @@ impl<T: Send + 'static, R: Send + 'static> GroupCommit<T, R> {
 
     /// Counts the request, then queues it: counted first, so [`GroupCommit::settled`] never
     /// waits for fewer than were queued before it.
-    fn queue(
-        &self,
-        item: T,
-        reply: Option<Reply<R>>,
-    ) -> Result<(), mpsc::SendError<(T, Option<Reply<R>>)>> {
+    /// Fails when the writer has stopped.
+    fn queue(&self, item: T, reply: Option<Reply<R>>) -> Result<(), ()> {
         self.queued.fetch_add(1, Ordering::SeqCst);
-        self.requests.send((item, reply))
+        self.requests.send((item, reply)).map_err(|_| ())
     }
 }
 
