@@ -9,6 +9,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 type Reply<R> = oneshot::Sender<Result<R, String>>;
@@ -40,7 +41,20 @@ impl<T: Send + 'static> GroupCommit<T> {
         max_group: usize,
         write: impl Fn(&[T]) -> Result<(), String> + Send + 'static,
     ) -> std::io::Result<GroupCommit<T>> {
-        GroupCommit::start_each(name, max_group, move |items: Vec<T>| {
+        GroupCommit::start_lingering(name, max_group, Duration::ZERO, write)
+    }
+
+    /// [`GroupCommit::start`] for requests sent and forgotten: once a request wakes the
+    /// writer, it lingers for `linger` before it takes the group (unless the group before was
+    /// full), so a steady stream is written in few large transactions and the senders seldom
+    /// have to wake the writer. A request that waits for its write waits the linger too.
+    pub fn start_lingering(
+        name: &str,
+        max_group: usize,
+        linger: Duration,
+        write: impl Fn(&[T]) -> Result<(), String> + Send + 'static,
+    ) -> std::io::Result<GroupCommit<T>> {
+        GroupCommit::spawn(name, max_group, linger, move |items: Vec<T>| {
             let result = write(&items);
             vec![result; items.len()]
         })
@@ -56,15 +70,29 @@ impl<T: Send + 'static, R: Send + 'static> GroupCommit<T, R> {
         max_group: usize,
         write: impl Fn(Vec<T>) -> Vec<Result<R, String>> + Send + 'static,
     ) -> std::io::Result<GroupCommit<T, R>> {
+        GroupCommit::spawn(name, max_group, Duration::ZERO, write)
+    }
+
+    fn spawn(
+        name: &str,
+        max_group: usize,
+        linger: Duration,
+        write: impl Fn(Vec<T>) -> Vec<Result<R, String>> + Send + 'static,
+    ) -> std::io::Result<GroupCommit<T, R>> {
         let (requests, incoming) = mpsc::channel::<(T, Option<Reply<R>>)>();
         let (written_tx, written) = watch::channel(0u64);
         std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
+                let mut full = false;
                 while let Ok(first) = incoming.recv() {
+                    if !full && !linger.is_zero() {
+                        std::thread::sleep(linger);
+                    }
                     let (items, replies): (Vec<T>, Vec<Option<Reply<R>>>) = std::iter::once(first)
                         .chain(incoming.try_iter().take(max_group.saturating_sub(1)))
                         .unzip();
+                    full = items.len() >= max_group;
                     let count = items.len() as u64;
                     let mut results = write(items).into_iter();
                     written_tx.send_modify(|n| *n += count);
@@ -152,17 +180,23 @@ mod tests {
     async fn settled_waits_for_every_request_sent_before_it() {
         let written: Arc<Mutex<Vec<u32>>> = Arc::default();
         let seen = written.clone();
-        let writer = GroupCommit::start("test-settle", 4, move |items: &[u32]| {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-            seen.lock().expect("lock").extend_from_slice(items);
-            Ok(())
-        })
-        .expect("start");
+        let groups: Arc<Mutex<usize>> = Arc::default();
+        let counted = groups.clone();
+        let linger = Duration::from_millis(20);
+        let writer =
+            GroupCommit::start_lingering("test-settle", 8, linger, move |items: &[u32]| {
+                *counted.lock().expect("lock") += 1;
+                seen.lock().expect("lock").extend_from_slice(items);
+                Ok(())
+            })
+            .expect("start");
         for n in 0..20 {
             writer.send(n);
         }
         writer.settled().await;
         assert_eq!(*written.lock().expect("lock"), (0..20).collect::<Vec<_>>());
+        // The first request lingered for the rest; full groups then follow without a pause.
+        assert_eq!(*groups.lock().expect("lock"), 3);
         // Nothing pending: at once.
         writer.settled().await;
     }

@@ -79,13 +79,20 @@ impl Automation {
     pub fn new(store: Store) -> std::io::Result<Automation> {
         let cores = std::thread::available_parallelism().map_or(2, usize::from);
         // Callers send and forget: the log's reader waits for `settled` instead, so a run is
-        // listed once its call has returned without the call waiting for a commit.
-        let run_log = crate::group_commit::GroupCommit::start("svc-run-log", 512, move |runs| {
-            store.record_runs(runs).map_err(|e| {
-                tracing::warn!("cannot log {} runs of functions or flows: {e}", runs.len());
-                e.to_string()
-            })
-        })?;
+        // listed once its call has returned without the call waiting for a commit. The writer
+        // lingers so that thousands of runs a second cost a few transactions, not thousands.
+        let linger = std::time::Duration::from_millis(5);
+        let run_log = crate::group_commit::GroupCommit::start_lingering(
+            "svc-run-log",
+            512,
+            linger,
+            move |runs| {
+                store.record_runs(runs).map_err(|e| {
+                    tracing::warn!("cannot log {} runs of functions or flows: {e}", runs.len());
+                    e.to_string()
+                })
+            },
+        )?;
         Ok(Automation {
             functions: RwLock::default(),
             flows: RwLock::default(),
