@@ -99,34 +99,38 @@ impl Deployed {
         }
     }
 
-    /// Queues a job (or, when runs may overlap, starts it) and waits for its result. The run
-    /// is a task of its own either way, so it ends and is logged even if the caller goes away.
+    /// Queues a job (or, when runs may overlap, starts it) and waits for its result. Once
+    /// started, a run ends and is logged even if the caller goes away: it is a task of its own
+    /// (the queue's, or the blocking thread's that runs it).
     pub async fn call(&self, input: Value, trigger: &'static str) -> Option<(RunResult, u64)> {
-        let (reply, answer) = oneshot::channel();
         self.pending.fetch_add(1, Ordering::SeqCst);
+        if let Some((state, domain, deployment)) = &self.direct {
+            let _done = Done(Arc::clone(&self.pending));
+            let outcome = run_function(state, domain, deployment.clone(), input, trigger, 1);
+            return Some(outcome.await);
+        }
+        let (reply, answer) = oneshot::channel();
         let job = Job {
             input,
             depth: 1,
             trigger,
             reply: Some(reply),
         };
-        if let Some((state, domain, deployment)) = &self.direct {
-            let pending = Arc::clone(&self.pending);
-            let run = run_job(
-                state.clone(),
-                domain.clone(),
-                deployment.clone(),
-                job,
-                pending,
-            );
-            tokio::spawn(run);
-            return answer.await.ok();
-        }
         if self.jobs.send(job).await.is_err() {
             self.pending.fetch_sub(1, Ordering::SeqCst);
             return None;
         }
         answer.await.ok()
+    }
+}
+
+/// Counts a call's run out of its function's pending jobs when the call ends, however it
+/// ends (a caller that goes away drops it).
+struct Done(Arc<AtomicUsize>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -226,37 +230,12 @@ pub async fn run_function(
     domain: &str,
     deployment: Deployment,
     input: Value,
-    trigger: &str,
+    trigger: &'static str,
     depth: u32,
 ) -> (RunResult, u64) {
     let started_dt = crate::time::now_rfc3339();
     let started = Instant::now();
-    let def = Arc::clone(&deployment.def);
-    let result = run_sandboxed(state, domain, deployment, input, depth).await;
-    crate::telemetry::get().run("function", result.is_ok(), started.elapsed());
-    let duration_ms = started.elapsed().as_millis() as u64;
-    let error = result.as_ref().err().map(|e| e.explain(&def.limits()));
-    // Without `log_enabled` only failures are logged: they stay visible and counted.
-    if !def.log_enabled && result.is_ok() {
-        return (result, duration_ms);
-    }
-    let run = run_record(&def.name, started_dt, trigger, duration_ms, &result, error);
-    let logged = (domain.to_string(), RunOwner::Function, run);
-    state.automation.run_log.send(logged);
-    (result, duration_ms)
-}
-
-/// The sandbox on a blocking thread (which runs the code and serves its host calls itself),
-/// within the server's limit of simultaneous runs.
-pub async fn run_sandboxed(
-    state: &AppState,
-    domain: &str,
-    deployment: Deployment,
-    input: Value,
-    depth: u32,
-) -> RunResult {
-    let automation: &Automation = &state.automation;
-    let _slot = automation.slots.acquire().await;
+    let slot = Arc::clone(&state.automation.slots).acquire_owned().await;
     let origin = chain_origin(
         &Automation::function_origin(domain, &deployment.def.name),
         depth,
@@ -267,14 +246,52 @@ pub async fn run_sandboxed(
         origin,
         tokio::runtime::Handle::current(),
     );
-    tokio::task::spawn_blocking(move || super::process::run(&deployment, &input, &host))
-        .await
-        .unwrap_or_else(|e| {
-            Err(RunError {
-                failure: engine::Failure::Script(format!("the run was lost: {e}")),
-                logs: Vec::new(),
-            })
-        })
+    let (state, domain) = (state.clone(), domain.to_string());
+    // The run and its log entry on one blocking thread (which runs the code and serves its
+    // host calls itself), holding its slot of the server's simultaneous runs to the end.
+    tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        let result = super::process::run(&deployment, &input, &host);
+        log_run(
+            &state,
+            &domain,
+            &deployment.def,
+            trigger,
+            started_dt,
+            started,
+            result,
+        )
+    })
+    .await
+    .unwrap_or_else(|e| {
+        let lost = RunError {
+            failure: engine::Failure::Script(format!("the run was lost: {e}")),
+            logs: Vec::new(),
+        };
+        (Err(lost), 0)
+    })
+}
+
+/// Counts a finished run and hands its entry to the run log; the result and its duration.
+fn log_run(
+    state: &AppState,
+    domain: &str,
+    def: &FunctionDef,
+    trigger: &str,
+    started_dt: String,
+    started: Instant,
+    result: RunResult,
+) -> (RunResult, u64) {
+    crate::telemetry::get().run("function", result.is_ok(), started.elapsed());
+    let duration_ms = started.elapsed().as_millis() as u64;
+    // Without `log_enabled` only failures are logged: they stay visible and counted.
+    if def.log_enabled || result.is_err() {
+        let error = result.as_ref().err().map(|e| e.explain(&def.limits()));
+        let run = run_record(&def.name, started_dt, trigger, duration_ms, &result, error);
+        let logged = (domain.to_string(), RunOwner::Function, run);
+        state.automation.run_log.send(logged);
+    }
+    (result, duration_ms)
 }
 
 pub fn run_record(

@@ -66,7 +66,7 @@ pub struct Automation {
     flows: RwLock<HashMap<Key, Arc<flows::Running>>>,
     subscriptions: RwLock<Vec<TagSubscription>>,
     /// Sandboxed runs at once, server-wide; the rest wait their turn.
-    pub slots: Semaphore,
+    pub slots: Arc<Semaphore>,
     /// The run log of functions and flows, written by groups (see [`RunLog`]).
     pub run_log: RunLog,
 }
@@ -97,7 +97,7 @@ impl Automation {
             functions: RwLock::default(),
             flows: RwLock::default(),
             subscriptions: RwLock::default(),
-            slots: Semaphore::new((cores * 2).max(4)),
+            slots: Arc::new(Semaphore::new((cores * 2).max(4))),
             run_log,
         })
     }
