@@ -6,6 +6,7 @@ mod auth;
 mod backup;
 mod connectors;
 mod csv_typed;
+mod dist_files;
 mod export;
 mod filters;
 mod flows;
@@ -150,6 +151,14 @@ pub enum Command {
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+    },
+    /// Write the man pages, shell completions and commented config file the packages install
+    /// (scripts/deb runs it; hidden: no user needs it).
+    #[command(hide = true)]
+    DistFiles {
+        /// Directory to write into (created if missing)
+        #[arg(long)]
+        out: std::path::PathBuf,
     },
 }
 
