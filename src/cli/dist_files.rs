@@ -1,13 +1,46 @@
-//! `svc dist-files --out DIR` (hidden): writes the files the Debian package and the release
-//! tarball install beside the binary, all generated from the clap definitions so they cannot
-//! drift from the command line: man pages (`man/*.1.gz`), shell completions (`completions/`)
-//! and `svc.toml`, the config file with every `svc serve` setting commented out.
+//! `svc dist-files --out DIR` (for scripts/deb, no user's command): writes the files the
+//! Debian package and the release tarball install beside the binary, all generated from the
+//! clap definitions so they cannot drift from the command line: man pages (`man/*.1.gz`),
+//! shell completions (`completions/`) and `svc.toml`, the config file with every `svc serve`
+//! setting commented out.
+//!
+//! It is parsed apart from [`super::Cli`]: clap's completion generators list hidden
+//! subcommands too, and this one belongs in no completion, help or man page.
 
 use anyhow::{Context, Result};
 use std::any::TypeId;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::Path;
+
+/// `svc dist-files`'s own command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "svc dist-files",
+    about = "Write the man pages, completions and config file"
+)]
+struct Args {
+    /// Directory to write into (created if missing)
+    #[arg(long)]
+    out: std::path::PathBuf,
+}
+
+/// Runs `svc dist-files` when the command line starts with it; `None` for any other.
+pub fn run_if_asked() -> Option<std::process::ExitCode> {
+    let mut args = std::env::args_os();
+    let program = args.next()?;
+    if args.next()?.to_str() != Some("dist-files") {
+        return None;
+    }
+    let args = <Args as clap::Parser>::parse_from(std::iter::once(program).chain(args));
+    Some(match write(&args.out) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("svc dist-files: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    })
+}
 
 /// Writes every file beneath `out` (created if missing).
 pub fn write(out: &Path) -> Result<()> {
@@ -220,8 +253,8 @@ mod tests {
             assert!(dir.path().join(file).is_file(), "{file} was not written");
         }
         assert!(
-            !dir.path().join("man/svc-dist-files.1.gz").exists(),
-            "the hidden subcommand got a man page"
+            !dir.path().join("man/svc-help.1.gz").exists(),
+            "clap's help subcommand got a man page"
         );
         let mut page = String::new();
         std::io::Read::read_to_string(

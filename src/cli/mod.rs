@@ -6,7 +6,7 @@ mod auth;
 mod backup;
 mod connectors;
 mod csv_typed;
-mod dist_files;
+pub mod dist_files;
 mod export;
 mod filters;
 mod flows;
@@ -151,14 +151,6 @@ pub enum Command {
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
-    },
-    /// Write the man pages, shell completions and commented config file the packages install
-    /// (scripts/deb runs it; hidden: no user needs it).
-    #[command(hide = true)]
-    DistFiles {
-        /// Directory to write into (created if missing)
-        #[arg(long)]
-        out: std::path::PathBuf,
     },
 }
 

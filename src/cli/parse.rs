@@ -12,7 +12,7 @@ use clap::{Arg, CommandFactory, FromArgMatches};
 const CLIENT_ONLY: [&str; 5] = ["url", "domain", "api_key", "profile", "output"];
 
 /// Subcommands that run without a server: the client options mean nothing to them.
-const LOCAL: [&str; 5] = ["serve", "restore", "migrate", "completions", "dist-files"];
+const LOCAL: [&str; 4] = ["serve", "restore", "migrate", "completions"];
 
 /// The client options as the top-level command defines them.
 fn client_options(command: &clap::Command) -> impl Iterator<Item = &Arg> {

@@ -43,9 +43,6 @@ fn dispatch(cli: Cli) -> CliResult<()> {
             out.flush()?;
             Ok(())
         }
-        Command::DistFiles { out } => {
-            super::dist_files::write(&out).map_err(|e| CliError::failed(format!("{e:#}")))
-        }
         Command::Keys(c) => keys::run(&Client::from_args(&global)?, format, c),
         Command::Records(c) => records::run(&Client::from_args(&global)?, format, c),
         Command::Historian(c) => historian::run(&Client::from_args(&global)?, format, c),
