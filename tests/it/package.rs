@@ -21,6 +21,8 @@ const UNIT: &str = "/usr/lib/systemd/system/svc.service";
 const DATA_DIR: &str = "/var/lib/svc";
 const CONFIG: &str = "/etc/svc/svc.toml";
 /// The README's test command, which installs every tool this test drives.
+/// Where `systemctl enable svc` (deb-systemd-helper, on install) links the unit.
+const ENABLED: &str = "/etc/systemd/system/multi-user.target.wants/svc.service";
 const TEST_COMMAND: &str = "run the README's test command (scripts/test.sh), which installs it";
 
 fn target_dir() -> PathBuf {
@@ -170,6 +172,10 @@ fn the_debian_package_installs_runs_as_its_user_and_purges() {
     assert!(
         ok("dpkg-query", &["-W", "-f=${Conffiles}", "svc"]).contains(CONFIG),
         "{CONFIG} is not a conffile"
+    );
+    assert!(
+        Path::new(ENABLED).is_symlink(),
+        "the install did not enable svc.service ({ENABLED})"
     );
 
     // The system user: no login shell, a system uid, the data dir as home; the config file
@@ -322,8 +328,12 @@ fn the_debian_package_installs_runs_as_its_user_and_purges() {
     );
     assert!(Path::new(CONFIG).is_file(), "dpkg -r removed the conffile");
     ok("dpkg", &["-P", "svc"]);
-    for gone in [DATA_DIR, CONFIG, "/etc/svc"] {
-        assert!(!Path::new(gone).exists(), "dpkg -P left {gone}");
+    for gone in [DATA_DIR, CONFIG, "/etc/svc", ENABLED] {
+        // symlink_metadata: a dangling link left behind counts too.
+        assert!(
+            Path::new(gone).symlink_metadata().is_err(),
+            "dpkg -P left {gone}"
+        );
     }
     assert!(
         !ok("dpkg-statoverride", &["--list"]).contains(CONFIG),
