@@ -55,6 +55,13 @@ fn ok(program: &str, args: &[&str]) -> String {
 }
 
 fn assert_tools_installed() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    assert!(
+        root,
+        "the package test installs a .deb system-wide and runs svc as its user: run it as root \
+         (CI and this workplace's machines are root)"
+    );
     for (tool, package) in [
         ("dpkg", "dpkg"),
         ("lintian", "lintian"),
