@@ -1,4 +1,8 @@
-//! Rebuilds when the web console (`console/`) changes, and packs the binary's relocations.
+//! Rebuilds when the web console (`console/`) changes, packs the binary's relocations, and
+//! stamps the binary with its commit and build date for `svc --version`.
+
+use std::path::Path;
+use std::process::Command;
 
 fn main() {
     // `static_serve::embed_assets!` embeds every file of `console/`; a file added or removed
@@ -14,4 +18,76 @@ fn main() {
     if target.ends_with("-linux-gnu") {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
+
+    println!("cargo:rustc-env=SVC_BUILD_COMMIT={}", commit());
+    println!("cargo:rustc-env=SVC_BUILD_DATE={}", build_date());
+}
+
+/// `git rev-parse --short HEAD` of the source tree, or `unknown` outside a git checkout (a
+/// crate tarball, a source package) or without git. Asks cargo to run this again when HEAD
+/// moves: HEAD itself (a checkout) and the branch it names (a commit).
+fn commit() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if !root.join(".git").exists() {
+        return "unknown".into();
+    }
+    let git = |args: &[&str]| -> Option<String> {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .ok()?;
+        let text = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        (out.status.success() && !text.is_empty()).then_some(text)
+    };
+    let Some(commit) = git(&["rev-parse", "--short", "HEAD"]) else {
+        return "unknown".into();
+    };
+    // `--git-path` resolves a worktree's HEAD (its own) and branch refs (the common dir). A
+    // path that does not exist (a packed ref) is not named: cargo would then rerun every build.
+    let mut watched = vec![git(&["rev-parse", "--git-path", "HEAD"])];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(git(&["rev-parse", "--git-path", &branch]));
+        watched.push(git(&["rev-parse", "--git-path", "packed-refs"]));
+    }
+    for path in watched.into_iter().flatten() {
+        let path = root.join(path);
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+    commit
+}
+
+/// The build's date (UTC, `YYYY-MM-DD`): `SOURCE_DATE_EPOCH` when set, so a reproducible
+/// build stamps the same date on every machine; otherwise the time this script runs (the
+/// last build after a commit or a change of this file).
+fn build_date() -> String {
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    let seconds = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(text) => text
+            .trim()
+            .parse::<i64>()
+            .unwrap_or_else(|_| panic!("SOURCE_DATE_EPOCH is not a number of seconds: {text}")),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+    };
+    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`): a build script has no date library of its own.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }

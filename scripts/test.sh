@@ -21,6 +21,9 @@
 #                      (tests/peers/sparkplug_edge.cjs, sparkplug_listen.cjs)
 #   postgresql         the PostgreSQL engine's tests start a private server of their own
 #                      (initdb in a temporary directory, as an unprivileged user)
+#   lintian, systemd   the Debian package's test (tests/it/package.rs) checks the .deb with
+#                      lintian and its unit with systemd-analyze (no running systemd needed)
+#   (crates.io, pinned) cargo-deb: builds that package (scripts/deb)
 # Needs only the Rust toolchain; system packages come from apt (as root, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +37,8 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || need+=(mosquitto)
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
+command -v lintian >/dev/null 2>&1 || need+=(lintian)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -41,6 +46,13 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "${need[@]}"
   $SUDO apt-get clean # the downloaded packages are installed; their copies only take disk
+fi
+
+# cargo-deb from crates.io, pinned (its asset paths and profile handling are what scripts/deb
+# relies on); about 3 minutes to build once.
+CARGO_DEB_VERSION=3.8.0
+if [ "$(cargo deb --version 2>/dev/null)" != "cargo-deb $CARGO_DEB_VERSION" ]; then
+  cargo install --locked --quiet --version "$CARGO_DEB_VERSION" cargo-deb
 fi
 
 # schemathesis from PyPI, pinned, in its own venv (tests/it/schemathesis.rs looks for it there).

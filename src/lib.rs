@@ -37,6 +37,9 @@ use std::process::ExitCode;
 pub fn run() -> ExitCode {
     memory::disable_transparent_huge_pages();
     memory::give_back_freed_pages_at_once();
+    if let Some(code) = cli::dist_files::run_if_asked() {
+        return code;
+    }
     let cli = cli::parse();
     match cli.command {
         cli::Command::Serve(args) => match server::run(*args) {

@@ -6,6 +6,7 @@ mod auth;
 mod backup;
 mod connectors;
 mod csv_typed;
+pub mod dist_files;
 mod export;
 mod filters;
 mod flows;
@@ -34,10 +35,21 @@ pub use alarms::AlarmsCommand;
 pub use parse::parse;
 pub use run::run;
 
+/// `svc --version`: the crate's version, the commit it was built from and the build date
+/// (stamped by build.rs), e.g. `0.1.0 (commit 0707afa, built 2026-12-07)`.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SVC_BUILD_COMMIT"),
+    ", built ",
+    env!("SVC_BUILD_DATE"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "svc",
-    version,
+    version = VERSION,
     about = "Industrial data platform: REST API, MQTT broker and historian in one binary"
 )]
 pub struct Cli {

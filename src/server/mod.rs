@@ -7,6 +7,7 @@ pub mod settings;
 mod http;
 mod routes;
 mod services;
+mod systemd_notify;
 
 use crate::broker::{Broker, BrokerConfig, TlsListeners};
 use crate::historian::writer::HistorianWriter;
@@ -347,6 +348,8 @@ fn announce_ready(bound: &[(&str, SocketAddr)]) {
     let addrs: BTreeMap<&str, String> = bound.iter().map(|(k, v)| (*k, v.to_string())).collect();
     let json = serde_json::to_string(&addrs).unwrap_or_default();
     println!("ready {json}");
+    // The same moment for systemd (`Type=notify` in the Debian package's unit).
+    systemd_notify::ready();
 }
 
 /// Connects every enabled upstream and connector of every domain.

@@ -2,7 +2,7 @@
 //! without a value means true; `svc serve --help` (and the other subcommands that talk to no
 //! server: `restore`, `completions`) lists no client-only option, neither do the shell
 //! completions, and they refuse them; a filter value that starts with an operator character
-//! must be quoted (exit 2).
+//! must be quoted (exit 2); `svc --version` names the commit and the build date.
 
 use crate::cli_support::{acme, Cli};
 use crate::common::*;
@@ -162,5 +162,51 @@ fn a_filter_value_starting_with_an_operator_must_be_quoted() {
     assert!(
         names.contains(&"dear") && !names.contains(&"cheap"),
         "{list}"
+    );
+}
+
+#[test]
+fn version_names_the_commit_and_the_build_date() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+        .arg("--version")
+        .output()
+        .expect("svc --version could not be started");
+    assert!(out.status.success(), "svc --version failed: {out:?}");
+    let line = String::from_utf8(out.stdout).expect("svc --version printed UTF-8");
+    let line = line.trim_end();
+    // `svc 0.1.0 (commit 0707afa, built 2026-12-07)`
+    let prefix = concat!("svc ", env!("CARGO_PKG_VERSION"), " (commit ");
+    let rest = line
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("`{line}` does not start with `{prefix}`"));
+    let (commit, built) = rest
+        .split_once(", built ")
+        .unwrap_or_else(|| panic!("`{line}` has no `, built `"));
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "`{commit}` is neither a short commit hash nor `unknown`: {line}"
+    );
+    // In a git checkout (this one), the commit the binary was built from is HEAD.
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    if let Ok(head) = head
+        .as_ref()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    {
+        if !head.is_empty() {
+            assert_eq!(commit, head, "the binary was not built from HEAD: {line}");
+        }
+    }
+    let date = built
+        .strip_suffix(')')
+        .unwrap_or_else(|| panic!("`{line}` does not end with `)`"));
+    let digits: Vec<&str> = date.split('-').collect();
+    assert!(
+        digits.len() == 3
+            && [4, 2, 2] == [digits[0].len(), digits[1].len(), digits[2].len()]
+            && digits.iter().all(|d| d.chars().all(|c| c.is_ascii_digit())),
+        "`{date}` is not a YYYY-MM-DD date: {line}"
     );
 }

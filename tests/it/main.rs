@@ -85,6 +85,7 @@ mod mqtt_transport;
 mod mqtt_wills_keepalive;
 mod namespaces;
 mod openapi;
+mod package;
 mod permissions;
 mod postgres_engine;
 mod postgres_harness;
