@@ -69,25 +69,10 @@ fn build_date() -> String {
             .trim()
             .parse::<i64>()
             .unwrap_or_else(|_| panic!("SOURCE_DATE_EPOCH is not a number of seconds: {text}")),
-        Err(_) => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64),
+        Err(_) => chrono::Utc::now().timestamp(),
     };
-    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`): a build script has no date library of its own.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    chrono::DateTime::from_timestamp(seconds, 0)
+        .unwrap_or_else(|| panic!("SOURCE_DATE_EPOCH is out of range: {seconds}"))
+        .format("%Y-%m-%d")
+        .to_string()
 }
