@@ -16,6 +16,7 @@ mod postgres;
 mod reads;
 mod record_cache;
 mod report_historian;
+pub mod schema_release;
 mod sqlite;
 mod types;
 

@@ -3,7 +3,7 @@
 //! under an advisory lock, so instances that start together apply each file exactly once and a
 //! failed file leaves nothing half done.
 
-use super::super::StoreResult;
+use super::super::{schema_release, StoreResult};
 use deadpool_postgres::Pool;
 
 /// Every migration, oldest first: (version, file text). Versions only ever grow.
@@ -32,12 +32,29 @@ const MIGRATION_LOCK: i64 = 0x7376_632d_6d69_6772;
 /// Applies the migrations the database lacks; returns the version it is at.
 pub async fn apply(pool: &Pool) -> StoreResult<i32> {
     let mut client = pool.get().await?;
-    client
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS svc_schema_migrations (
-                version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+    // Under the migrations' lock: instances starting together would race on the DDL.
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS svc_schema_migrations (
+            version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+         ALTER TABLE svc_schema_migrations ADD COLUMN IF NOT EXISTS release text",
+    )
+    .await?;
+    let newest = tx
+        .query_opt(
+            "SELECT version, release FROM svc_schema_migrations ORDER BY version DESC LIMIT 1",
+            &[],
         )
         .await?;
+    tx.commit().await?;
+    if let Some(row) = newest {
+        let found: i32 = row.get(0);
+        let release: Option<String> = row.get(1);
+        let known = MIGRATIONS.last().map_or(0, |(version, _)| *version);
+        schema_release::refuse_newer(found.into(), release.as_deref(), known.into())?;
+    }
     let mut at = 0;
     for (version, sql) in MIGRATIONS {
         let tx = client.transaction().await?;
@@ -53,8 +70,8 @@ pub async fn apply(pool: &Pool) -> StoreResult<i32> {
         if !applied {
             tx.batch_execute(sql).await?;
             tx.execute(
-                "INSERT INTO svc_schema_migrations (version) VALUES ($1)",
-                &[version],
+                "INSERT INTO svc_schema_migrations (version, release) VALUES ($1, $2)",
+                &[version, &schema_release::RELEASE],
             )
             .await?;
         }

@@ -5,8 +5,8 @@
 //! is recorded at version 10. Steps after those run exactly once and need not be idempotent.
 
 use super::fulltext;
-use crate::store::StoreResult;
-use rusqlite::{Connection, TransactionBehavior};
+use crate::store::{schema_release, StoreResult};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 enum Step {
     Sql(&'static str),
@@ -84,8 +84,22 @@ pub(super) fn apply(conn: &mut Connection) -> StoreResult<i64> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS svc_schema_migrations (
             version INTEGER PRIMARY KEY,
-            applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))",
+            applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+            release TEXT)",
     )?;
+    // Tables made before releases were recorded lack the column (their rows stay NULL).
+    add_column(conn, "svc_schema_migrations", "release", "TEXT")?;
+    let newest: Option<(i64, Option<String>)> = conn
+        .query_row(
+            "SELECT version, release FROM svc_schema_migrations ORDER BY version DESC LIMIT 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    if let Some((found, release)) = newest {
+        let known = STEPS.last().map_or(0, |(version, _)| *version);
+        schema_release::refuse_newer(found, release.as_deref(), known)?;
+    }
     let mut at = 0;
     for (version, step) in STEPS {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -100,8 +114,8 @@ pub(super) fn apply(conn: &mut Connection) -> StoreResult<i64> {
                 Step::Code(change) => change(&tx)?,
             }
             tx.execute(
-                "INSERT INTO svc_schema_migrations (version) VALUES (?1)",
-                [version],
+                "INSERT INTO svc_schema_migrations (version, release) VALUES (?1, ?2)",
+                rusqlite::params![version, schema_release::RELEASE],
             )?;
         }
         tx.commit()?;
