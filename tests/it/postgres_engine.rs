@@ -45,12 +45,7 @@ fn an_unreachable_postgres_is_named_without_its_password() {
 fn the_engine_applies_its_migrations_once_and_keeps_identity_in_postgres() {
     let pg = Postgres::start();
     let url = pg.fresh_database();
-    let db = url
-        .rsplit('/')
-        .next()
-        .and_then(|tail| tail.split('?').next())
-        .expect("database name")
-        .to_string();
+    let db = database_name(&url);
     let password = url
         .split(':')
         .nth(2)
@@ -244,12 +239,7 @@ fn historian_partitions_are_made_for_the_values_and_dropped_by_retention() {
         let day = chrono::DateTime::from_timestamp_millis(ts).expect("a time");
         format!("hist_points_p{}", day.format("%Y%m%d"))
     };
-    let db = url
-        .rsplit('/')
-        .next()
-        .and_then(|tail| tail.split('?').next())
-        .expect("database name")
-        .to_string();
+    let db = database_name(&url);
     let partitions = || {
         pg.psql(
             &db,

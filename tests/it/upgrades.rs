@@ -3,40 +3,8 @@
 //! refused at start with a sentence naming both releases, changing nothing.
 
 use crate::common::*;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Command, Stdio};
 
 const RELEASE: &str = env!("CARGO_PKG_VERSION");
-
-/// Runs `svc serve` on `data_dir` (and `extra` flags) until its `ready` line (then stops it
-/// with SIGTERM) or its exit; whether it was ready, and its stderr.
-fn serve_on(data_dir: &Path, extra: &[&str]) -> (bool, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
-        .args(["serve", "--data-dir"])
-        .arg(data_dir)
-        .args(["--http-port", "0", "--mqtt-port", "0", "--ws-port", "0"])
-        .args(["--admin-password", ADMIN_PASSWORD])
-        .args(extra)
-        .env_remove("SVC_CONFIG")
-        .env_remove("SVC_DATABASE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn svc serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let ready = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .any(|line| line.starts_with("ready "));
-    if ready {
-        // SAFETY: kill has no memory preconditions; the pid is our child's.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    }
-    let out = child.wait_with_output().expect("wait for svc");
-    (ready, String::from_utf8_lossy(&out.stderr).into_owned())
-}
 
 fn steps(db: &rusqlite::Connection) -> Vec<(i64, Option<String>)> {
     db.prepare("SELECT version, release FROM svc_schema_migrations ORDER BY version")
@@ -89,12 +57,7 @@ fn a_sqlite_data_dir_of_a_newer_release_is_refused_naming_both_and_left_as_it_wa
 fn a_postgres_database_of_a_newer_release_is_refused_naming_both() {
     let pg = Postgres::start();
     let url = pg.fresh_database();
-    let db = url
-        .rsplit('/')
-        .next()
-        .and_then(|tail| tail.split('?').next())
-        .expect("database name")
-        .to_string();
+    let db = database_name(&url);
     let (ready, stderr) = serve_once(&url);
     assert!(ready, "{stderr}");
     let releases = pg

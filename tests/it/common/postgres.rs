@@ -48,12 +48,19 @@ fn postgres_bin() -> PathBuf {
 /// (then stops it) or exits by itself; what it printed, and whether it became ready.
 pub fn serve_once(database: &str) -> (bool, String) {
     let dir = tempfile::tempdir().expect("tempdir");
+    serve_on(dir.path(), &["--database", database])
+}
+
+/// [`serve_once`] on the data directory `data_dir`, with `extra` flags.
+pub fn serve_on(data_dir: &Path, extra: &[&str]) -> (bool, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
         .args(["serve", "--data-dir"])
-        .arg(dir.path())
+        .arg(data_dir)
         .args(["--http-port", "0", "--mqtt-port", "0", "--ws-port", "0"])
-        .args(["--admin-password", ADMIN_PASSWORD, "--database", database])
+        .args(["--admin-password", ADMIN_PASSWORD])
+        .args(extra)
         .env_remove("SVC_CONFIG")
+        .env_remove("SVC_DATABASE")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -70,6 +77,15 @@ pub fn serve_once(database: &str) -> (bool, String) {
     }
     let Output { stderr, .. } = child.wait_with_output().expect("wait for svc");
     (ready, String::from_utf8_lossy(&stderr).into_owned())
+}
+
+/// The database a `postgres://…/<name>?…` URL names.
+pub fn database_name(url: &str) -> String {
+    url.rsplit('/')
+        .next()
+        .and_then(|tail| tail.split('?').next())
+        .expect("database name")
+        .to_string()
 }
 
 /// The user and group ids PostgreSQL runs as when the tests run as root: the package's
