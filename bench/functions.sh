@@ -11,7 +11,9 @@
 #   bash bench/functions.sh
 #
 # Settings (environment): BENCH_ROUNDS (3), BENCH_CLIENTS (8), BENCH_SECONDS (5),
-# BENCH_SAMPLES (2000), BENCH_SVC=<path> to measure an already built svc binary, BENCH_PERF=<file>
+# BENCH_SAMPLES (2000), BENCH_SVC=<path> to measure an already built svc binary,
+# BENCH_SVC_BASELINE=<path> to measure a second binary (e.g. a build of main before a change) in
+# the same rounds, each figure of svc reported against the baseline's, BENCH_PERF=<file>
 # to record `perf record` of svc over the whole run (BENCH_PERF_ARGS, default `-g`). The report is
 # written to bench/functions-results.md (overwritten) with the machine, its load and the date.
 set -euo pipefail
@@ -27,6 +29,13 @@ source "$ROOT/bench/lib.sh"
 build_tools functions_load
 TOOL="$TARGET/release/examples/functions_load"
 bench_workdir functions-bench
+BASELINE=${BENCH_SVC_BASELINE:-}
+BASELINE_ARGS=()
+if [ -n "$BASELINE" ]; then
+    [ -x "$BASELINE" ] || die "BENCH_SVC_BASELINE=$BASELINE is not an executable"
+    SVC=$BASELINE SVC_DATA="$WORK/baseline-data" SVC_NAME=baseline SVC_LOG=${SVC_LOG:-warn} start_svc
+    BASELINE_ARGS=(--baseline-url "$SVC_URL" --baseline-mqtt-port "$SVC_MQTT_PORT")
+fi
 SVC_LOG=${SVC_LOG:-warn} start_svc
 if [ -n "${BENCH_PERF:-}" ]; then
     perf record ${BENCH_PERF_ARGS:--g} -o "$BENCH_PERF" -p "$SVC_PID" 2>"$WORK/perf.log" &
@@ -35,7 +44,7 @@ fi
 
 TABLE=$("$TOOL" --url "$SVC_URL" --mqtt-port "$SVC_MQTT_PORT" --password "$PASSWORD" \
     --rounds "${BENCH_ROUNDS:-3}" --clients "${BENCH_CLIENTS:-8}" \
-    --seconds "${BENCH_SECONDS:-5}" --samples "${BENCH_SAMPLES:-2000}")
+    --seconds "${BENCH_SECONDS:-5}" --samples "${BENCH_SAMPLES:-2000}" "${BASELINE_ARGS[@]}")
 RSS=$(awk '/VmRSS/ {printf "%.0f MB", $2 / 1024}' "/proc/$SVC_PID/status")
 if [ -n "${PERF_PID:-}" ]; then
     kill -INT "$PERF_PID"
@@ -50,6 +59,6 @@ fi
     echo
     echo "$TABLE"
     echo
-    echo "svc resident memory after the run: $RSS."
+    echo "svc resident memory after the run: $RSS.${BASELINE:+ Baseline: $BASELINE ($("$BASELINE" --version 2>/dev/null | head -1)).}"
 } >"$RESULTS"
 cat "$RESULTS"

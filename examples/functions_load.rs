@@ -16,7 +16,9 @@
 //!   process in each language triggered by the tag change, its output a `tag_write`.
 //!
 //! `--rounds` rounds interleave every measurement; the report (Markdown, on stdout) shows the round
-//! with the median result.
+//! with the median result. With `--baseline-url` and `--baseline-mqtt-port` (a second server, e.g.
+//! a build of main before a change, with the same admin password) each round measures both in
+//! turn, and a second table gives every figure of this svc against the baseline's.
 //!
 //!   functions_load --url http://127.0.0.1:6188 --mqtt-port 1883 --password ADMIN_PASSWORD
 
@@ -29,13 +31,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn usage(problem: &str) -> ! {
-    eprintln!("functions_load: {problem}\nusage: functions_load --url URL --mqtt-port PORT --password PASSWORD [--clients 8] [--seconds 5] [--samples 2000] [--rounds 3]");
+    eprintln!("functions_load: {problem}\nusage: functions_load --url URL --mqtt-port PORT --password PASSWORD [--baseline-url URL --baseline-mqtt-port PORT] [--clients 8] [--seconds 5] [--samples 2000] [--rounds 3]");
     std::process::exit(2)
 }
 
 struct Settings {
-    url: String,
-    mqtt_port: u16,
+    /// The svc measured, then the baseline if one is given.
+    targets: Vec<Target>,
     password: String,
     clients: usize,
     seconds: u64,
@@ -67,9 +69,18 @@ fn settings() -> Settings {
                 .unwrap_or_else(|_| usage(&format!("--{name} wants a number")))
         })
     };
-    Settings {
+    let mut targets = vec![Target {
         url: text("url"),
         mqtt_port: number("mqtt-port", 1883) as u16,
+    }];
+    if let Some(url) = flags.get("baseline-url") {
+        targets.push(Target {
+            url: url.clone(),
+            mqtt_port: number("baseline-mqtt-port", 0) as u16,
+        });
+    }
+    Settings {
+        targets,
         password: text("password"),
         clients: number("clients", 8) as usize,
         seconds: number("seconds", 5),
@@ -124,6 +135,21 @@ const FRESH_LANGUAGES: [usize; 2] = [0, 2];
 /// The reference for Python: a fresh interpreter per call, doing the same work.
 const PYTHON_ONE_SHOT: &str = "import json, sys; print(json.dumps(int(sys.argv[1]) + 1))";
 
+/// A server to measure.
+struct Target {
+    url: String,
+    mqtt_port: u16,
+}
+
+/// A server ready to measure: logged in, its processes and flows set up, its MQTT client
+/// subscribed to every output.
+struct Server<'a> {
+    target: &'a Target,
+    token: String,
+    mqtt: AsyncClient,
+    events: EventLoop,
+}
+
 /// What one round measured.
 #[derive(Default)]
 struct Round {
@@ -147,11 +173,29 @@ struct Round {
 async fn main() {
     let s = settings();
     let http = Client::new();
-    let token = login(&http, &s).await;
-    setup(&http, &s, &token).await;
+    let mut servers = Vec::new();
+    for target in &s.targets {
+        servers.push(prepare(&s, &http, target).await);
+    }
+    let mut rounds: Vec<Vec<Round>> = servers.iter().map(|_| Vec::new()).collect();
+    for round in 1..=s.rounds {
+        eprintln!("[bench] round {round}/{}", s.rounds);
+        for (server, measured) in servers.iter_mut().zip(&mut rounds) {
+            measured.push(measure(&s, &http, server).await);
+        }
+    }
+    let mut rounds = rounds.into_iter();
+    let measured = rounds.next().expect("the svc measured");
+    report(&s, &measured);
+    if let Some(baseline) = rounds.next() {
+        compare(&measured, &baseline);
+    }
+}
 
-    let mut rounds: Vec<Round> = Vec::new();
-    let (mqtt, mut events) = connect(&s).await;
+async fn prepare<'a>(s: &Settings, http: &Client, target: &'a Target) -> Server<'a> {
+    let token = login(http, target, s).await;
+    setup(http, target, &token).await;
+    let (mqtt, mut events) = connect(target, s).await;
     let mut outputs = vec![
         "bench/echo".to_string(),
         "bench/flow/out".into(),
@@ -168,53 +212,60 @@ async fn main() {
             .expect("subscribe");
     }
     wait_suback(&mut events, outputs.len()).await;
-    for round in 1..=s.rounds {
-        eprintln!("[bench] round {round}/{}", s.rounds);
-        let mut r = Round {
-            info: throughput(&s, Load::Http(&http, &token, None)).await,
-            ..Round::default()
-        };
-        for (language, ..) in LANGUAGES {
-            let name = format!("bench-{language}");
-            let load = Load::Http(&http, &token, Some(&name));
-            r.execute.push(throughput(&s, load).await);
-        }
-        for (language, _) in MAP_PROCESSES {
-            let name = format!("bench-map-{language}");
-            let load = Load::Http(&http, &token, Some(&name));
-            r.map.push(throughput(&s, load).await);
-        }
-        for i in FRESH_LANGUAGES {
-            let name = format!("bench-fresh-{}", LANGUAGES[i].0);
-            let load = Load::Http(&http, &token, Some(&name));
-            r.fresh.push(throughput(&s, load).await);
-        }
-        r.one_shot_python = throughput(&s, Load::PythonOneShot).await;
-        let samples = s.samples;
-        let mut pairs = vec![
-            ("bench/echo".to_string(), "bench/echo".to_string(), 1.0),
-            ("bench/flow/in".into(), "bench/flow/out".into(), 1.0),
-            ("bench/flow/fn-in".into(), "bench/flow/fn-out".into(), 2.0),
-        ];
-        for (language, ..) in LANGUAGES {
-            let topic = |end: &str| format!("bench/process/{language}/{end}");
-            pairs.push((topic("in"), topic("out"), 2.0));
-        }
-        let mut measured = Vec::new();
-        for (input, output, factor) in pairs {
-            measured.push(latency(&mqtt, &mut events, samples, input, output, factor).await);
-        }
-        let mut measured = measured.into_iter();
-        r.plain.extend(measured.next());
-        r.direct.extend(measured.next());
-        r.scripted.extend(measured.next());
-        r.process.extend(measured);
-        rounds.push(r);
+    Server {
+        target,
+        token,
+        mqtt,
+        events,
     }
-    report(&s, rounds);
 }
 
-fn report(s: &Settings, rounds: Vec<Round>) {
+/// One round of every measurement on one server.
+async fn measure(s: &Settings, http: &Client, server: &mut Server<'_>) -> Round {
+    let (target, token) = (server.target, server.token.as_str());
+    let mut r = Round {
+        info: throughput(s, target, Load::Http(http, token, None)).await,
+        ..Round::default()
+    };
+    for (language, ..) in LANGUAGES {
+        let name = format!("bench-{language}");
+        let load = Load::Http(http, token, Some(&name));
+        r.execute.push(throughput(s, target, load).await);
+    }
+    for (language, _) in MAP_PROCESSES {
+        let name = format!("bench-map-{language}");
+        let load = Load::Http(http, token, Some(&name));
+        r.map.push(throughput(s, target, load).await);
+    }
+    for i in FRESH_LANGUAGES {
+        let name = format!("bench-fresh-{}", LANGUAGES[i].0);
+        let load = Load::Http(http, token, Some(&name));
+        r.fresh.push(throughput(s, target, load).await);
+    }
+    r.one_shot_python = throughput(s, target, Load::PythonOneShot).await;
+    let mut pairs = vec![
+        ("bench/echo".to_string(), "bench/echo".to_string(), 1.0),
+        ("bench/flow/in".into(), "bench/flow/out".into(), 1.0),
+        ("bench/flow/fn-in".into(), "bench/flow/fn-out".into(), 2.0),
+    ];
+    for (language, ..) in LANGUAGES {
+        let topic = |end: &str| format!("bench/process/{language}/{end}");
+        pairs.push((topic("in"), topic("out"), 2.0));
+    }
+    let mut measured = Vec::new();
+    for (input, output, factor) in pairs {
+        let (mqtt, events) = (&server.mqtt, &mut server.events);
+        measured.push(latency(mqtt, events, s.samples, input, output, factor).await);
+    }
+    let mut measured = measured.into_iter();
+    r.plain.extend(measured.next());
+    r.direct.extend(measured.next());
+    r.scripted.extend(measured.next());
+    r.process.extend(measured);
+    r
+}
+
+fn report(s: &Settings, rounds: &[Round]) {
     let median = |key: &dyn Fn(&Round) -> f64| -> &Round {
         let mut sorted: Vec<&Round> = rounds.iter().collect();
         sorted.sort_by(|a, b| key(a).total_cmp(&key(b)));
@@ -291,9 +342,71 @@ fn report(s: &Settings, rounds: Vec<Round>) {
     );
 }
 
-async fn login(http: &Client, s: &Settings) -> String {
+/// Every figure of this svc against the baseline's, each the median of its rounds: calls/s
+/// (svc / baseline, above 1 is faster) and latencies (svc / baseline, below 1 is faster).
+fn compare(measured: &[Round], baseline: &[Round]) {
+    type Figure = (String, Box<dyn Fn(&Round) -> f64>);
+    let mut calls: Vec<Figure> = vec![("`GET /svc/`".into(), Box::new(|r: &Round| r.info))];
+    for (i, (language, ..)) in LANGUAGES.iter().enumerate() {
+        let name = format!("trivial {language} process, execute");
+        calls.push((name, Box::new(move |r: &Round| r.execute[i])));
+    }
+    for (i, (language, _)) in MAP_PROCESSES.iter().enumerate() {
+        let name = format!("{language} process keeping a 10,000-entry map, execute");
+        calls.push((name, Box::new(move |r: &Round| r.map[i])));
+    }
+    for (f, i) in FRESH_LANGUAGES.iter().enumerate() {
+        let name = format!(
+            "trivial {} process with `fresh_state`, execute",
+            LANGUAGES[*i].0
+        );
+        calls.push((name, Box::new(move |r: &Round| r.fresh[f])));
+    }
+    type LatencyOf = fn(&Round) -> &Latency;
+    let mut latencies: Vec<(String, LatencyOf)> = vec![
+        ("plain MQTT round trip".into(), |r| &r.plain[0]),
+        ("flow tag-in → svc.tag.write".into(), |r| &r.direct[0]),
+        ("flow tag-in → function → svc.tag.write".into(), |r| {
+            &r.scripted[0]
+        }),
+    ];
+    let processes: [LatencyOf; 3] = [|r| &r.process[0], |r| &r.process[1], |r| &r.process[2]];
+    for ((language, ..), of) in LANGUAGES.iter().zip(processes) {
+        latencies.push((format!("tag change → {language} process → tag"), of));
+    }
+    let median = |rounds: &[Round], key: &dyn Fn(&Round) -> f64| {
+        let mut values: Vec<f64> = rounds.iter().map(key).collect();
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    println!();
+    println!("Against the baseline (each figure the median of its rounds; calls/s above 1 and latencies below 1 are faster):");
+    println!();
+    println!("| figure | svc | baseline | svc / baseline |");
+    println!("|---|---|---|---|");
+    for (name, of) in &calls {
+        let (new, old) = (median(measured, of), median(baseline, of));
+        println!(
+            "| {name} | {new:.0} calls/s | {old:.0} calls/s | {:.2} |",
+            new / old
+        );
+    }
+    for (name, of) in &latencies {
+        let p50 = |r: &Round| of(r).p50;
+        let p99 = |r: &Round| of(r).p99;
+        let (new50, old50) = (median(measured, &p50), median(baseline, &p50));
+        let (new99, old99) = (median(measured, &p99), median(baseline, &p99));
+        println!(
+            "| {name}, p50 / p99 | {new50:.2} / {new99:.2} ms | {old50:.2} / {old99:.2} ms | {:.2} / {:.2} |",
+            new50 / old50,
+            new99 / old99
+        );
+    }
+}
+
+async fn login(http: &Client, target: &Target, s: &Settings) -> String {
     let resp: Value = http
-        .post(format!("{}/auth/login", s.url))
+        .post(format!("{}/auth/login", target.url))
         .json(&json!({"username": "admin", "password": s.password}))
         .send()
         .await
@@ -307,7 +420,7 @@ async fn login(http: &Client, s: &Settings) -> String {
         .to_string()
 }
 
-async fn setup(http: &Client, s: &Settings, token: &str) {
+async fn setup(http: &Client, target: &Target, token: &str) {
     let mut bodies = vec![
         json!({"name": "bench-direct", "running": true, "nodes": [
             {"id": "in", "type": "tag-in", "config": {"topic": "bench/flow/in"}, "wires": ["out"]},
@@ -351,7 +464,7 @@ async fn setup(http: &Client, s: &Settings, token: &str) {
     }
     for (path, body) in paths.into_iter().zip(bodies) {
         let resp = http
-            .post(format!("{}{path}", s.url))
+            .post(format!("{}{path}", target.url))
             .bearer_auth(token)
             .json(&body)
             .send()
@@ -376,14 +489,14 @@ enum Load<'a> {
 }
 
 /// Completed calls per second over `--seconds` with `--clients` concurrent callers.
-async fn throughput(s: &Settings, load: Load<'_>) -> f64 {
+async fn throughput(s: &Settings, target: &Target, load: Load<'_>) -> f64 {
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let workers: Vec<_> = (0..s.clients)
         .map(|client| {
             let (done, stop) = (Arc::clone(&done), Arc::clone(&stop));
-            let url = s.url.clone();
+            let url = target.url.clone();
             let load = match load {
                 Load::Http(http, token, process) => {
                     Some((http.clone(), token.to_string(), process.map(str::to_string)))
@@ -430,11 +543,11 @@ async fn throughput(s: &Settings, load: Load<'_>) -> f64 {
     done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
-async fn connect(s: &Settings) -> (AsyncClient, EventLoop) {
+async fn connect(target: &Target, s: &Settings) -> (AsyncClient, EventLoop) {
     let mut options = MqttOptions::new(
         format!("functions-bench-{}", std::process::id()),
         "127.0.0.1",
-        s.mqtt_port,
+        target.mqtt_port,
     );
     options.set_credentials("admin", &s.password);
     // Nothing polls the connection during the throughput runs of a round (a minute and more),

@@ -1,6 +1,7 @@
 //! Deployed functions: one worker per function that runs its jobs one after another (or side
 //! by side when the function allows overlap), timers for its interval and cron triggers, and
-//! the run itself: the sandbox on a blocking thread, then one entry in the run log.
+//! the run itself: the sandbox on the thread that serves the job (see [`super::run_blocking`]),
+//! then one entry in the run log.
 
 use super::host::ServerHost;
 use super::{chain_origin, Automation, Tasks};
@@ -101,7 +102,7 @@ impl Deployed {
 
     /// Queues a job (or, when runs may overlap, starts it) and waits for its result. Once
     /// started, a run ends and is logged even if the caller goes away: it is a task of its own
-    /// (the queue's, or the blocking thread's that runs it).
+    /// (the queue's), or runs in place until it ends.
     pub async fn call(&self, input: Value, trigger: &'static str) -> Option<(RunResult, u64)> {
         self.pending.fetch_add(1, Ordering::SeqCst);
         if let Some((state, domain, deployment)) = &self.direct {
@@ -247,9 +248,9 @@ pub async fn run_function(
         tokio::runtime::Handle::current(),
     );
     let (state, domain) = (state.clone(), domain.to_string());
-    // The run and its log entry on one blocking thread (which runs the code and serves its
-    // host calls itself), holding its slot of the server's simultaneous runs to the end.
-    tokio::task::spawn_blocking(move || {
+    // The run and its log entry on one thread (which runs the code and serves its host calls
+    // itself), holding its slot of the server's simultaneous runs to the end.
+    super::run_blocking(move || {
         let _slot = slot;
         let result = super::process::run(&deployment, &input, &host);
         log_run(

@@ -1,7 +1,7 @@
 //! The host API of functions, backed by the server: tag reads from the last-value store, tag
 //! writes published through the broker (so subscribers and the historian see them), and record
-//! create/get/list in the function's own domain. Runs on a blocking thread; async server calls
-//! are driven with the runtime handle.
+//! create/get/list in the function's own domain. Runs outside async code (see
+//! `run_blocking`); async server calls are driven with the runtime handle.
 
 use crate::functions::engine::Host;
 use crate::ids::{RecordId, TableRef, ADMIN_DOMAIN};

@@ -39,6 +39,22 @@ impl Tasks {
     }
 }
 
+/// Runs `run`, user code that may take up to its time limit, on the thread that called when it
+/// can: on the multi-thread runtime the worker hands its other tasks to another thread for the
+/// time being (`block_in_place`) and runs the code itself, so a run costs no wake-up of a
+/// blocking thread and none of the caller's on the way back (on an idle VM each is tens of
+/// µs). Elsewhere (a current-thread runtime) the run goes to a blocking thread.
+pub async fn run_blocking<T: Send + 'static>(
+    run: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+        Ok(tokio::task::block_in_place(run))
+    } else {
+        tokio::task::spawn_blocking(run).await
+    }
+}
+
 impl Drop for Tasks {
     fn drop(&mut self) {
         for task in &self.0 {

@@ -2,7 +2,7 @@
 //! (a tag's last value, the rows of a read-only SQL query) and handed to the code with its
 //! read-only `config`, the sandbox run, then its `outputs` applied (a tag write of the output
 //! or of one of its members; a record created or updated from an `sql` output's INSERT or
-//! UPDATE, checked as the REST routes check it). Runs on the blocking thread of the run.
+//! UPDATE, checked as the REST routes check it). Runs on the thread of the run, outside async code.
 
 use super::functions::Deployment;
 use super::host::ServerHost;
