@@ -101,7 +101,9 @@ fn open_fixture(dir: &Path, manifest: &Value) -> Opened {
     let work = tempfile::tempdir().expect("tempdir");
     let stores = &manifest["stores"];
     if on_postgres() {
-        let files = stores["postgres"]["data_dir"].as_str().expect("postgres data_dir");
+        let files = stores["postgres"]["data_dir"]
+            .as_str()
+            .expect("postgres data_dir");
         let dump = stores["postgres"]["dump"].as_str().expect("postgres dump");
         let data = extract(&dir.join(files), work.path());
         let url = shared_postgres().fresh_database();
@@ -119,7 +121,9 @@ fn open_fixture(dir: &Path, manifest: &Value) -> Opened {
             _dir: work,
         }
     } else {
-        let archive = stores["sqlite"]["data_dir"].as_str().expect("sqlite data_dir");
+        let archive = stores["sqlite"]["data_dir"]
+            .as_str()
+            .expect("sqlite data_dir");
         let data = extract(&dir.join(archive), work.path());
         let steps_before = sqlite_steps(&data.join("svc.db"));
         let server = Server::start_from(Some(&data), &[]);
@@ -288,7 +292,11 @@ fn check_fixture(dir: &Path, todays: &str) {
     let steps_after = server
         .store_sql(STEPS_SQLITE, STEPS_POSTGRES)
         .expect("steps after the start");
-    assert_eq!(steps_after.split(',').count(), todays.split(',').count(), "{what}: {steps_after}");
+    assert_eq!(
+        steps_after.split(',').count(),
+        todays.split(',').count(),
+        "{what}: {steps_after}"
+    );
     for (after, before) in steps_after.split(',').zip(opened.steps_before.split(',')) {
         assert_eq!(after, before, "{what}: a step written by {version} changed");
     }
@@ -336,7 +344,10 @@ fn check_fixture(dir: &Path, todays: &str) {
     }
     for check in manifest["checks"].as_array().expect("checks") {
         if let Some(miss) = http_check(server, check, &tokens) {
-            failures.push(format!("{} ({} {}): {miss}", check["what"], check["method"], check["path"]));
+            failures.push(format!(
+                "{} ({} {}): {miss}",
+                check["what"], check["method"], check["path"]
+            ));
         }
     }
     for check in manifest["mqtt"].as_array().expect("mqtt checks") {
