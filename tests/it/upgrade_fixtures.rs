@@ -57,41 +57,47 @@ fn gunzip(path: &Path) -> Vec<u8> {
     out
 }
 
-/// The schema steps in a store, `version:release` in order, read with `store_sql`-style SQL.
+/// The schema steps of a store in order, as `1,2,…`: only the versions, which every release's
+/// `svc_schema_migrations` has (an older store may lack the `release` column).
+const VERSIONS_SQLITE: &str = "SELECT group_concat(version, ',') \
+     FROM (SELECT version FROM svc_schema_migrations ORDER BY version)";
+const VERSIONS_POSTGRES: &str =
+    "SELECT string_agg(version::text, ',' ORDER BY version) FROM svc_schema_migrations";
+/// The steps of a store today's binary has opened, `version:release` in order.
 const STEPS_SQLITE: &str = "SELECT group_concat(version || ':' || coalesce(release, ''), ',') \
      FROM (SELECT version, release FROM svc_schema_migrations ORDER BY version)";
 const STEPS_POSTGRES: &str = "SELECT string_agg(version || ':' || coalesce(release, ''), ',' \
      ORDER BY version) FROM svc_schema_migrations";
 
-fn sqlite_steps(db: &Path) -> String {
+fn sqlite_versions(db: &Path) -> String {
     let db = rusqlite::Connection::open(db).expect("open svc.db");
-    db.query_row(STEPS_SQLITE, [], |row| row.get(0))
+    db.query_row(VERSIONS_SQLITE, [], |row| row.get(0))
         .expect("read svc_schema_migrations")
 }
 
-/// The steps a store made by today's binary holds, on the engine of this run.
-fn todays_steps() -> String {
+/// The step versions of a store made by today's binary, on the engine of this run.
+fn todays_versions() -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     if on_postgres() {
         let url = shared_postgres().fresh_database();
         let (ready, stderr) = serve_on(dir.path(), &["--database", &url]);
         assert!(ready, "{stderr}");
-        let steps = shared_postgres()
-            .psql_at(&url, STEPS_POSTGRES)
+        let versions = shared_postgres()
+            .psql_at(&url, VERSIONS_POSTGRES)
             .expect("read the steps");
         shared_postgres().drop_database(&url);
-        steps
+        versions
     } else {
         let (ready, stderr) = serve_on(dir.path(), &[]);
         assert!(ready, "{stderr}");
-        sqlite_steps(&dir.path().join("svc.db"))
+        sqlite_versions(&dir.path().join("svc.db"))
     }
 }
 
-/// A fixture opened by today's binary: the server, and the steps its store held before.
+/// A fixture opened by today's binary: the server, and the step versions its store held before.
 struct Opened {
     server: Server,
-    steps_before: String,
+    versions_before: String,
     engine: &'static str,
     _dir: tempfile::TempDir,
 }
@@ -110,13 +116,13 @@ fn open_fixture(dir: &Path, manifest: &Value) -> Opened {
         shared_postgres()
             .restore_at(&url, &gunzip(&dir.join(dump)))
             .unwrap_or_else(|e| panic!("restore {}: {e}", dir.join(dump).display()));
-        let steps_before = shared_postgres()
-            .psql_at(&url, STEPS_POSTGRES)
+        let versions_before = shared_postgres()
+            .psql_at(&url, VERSIONS_POSTGRES)
             .expect("read the dump's steps");
         let server = Server::start_from(Some(&data), &["--database", &url]);
         Opened {
             server,
-            steps_before,
+            versions_before,
             engine: "postgres",
             _dir: work,
         }
@@ -125,11 +131,11 @@ fn open_fixture(dir: &Path, manifest: &Value) -> Opened {
             .as_str()
             .expect("sqlite data_dir");
         let data = extract(&dir.join(archive), work.path());
-        let steps_before = sqlite_steps(&data.join("svc.db"));
+        let versions_before = sqlite_versions(&data.join("svc.db"));
         let server = Server::start_from(Some(&data), &[]);
         Opened {
             server,
-            steps_before,
+            versions_before,
             engine: "sqlite",
             _dir: work,
         }
@@ -288,28 +294,36 @@ fn check_fixture(dir: &Path, todays: &str) {
     let server = &opened.server;
     let what = format!("the {version} fixture on {}", opened.engine);
 
-    // Migrated: today's steps are all there; the fixture's own steps kept their releases.
+    // Migrated: today's steps are all there, the fixture's own steps first; those kept the
+    // release that applied them (none when written before steps named one), and the steps
+    // added at this start name today's release.
     let steps_after = server
         .store_sql(STEPS_SQLITE, STEPS_POSTGRES)
         .expect("steps after the start");
-    assert_eq!(
-        steps_after.split(',').count(),
-        todays.split(',').count(),
-        "{what}: {steps_after}"
-    );
-    for (after, before) in steps_after.split(',').zip(opened.steps_before.split(',')) {
-        assert_eq!(after, before, "{what}: a step written by {version} changed");
-    }
-    for (after, today) in steps_after.split(',').zip(todays.split(',')) {
-        let (version_after, _) = after.split_once(':').expect("version:release");
-        let (version_today, _) = today.split_once(':').expect("version:release");
-        assert_eq!(version_after, version_today, "{what}: steps {steps_after}");
-    }
-    for step in steps_after
+    let steps: Vec<(&str, &str)> = steps_after
         .split(',')
-        .skip(opened.steps_before.split(',').count())
-    {
-        assert!(step.ends_with(&format!(":{RELEASE}")), "{what}: {step}");
+        .map(|step| step.split_once(':').expect("version:release"))
+        .collect();
+    let versions_after: Vec<&str> = steps.iter().map(|(v, _)| *v).collect();
+    assert_eq!(versions_after.join(","), todays, "{what}: {steps_after}");
+    let before: Vec<&str> = opened.versions_before.split(',').collect();
+    assert_eq!(
+        versions_after[..before.len()],
+        before[..],
+        "{what}: the fixture's steps {} are not where they were: {steps_after}",
+        opened.versions_before
+    );
+    for (step, release) in &steps[..before.len()] {
+        assert!(
+            release.is_empty() || *release == version,
+            "{what}: the fixture's step {step} names release `{release}`"
+        );
+    }
+    for (step, release) in &steps[before.len()..] {
+        assert_eq!(
+            *release, RELEASE,
+            "{what}: step {step} applied at this start"
+        );
     }
 
     let creds = &manifest["credentials"];
@@ -379,7 +393,7 @@ fn every_upgrade_fixture_opens_migrated_and_answers_as_its_manifest_says() {
             .any(|d| d.file_name().and_then(|n| n.to_str()) == Some(RELEASE)),
         "fixtures/upgrade has no fixture of this release, {RELEASE} (scripts/upgrade-fixture)"
     );
-    let todays = todays_steps();
+    let todays = todays_versions();
     for dir in dirs {
         check_fixture(&dir, &todays);
     }
