@@ -107,6 +107,7 @@ mod tenancy;
 mod tenant_isolation;
 mod tui_alarms;
 mod tui_tmux;
+mod upgrade_fixtures;
 mod upgrades;
 mod upstream_bridge;
 mod upstream_links;

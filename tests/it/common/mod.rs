@@ -101,18 +101,15 @@ impl Server {
         Server::start_from(None, extra)
     }
 
-    /// Starts a server on a copy of the data dir `fixture` (its files; on PostgreSQL the copy
+    /// Starts a server on a copy of the data dir `fixture` (its files and directories; on
+    /// PostgreSQL, unless `extra` names a `--database`, the copy
     /// is first moved into the server's fresh database with `svc migrate`), or on an empty one.
     pub fn start_from(fixture: Option<&Path>, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let data_dir = dir.path().join("data");
         std::fs::create_dir_all(&data_dir).expect("create data dir");
         if let Some(fixture) = fixture {
-            for entry in std::fs::read_dir(fixture).expect("read the fixture") {
-                let path = entry.expect("fixture entry").path();
-                std::fs::copy(&path, data_dir.join(path.file_name().unwrap()))
-                    .expect("copy the fixture");
-            }
+            copy_tree(fixture, &data_dir);
         }
         let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         if on_postgres() && !extra.iter().any(|arg| arg == "--database") {
@@ -450,6 +447,20 @@ impl Server {
         body["count"]
             .as_u64()
             .unwrap_or_else(|| panic!("count body: {body}"))
+    }
+}
+
+/// Copies the files and directories under `from` into the existing directory `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read the fixture") {
+        let path = entry.expect("fixture entry").path();
+        let target = to.join(path.file_name().expect("a name"));
+        if path.is_dir() {
+            std::fs::create_dir_all(&target).expect("create a fixture directory");
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy the fixture");
+        }
     }
 }
 

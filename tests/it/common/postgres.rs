@@ -301,6 +301,30 @@ impl Postgres {
         }
     }
 
+    /// Runs the SQL script `sql` (a `pg_dump` in plain format, say) with `psql` at `url`,
+    /// stopping at the first error; the error, if any.
+    pub fn restore_at(&self, url: &str, sql: &[u8]) -> Result<(), String> {
+        use std::io::Write;
+        let mut psql = Command::new(self.bin.join("psql"))
+            .arg(url)
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("run psql: {e}"))?;
+        let mut stdin = psql.stdin.take().expect("psql stdin");
+        let written = stdin.write_all(sql);
+        drop(stdin);
+        let output = psql.wait_with_output().map_err(|e| format!("psql: {e}"))?;
+        written.map_err(|e| format!("write to psql: {e}"))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
+        }
+    }
+
     fn log(&self) -> String {
         std::fs::read_to_string(self._dir.path().join("server.log")).unwrap_or_default()
     }
