@@ -18,7 +18,8 @@
 //! `--rounds` rounds interleave every measurement; the report (Markdown, on stdout) shows the round
 //! with the median result. With `--baseline-url` and `--baseline-mqtt-port` (a second server, e.g.
 //! a build of main before a change, with the same admin password) each round measures both in
-//! turn, and a second table gives every figure of this svc against the baseline's.
+//! turn (which goes first alternates), and a second table gives every figure of this svc against
+//! the baseline's.
 //!
 //!   functions_load --url http://127.0.0.1:6188 --mqtt-port 1883 --password ADMIN_PASSWORD
 
@@ -180,8 +181,14 @@ async fn main() {
     let mut rounds: Vec<Vec<Round>> = servers.iter().map(|_| Vec::new()).collect();
     for round in 1..=s.rounds {
         eprintln!("[bench] round {round}/{}", s.rounds);
-        for (server, measured) in servers.iter_mut().zip(&mut rounds) {
-            measured.push(measure(&s, &http, server).await);
+        // Every other round the other server goes first, so neither always runs on a machine
+        // the other has just warmed (or heated).
+        let mut order: Vec<usize> = (0..servers.len()).collect();
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for i in order {
+            rounds[i].push(measure(&s, &http, &mut servers[i]).await);
         }
     }
     let mut rounds = rounds.into_iter();

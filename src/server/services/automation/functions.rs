@@ -101,8 +101,8 @@ impl Deployed {
     }
 
     /// Queues a job (or, when runs may overlap, starts it) and waits for its result. Once
-    /// started, a run ends and is logged even if the caller goes away: it is a task of its own
-    /// (the queue's), or runs in place until it ends.
+    /// started, a run ends and is logged even if the caller goes away: it is the queue's task,
+    /// or its code runs in place and its outputs and log entry in a task of their own.
     pub async fn call(&self, input: Value, trigger: &'static str) -> Option<(RunResult, u64)> {
         self.pending.fetch_add(1, Ordering::SeqCst);
         if let Some((state, domain, deployment)) = &self.direct {
@@ -241,36 +241,39 @@ pub async fn run_function(
         &Automation::function_origin(domain, &deployment.def.name),
         depth,
     );
-    let host = ServerHost::new(
+    let host = Arc::new(ServerHost::new(
         state.clone(),
         domain,
         origin,
         tokio::runtime::Handle::current(),
-    );
+    ));
+    // The inputs and the code on this thread, which serves the code's host calls itself.
+    let ran = {
+        let (deployment, host) = (deployment.clone(), Arc::clone(&host));
+        super::run_blocking(move || super::process::run_code(&deployment, &input, &host)).await
+    };
+    // The outputs and the log entry in a task of its own, so that they happen even if the
+    // caller goes away now. Spawned from a worker, it runs on that worker next: the outputs'
+    // subscribers are woken there too, with no other thread to wake on the way.
     let (state, domain) = (state.clone(), domain.to_string());
-    // The run and its log entry on one thread (which runs the code and serves its host calls
-    // itself), holding its slot of the server's simultaneous runs to the end.
-    super::run_blocking(move || {
+    let finish = tokio::spawn(async move {
         let _slot = slot;
-        let result = super::process::run(&deployment, &input, &host);
-        log_run(
-            &state,
-            &domain,
-            &deployment.def,
-            trigger,
-            started_dt,
-            started,
-            result,
-        )
-    })
-    .await
-    .unwrap_or_else(|e| {
-        let lost = RunError {
-            failure: engine::Failure::Script(format!("the run was lost: {e}")),
-            logs: Vec::new(),
+        let result = match ran {
+            Ok(Ok(outcome)) => super::process::apply_outputs(&deployment.def, outcome, &host).await,
+            Ok(Err(failed)) => Err(failed),
+            Err(lost) => Err(lost_run(lost)),
         };
-        (Err(lost), 0)
-    })
+        let def = &deployment.def;
+        log_run(&state, &domain, def, trigger, started_dt, started, result)
+    });
+    finish.await.unwrap_or_else(|lost| (Err(lost_run(lost)), 0))
+}
+
+fn lost_run(e: tokio::task::JoinError) -> RunError {
+    RunError {
+        failure: engine::Failure::Script(format!("the run was lost: {e}")),
+        logs: Vec::new(),
+    }
 }
 
 /// Counts a finished run and hands its entry to the run log; the result and its duration.

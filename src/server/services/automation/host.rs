@@ -40,7 +40,7 @@ impl ServerHost {
     /// Updates the record `id` (its key, or a record id of this table) of a user table of the
     /// function's domain with `fields`, checked as the REST update is; a process's `sql`
     /// output `UPDATE … WHERE id = …`.
-    pub fn record_update(
+    pub async fn update_record(
         &self,
         table: &str,
         id: &Value,
@@ -58,15 +58,33 @@ impl ServerHost {
             Err(_) if crate::ids::is_record_key(&id) => id,
             Err(e) => return Err(e),
         };
-        self.runtime
-            .block_on(crate::server::services::checked_writes::update_checked(
-                &self.state,
-                &table,
-                &key,
-                fields,
-            ))
+        crate::server::services::checked_writes::update_checked(&self.state, &table, &key, fields)
+            .await
             .map_err(|e| e.message)?
             .ok_or_else(|| format!("no record `{key}` in `{}`", table.table))
+    }
+
+    /// Publishes `value` as JSON on the tag `topic` (QoS 1), as the function's writer.
+    pub async fn write_tag(&self, topic: &str, value: &Value) -> Result<(), String> {
+        let origin = Arc::clone(&self.origin);
+        publish_value(&self.state, &self.domain, origin, topic, value, 1, false).await
+    }
+
+    /// Creates a record in a user table of the function's domain, checked as the REST create
+    /// is; its `id`, if given, is the record's key.
+    pub async fn create_record(&self, table: &str, record: &Value) -> Result<Value, String> {
+        let table = self.table(table)?;
+        let Value::Object(mut fields) = record.clone() else {
+            return Err("a record must be an object".into());
+        };
+        let key = match fields.remove("id") {
+            Some(Value::String(key)) if crate::ids::is_record_key(&key) => key,
+            Some(_) => return Err("`id` must be a record key ([A-Za-z0-9_-]{1,128})".into()),
+            None => crate::ids::new_key(),
+        };
+        insert_checked(&self.state, &table, key, fields)
+            .await
+            .map_err(|e| e.message)
     }
 
     /// The rows of a read-only SQL query over the function's domain (as
@@ -145,30 +163,11 @@ impl Host for ServerHost {
     }
 
     fn tag_write(&self, topic: &str, value: &Value) -> Result<(), String> {
-        self.runtime.block_on(publish_value(
-            &self.state,
-            &self.domain,
-            Arc::clone(&self.origin),
-            topic,
-            value,
-            1,
-            false,
-        ))
+        self.runtime.block_on(self.write_tag(topic, value))
     }
 
     fn record_create(&self, table: &str, record: &Value) -> Result<Value, String> {
-        let table = self.table(table)?;
-        let Value::Object(mut fields) = record.clone() else {
-            return Err("a record must be an object".into());
-        };
-        let key = match fields.remove("id") {
-            Some(Value::String(key)) if crate::ids::is_record_key(&key) => key,
-            Some(_) => return Err("`id` must be a record key ([A-Za-z0-9_-]{1,128})".into()),
-            None => crate::ids::new_key(),
-        };
-        self.runtime
-            .block_on(insert_checked(&self.state, &table, key, fields))
-            .map_err(|e| e.message)
+        self.runtime.block_on(self.create_record(table, record))
     }
 
     fn record_get(&self, id: &str) -> Result<Option<Value>, String> {

@@ -2,35 +2,47 @@
 //! (a tag's last value, the rows of a read-only SQL query) and handed to the code with its
 //! read-only `config`, the sandbox run, then its `outputs` applied (a tag write of the output
 //! or of one of its members; a record created or updated from an `sql` output's INSERT or
-//! UPDATE, checked as the REST routes check it). Runs on the thread of the run, outside async code.
+//! UPDATE, checked as the REST routes check it). The inputs and the code run outside async code
+//! (on the thread of the run); the outputs are applied in async code after it.
 
 use super::functions::Deployment;
 use super::host::ServerHost;
-use crate::functions::engine::{Failure, Host, RunError};
+use crate::functions::engine::{Failure, Host, Outcome, RunError};
 use crate::functions::sdk::{config_of, InputKind, OutputKind};
 use crate::functions::sql_output::{self, SqlWrite};
 use crate::functions::FunctionDef;
 use serde_json::{Map, Value};
 
-/// Resolves the inputs, runs the code, applies the outputs. A failure to resolve an input or
-/// to apply an output fails the run, with the logs the code wrote.
-pub fn run(
+fn script_failure(message: String, logs: Vec<String>) -> RunError {
+    RunError {
+        failure: Failure::Script(message),
+        logs,
+    }
+}
+
+/// Resolves the inputs and runs the code. A failure to resolve an input fails the run.
+pub fn run_code(
     deployment: &Deployment,
     input: &Value,
     host: &ServerHost,
 ) -> super::functions::RunResult {
     let def = &deployment.def;
-    let script_failure = |message: String, logs: Vec<String>| RunError {
-        failure: Failure::Script(message),
-        logs,
-    };
     let inputs = resolve_inputs(def, host).map_err(|e| script_failure(e, Vec::new()))?;
     let globals = [("config", config_of(def)), ("inputs", inputs)];
-    let outcome = def.run(&deployment.instance, input, &globals, host)?;
-    if let Err(e) = apply_outputs(def, &outcome.output, host) {
-        return Err(script_failure(e, outcome.logs));
+    def.run(&deployment.instance, input, &globals, host)
+}
+
+/// Applies the outputs of a run that succeeded; a failure to apply one fails the run, with the
+/// logs the code wrote.
+pub async fn apply_outputs(
+    def: &FunctionDef,
+    outcome: Outcome,
+    host: &ServerHost,
+) -> super::functions::RunResult {
+    match write_outputs(def, &outcome.output, host).await {
+        Ok(()) => Ok(outcome),
+        Err(e) => Err(script_failure(e, outcome.logs)),
     }
-    Ok(outcome)
 }
 
 fn resolve_inputs(def: &FunctionDef, host: &ServerHost) -> Result<Value, String> {
@@ -54,7 +66,7 @@ fn resolve_inputs(def: &FunctionDef, host: &ServerHost) -> Result<Value, String>
     Ok(Value::Object(inputs))
 }
 
-fn apply_outputs(def: &FunctionDef, output: &Value, host: &ServerHost) -> Result<(), String> {
+async fn write_outputs(def: &FunctionDef, output: &Value, host: &ServerHost) -> Result<(), String> {
     for (i, out) in def.outputs.iter().enumerate() {
         match out.kind {
             OutputKind::TagWrite => {
@@ -63,7 +75,8 @@ fn apply_outputs(def: &FunctionDef, output: &Value, host: &ServerHost) -> Result
                     Some(field) => output.get(field).cloned().unwrap_or(Value::Null),
                     None => output.clone(),
                 };
-                host.tag_write(tag, &value)
+                host.write_tag(tag, &value)
+                    .await
                     .map_err(|e| format!("output {i} (tag_write `{tag}`): {e}"))?;
             }
             OutputKind::Sql => {
@@ -72,13 +85,16 @@ fn apply_outputs(def: &FunctionDef, output: &Value, host: &ServerHost) -> Result
                 match sql_output::parse(query).map_err(failed)? {
                     SqlWrite::Insert { table, columns } => {
                         let fields = sql_output::bind(&columns, output).map_err(failed)?;
-                        host.record_create(&table, &Value::Object(fields))
+                        host.create_record(&table, &Value::Object(fields))
+                            .await
                             .map_err(failed)?;
                     }
                     SqlWrite::Update { table, sets, id } => {
                         let fields = sql_output::bind(&sets, output).map_err(failed)?;
                         let id = id.value(output).map_err(failed)?;
-                        host.record_update(&table, &id, fields).map_err(failed)?;
+                        host.update_record(&table, &id, fields)
+                            .await
+                            .map_err(failed)?;
                     }
                 }
             }
