@@ -36,5 +36,9 @@ else
     "against the copy of $(git -C "$db" show -s --format=%cs HEAD), which knows no later advisory"
 fi
 
+# cargo-deny reads the whole dependency graph, every target's crates included (wasm, Android),
+# through `cargo metadata`, which offline needs them all on disk: a build fetches only this
+# machine's. crates.io is reachable where GitHub is not.
+cargo fetch --locked --quiet
 cargo deny --offline check advisories licenses bans sources
 cargo audit --no-fetch --db "$db"
