@@ -184,11 +184,7 @@ fn sqlite_data_is_served_identically_after_migrating_to_postgres() {
 
     // As if a run had been cut off after the batch ending at n09: the rows after it are
     // missing and the progress says where to go on. The next run copies just those.
-    let db = url
-        .rsplit('/')
-        .next()
-        .and_then(|tail| tail.split('?').next())
-        .expect("database name");
+    let db = &database_name(&url);
     pg.psql(
         db,
         "DELETE FROM d_plant.notes WHERE key > 'n09'; \

@@ -26,14 +26,7 @@ fn the_private_postgres_gives_each_test_its_own_database_and_survives_a_restart(
 
     let (a, b) = (pg.fresh_database(), pg.fresh_database());
     assert_ne!(a, b);
-    let name = |url: &str| {
-        url.rsplit('/')
-            .next()
-            .and_then(|tail| tail.split('?').next())
-            .expect("database name")
-            .to_string()
-    };
-    let (a, b) = (name(&a), name(&b));
+    let (a, b) = (database_name(&a), database_name(&b));
     pg.psql(&a, "CREATE TABLE t (n int); INSERT INTO t VALUES (7)")
         .expect("write a");
     let missing = pg.psql(&b, "SELECT n FROM t").expect_err("t is a's only");

@@ -42,11 +42,7 @@ fn sslmode_require_encrypts_every_connection_svc_opens() {
     let url = pg
         .fresh_database()
         .replace("sslmode=disable", "sslmode=require");
-    let database = url
-        .rsplit('/')
-        .next()
-        .and_then(|t| t.split('?').next())
-        .expect("db");
+    let database = &database_name(&url);
     let server = Server::start_with(&["--database", &url]);
     server.create_domain("plant");
     let (all, tls) = sessions(&pg, database);

@@ -262,11 +262,8 @@ impl Postgres {
     /// Drops the database at `url` (one [`Postgres::fresh_database`] gave), closing what is
     /// still connected to it; a failure (the server stopped by an outage test) leaves it.
     pub fn drop_database(&self, url: &str) {
-        let name = url
-            .rsplit('/')
-            .next()
-            .and_then(|tail| tail.split('?').next());
-        if let Some(name) = name.filter(|n| n.starts_with("test_")) {
+        let name = database_name(url);
+        if name.starts_with("test_") {
             let _ = self.psql(
                 "postgres",
                 &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
