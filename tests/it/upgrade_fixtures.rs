@@ -99,6 +99,8 @@ struct Opened {
     server: Server,
     versions_before: String,
     engine: &'static str,
+    /// The database restored for it (PostgreSQL), dropped once the checks are done.
+    database: Option<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -124,6 +126,7 @@ fn open_fixture(dir: &Path, manifest: &Value) -> Opened {
             server,
             versions_before,
             engine: "postgres",
+            database: Some(url),
             _dir: work,
         }
     } else {
@@ -137,6 +140,7 @@ fn open_fixture(dir: &Path, manifest: &Value) -> Opened {
             server,
             versions_before,
             engine: "sqlite",
+            database: None,
             _dir: work,
         }
     }
@@ -375,12 +379,10 @@ fn check_fixture(dir: &Path, todays: &str) {
         failures.join("\n  "),
         server.logs()
     );
-    if let Some(url) = opened
-        .server
-        .store_sql("SELECT NULL", "SELECT current_database()")
-    {
-        drop(opened);
-        shared_postgres().drop_database(&shared_postgres().url(&url));
+    let database = opened.database.clone();
+    drop(opened);
+    if let Some(url) = database {
+        shared_postgres().drop_database(&url);
     }
 }
 
