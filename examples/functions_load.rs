@@ -525,7 +525,8 @@ async fn throughput(s: &Settings, target: &Target, load: Load<'_>) -> f64 {
                             let resp = request.bearer_auth(token).send().await.expect("request");
                             let ok = resp.status().is_success();
                             let body = resp.bytes().await.expect("body");
-                            assert!(ok, "{}", String::from_utf8_lossy(&body));
+                            let what = process.as_deref().unwrap_or("GET /svc/");
+                            assert!(ok, "{what}: {}", String::from_utf8_lossy(&body));
                         }
                         None => {
                             let out = tokio::process::Command::new("/usr/bin/python3")

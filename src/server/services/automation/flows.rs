@@ -498,7 +498,7 @@ impl Context {
             tokio::runtime::Handle::current(),
         );
         let code = config.code.clone();
-        let result = super::run_blocking(move || {
+        let result = super::run_blocking(super::RunPlace::InPlace, move || {
             engine::run(&Source::script(&code), &Value::Object(msg), &limits, &host)
                 .map_err(|e| (e.explain(&limits), e.logs))
         })

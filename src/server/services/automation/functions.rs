@@ -4,7 +4,7 @@
 //! then one entry in the run log.
 
 use super::host::ServerHost;
-use super::{chain_origin, Automation, Tasks};
+use super::{chain_origin, Automation, RunPlace, Tasks};
 use crate::functions::engine::{self, Outcome, RunError};
 use crate::functions::{FunctionDef, Instance, RunRecord};
 use crate::schedule::Schedule;
@@ -107,7 +107,9 @@ impl Deployed {
         self.pending.fetch_add(1, Ordering::SeqCst);
         if let Some((state, domain, deployment)) = &self.direct {
             let _done = Done(Arc::clone(&self.pending));
-            let outcome = run_function(state, domain, deployment.clone(), input, trigger, 1);
+            let deployment = deployment.clone();
+            let outcome =
+                run_function(state, domain, deployment, input, trigger, 1, RunPlace::Pool);
             return Some(outcome.await);
         }
         let (reply, answer) = oneshot::channel();
@@ -172,15 +174,13 @@ async fn run_job(
     job: Job,
     pending: Arc<AtomicUsize>,
 ) {
-    let outcome = run_function(
-        &state,
-        &domain,
-        deployment,
-        job.input,
-        job.trigger,
-        job.depth,
-    )
-    .await;
+    // A call someone waits for over HTTP may come with many others: see [`RunPlace`].
+    let place = match job.reply {
+        Some(_) => RunPlace::Pool,
+        None => RunPlace::InPlace,
+    };
+    let (input, trigger, depth) = (job.input, job.trigger, job.depth);
+    let outcome = run_function(&state, &domain, deployment, input, trigger, depth, place).await;
     pending.fetch_sub(1, Ordering::SeqCst);
     if let Some(reply) = job.reply {
         let _ = reply.send(outcome);
@@ -225,7 +225,8 @@ async fn fire_on_schedule(
     }
 }
 
-/// Runs a function once in the sandbox and logs the run; also returns the duration in ms.
+/// Runs a function once in the sandbox, its code where `place` says, and logs the run; also
+/// returns the duration in ms.
 pub async fn run_function(
     state: &AppState,
     domain: &str,
@@ -233,6 +234,7 @@ pub async fn run_function(
     input: Value,
     trigger: &'static str,
     depth: u32,
+    place: RunPlace,
 ) -> (RunResult, u64) {
     let started_dt = crate::time::now_rfc3339();
     let started = Instant::now();
@@ -250,7 +252,8 @@ pub async fn run_function(
     // The inputs and the code on this thread, which serves the code's host calls itself.
     let ran = {
         let (deployment, host) = (deployment.clone(), Arc::clone(&host));
-        super::run_blocking(move || super::process::run_code(&deployment, &input, &host)).await
+        let run = move || super::process::run_code(&deployment, &input, &host);
+        super::run_blocking(place, run).await
     };
     // The outputs and the log entry in a task of its own, so that they happen even if the
     // caller goes away now. Spawned from a worker, it runs on that worker next: the outputs'

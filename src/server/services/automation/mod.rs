@@ -39,16 +39,33 @@ impl Tasks {
     }
 }
 
-/// Runs `run`, user code that may take up to its time limit, on the thread that called when it
-/// can: on the multi-thread runtime the worker hands its other tasks to another thread for the
-/// time being (`block_in_place`) and runs the code itself, so a run costs no wake-up of a
-/// blocking thread and none of the caller's on the way back (on an idle VM each is tens of
-/// µs). Elsewhere (a current-thread runtime) the run goes to a blocking thread.
+/// Where a run's code executes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPlace {
+    /// On the worker that serves the message that triggered it: the worker hands its other
+    /// tasks to another thread for the time being (`block_in_place`) and runs the code itself,
+    /// so the run costs no wake-up of a blocking thread and none of the caller's on the way
+    /// back (on an idle VM each is tens of µs). For runs triggered one after another by
+    /// messages, where latency counts.
+    InPlace,
+    /// On a blocking thread the caller waits for: for calls over HTTP, which come many at once.
+    /// Under 8 concurrent calls, handing workers around for each run cost 8 to 17 % of a
+    /// trivial JavaScript process's calls/s (`bench/functions.sh`, 5 rounds against a build
+    /// that used the blocking pool).
+    Pool,
+}
+
+/// Runs `run`, user code that may take up to its time limit, where `place` says. A
+/// current-thread runtime (some unit tests) cannot hand its worker around: there the run
+/// always goes to a blocking thread.
 pub async fn run_blocking<T: Send + 'static>(
+    place: RunPlace,
     run: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, tokio::task::JoinError> {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+    if place == RunPlace::InPlace
+        && Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread
+    {
         Ok(tokio::task::block_in_place(run))
     } else {
         tokio::task::spawn_blocking(run).await
