@@ -24,15 +24,17 @@
 # anonymous access, no queue, in-flight or connection limits, TCP_NODELAY (as svc's listener)
 # and no persistence. The script raises its RLIMIT_NOFILE (ulimit -n; the hard limit too when it
 # may) for the idle connections, and both brokers and the generator inherit it. Both brokers stay up for the whole run;
-# BENCH_ROUNDS rounds (default 3) each run every load interleaved (Mosquitto then svc for each
-# load and QoS), and the report shows per broker and load the round with the median msgs/s (the
-# median p99 for latency), the loss summed over every round, the broker's CPU time per delivered
+# BENCH_ROUNDS rounds (default 3) each run every load interleaved (each load and QoS on every
+# broker in turn, the order reversed every other round so that no broker always goes first), and
+# the report shows per broker and figure the median over the rounds with its spread
+# (least–greatest), the loss summed over every round, the broker's CPU time per delivered
 # message (from /proc/<pid>/stat; steadier than msgs/s on a busy machine), resident memory (VmRSS
 # after all rounds, and the peak VmHWM), and how many values reached svc's historian (hot rows of
 # `hist_points` plus the points closed into `hist_blocks`, which never hold the same point;
-# counted read-only with sqlite3 once the count stops moving). Goals (issue 13):
+# counted read-only with sqlite3 once the count stops moving). Goals (issues 13 and 40):
 # fan-in >= 2x Mosquitto's msgs/s at QoS 0 and >= 3x at QoS 1, fan-out >= 1.5x, CPU per message
-# below Mosquitto's, latency p99 <= Mosquitto's, memory per idle connection <= Mosquitto's, svc
+# below Mosquitto's, at the fixed rate p99 and CPU per message <= Mosquitto's in every round
+# (each round's svc against that round's Mosquitto), memory per idle connection <= Mosquitto's, svc
 # resident memory <= 64 MB after the run and <= 100 MB at peak, nothing lost and every value
 # historized. The report (one table, bench/broker-report.awk) is written to
 # bench/broker-results.md (overwritten) with the machine, its load and the date.
@@ -44,10 +46,12 @@
 # BENCH_IDLE_CONNECTIONS (10000; 0 skips the idle measurement), SVC_LOG (svc's log filter,
 # default info; its log is kept only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed,
 # BENCH_SVC=<path> to measure an already built svc binary instead of building target/release/svc,
-# BENCH_PERF=<file> to record `perf record -g` of svc during the first svc fan-in run at QoS
-# BENCH_PERF_QOS (default 0), BENCH_NICE (run both brokers and the load generator under
+# BENCH_PERF=<file> to record `perf record -g` of svc during the first svc run of the load
+# BENCH_PERF_LOAD (fanin, the default, fanout or latency) at QoS BENCH_PERF_QOS (default 0), BENCH_NICE (run both brokers and the load generator under
 # `nice -n <value>`; a negative value, as root, keeps other jobs on a shared machine from stealing
-# the benchmark's CPU), BENCH_SVC_BASELINE=<path> to measure a second svc binary (e.g. the
+# the benchmark's CPU), BENCH_PIN (1, the default: the generator on the first half of the CPUs,
+# every broker on the other half, by `taskset`, see `pin_cpus` in bench/lib.sh; 0: unpinned),
+# BENCH_SVC_BASELINE=<path> to measure a second svc binary (e.g. the
 # previous commit's) interleaved in the same rounds, reported as `baseline` with the ratio
 # svc / baseline.
 set -euo pipefail
@@ -99,10 +103,11 @@ log "RLIMIT_NOFILE $(ulimit -Sn) (hard $(ulimit -Hn))"
 
 build_tools mqtt_load
 LOADER="$TARGET/release/examples/mqtt_load"
+pin_cpus 1
 
 # --- brokers ------------------------------------------------------------------------------
 bench_workdir broker-bench
-start_svc "${NICE[@]}"
+start_svc "${NICE[@]}" "${SERVER_PIN[@]}"
 
 # Mosquitto takes a port from its config: try a few random free-looking ports. Like svc's
 # listener it sets TCP_NODELAY (Mosquitto's default leaves Nagle on, which adds up to the peer's
@@ -124,7 +129,7 @@ log_dest stderr
 log_type error
 log_type warning
 CONF
-    "${NICE[@]}" "$MOSQUITTO" -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.out" 2>"$WORK/mosquitto.log" &
+    "${NICE[@]}" "${SERVER_PIN[@]}" "$MOSQUITTO" -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.out" 2>"$WORK/mosquitto.log" &
     pid=$!
     up=""
     for _ in $(seq 1 50); do
@@ -166,7 +171,7 @@ BASELINE=${BENCH_SVC_BASELINE:-}
 if [ -n "$BASELINE" ]; then
     [ -x "$BASELINE" ] || die "BENCH_SVC_BASELINE=$BASELINE is not an executable"
     MAIN=("$SVC" "$SVC_PID" "$SVC_URL" "$SVC_MQTT_PORT" "$DB" "$API_KEY" "$TOKEN")
-    SVC=$BASELINE SVC_DATA="$WORK/baseline-data" SVC_NAME=baseline start_svc "${NICE[@]}"
+    SVC=$BASELINE SVC_DATA="$WORK/baseline-data" SVC_NAME=baseline start_svc "${NICE[@]}" "${SERVER_PIN[@]}"
     prepare_svc
     BASE_PID=$SVC_PID BASE_MQTT_PORT=$SVC_MQTT_PORT BASE_API_KEY=$API_KEY
     SVC=${MAIN[0]} SVC_PID=${MAIN[1]} SVC_URL=${MAIN[2]} SVC_MQTT_PORT=${MAIN[3]} DB=${MAIN[4]}
@@ -218,7 +223,7 @@ measure() {
             flags=(--mode latency --rate "$LATENCY_RATE" --warmup-ms "$LATENCY_WARMUP_MS" --duration-ms "$LATENCY_MS")
             log "$broker latency QoS $qos: $LATENCY_RATE msgs/s, ${LATENCY_WARMUP_MS} ms warm-up + ${LATENCY_MS} ms" ;;
     esac
-    if [ "$broker" = svc ] && [ "$load" = fanin ] && [ "$qos" = "${BENCH_PERF_QOS:-0}" ] &&
+    if [ "$broker" = svc ] && [ "$load" = "${BENCH_PERF_LOAD:-fanin}" ] && [ "$qos" = "${BENCH_PERF_QOS:-0}" ] &&
         [ -n "${BENCH_PERF:-}" ] && [ -z "$PERF_DONE" ]; then
         perf record -g -o "$BENCH_PERF" -p "$SVC_PID" 2>"$WORK/perf.log" >&2 &
         perf_pid=$!
@@ -276,25 +281,35 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
     fi
     for round in $(seq 1 "$ROUNDS"); do
         log "round $round of $ROUNDS"
+        ORDER=("${BROKERS[@]}")
+        if [ $((round % 2)) = 0 ]; then
+            ORDER=()
+            for ((i = ${#BROKERS[@]} - 1; i >= 0; i--)); do ORDER+=("${BROKERS[i]}"); done
+        fi
         for load in fanin fanout latency; do
             for qos in 0 1; do
-                for broker in "${BROKERS[@]}"; do measure "$broker" "$load" "$qos"; done
+                for broker in "${ORDER[@]}"; do measure "$broker" "$load" "$qos"; done
             done
         done
     done
 } >"$WORK/results"
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# QoS 0 values are committed asynchronously: wait until the row count stops moving.
+# Values reach the historian's tables asynchronously: QoS 0 values within 50 ms, journaled
+# (QoS 1) ones up to 4 s after they arrived (FOLD_DURABLE_EVERY in src/historian/writer.rs).
+# Wait until every value is counted, or the count has stood still for 6 s (longer than that
+# 4 s), or 60 s have passed.
 EXPECTED_HIST=$(awk '$1 == "svc" { n += $5 } END { print n + 0 }' "$WORK/results")
 HIST=-1
-for _ in $(seq 1 60); do
+STILL=0
+for _ in $(seq 1 120); do
     sleep 0.5
     NOW=$(sqlite3 -readonly "$WORK/data/svc.db" \
         'PRAGMA busy_timeout=5000; SELECT (SELECT count(*) FROM hist_points) + (SELECT coalesce(sum(count), 0) FROM hist_blocks);' | tail -n 1)
-    [ "$NOW" = "$HIST" ] && break
+    if [ "$NOW" = "$HIST" ]; then STILL=$((STILL + 1)); else STILL=0; fi
     HIST=$NOW
     [ "$HIST" -ge "$EXPECTED_HIST" ] && break
+    [ "$STILL" -lt 12 ] || break
 done
 {
     for broker in "${BROKERS[@]}"; do
@@ -325,14 +340,14 @@ REPORT=$(awk -f "$ROOT/bench/broker-report.awk" -v rounds="$ROUNDS" -v baseline=
     echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr)"
     echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}; nice: ${BENCH_NICE:-0} (both brokers and the load generator)"
-    echo "- load: \`examples/mqtt_load\` (rumqttc), $SIZE-byte JSON payloads, the generator sharing the machine with the brokers; msgs/s = messages delivered to the subscribers / (first publish → last delivery); QoS 1 publishers wait for every PUBACK"
+    echo "- load: \`examples/mqtt_load\` (rumqttc), $SIZE-byte JSON payloads; $PIN_NOTE; msgs/s = messages delivered to the subscribers / (first publish → last delivery); QoS 1 publishers wait for every PUBACK"
     echo "  - fan-in: one \`bench/#\` subscriber connected first at the run's QoS, then $PUBLISHERS concurrent publishers on \`bench/p<i>\`"
     echo "  - fan-out: $FANOUT_SUBSCRIBERS subscribers of \`bench/fanout\` (all SUBACKs in first), then one publisher there"
     echo "  - latency: one subscriber of \`bench/latency\`, one publisher paced at $LATENCY_RATE msgs/s (1 ms tokio interval, batches), both with TCP_NODELAY; publish → deliver over the ${LATENCY_MS} ms after a ${LATENCY_WARMUP_MS} ms warm-up"
     echo "  - idle: $IDLE_CONNECTIONS connections (keep alive 60 s) on the fresh broker before the other loads; per connection = (VmRSS with them, from 2 s after the last CONNACK − VmRSS before) / connections held, each VmRSS read once reads 500 ms apart have agreed within 256 kB for 5 s (longer than svc returns freed memory, every 2 s)"
     echo "- svc: fresh data dir, API-key authentication, topic authorization, historian recording every load's topics (historized tags); log filter \`${SVC_LOG:-info}\`"
     echo "- Mosquitto ${MOSQUITTO_VERSION:-?} (Debian): loopback listener, anonymous, \`max_connections -1\`, \`set_tcp_nodelay true\` (as svc), \`max_queued_messages 0\`, \`max_inflight_messages 0\` (no limits), no persistence"
-    echo "- $ROUNDS interleaved round(s); per broker and load the round with the median msgs/s (latency: median p99) is shown, with that round's CPU/msg; broker CPU/msg = the broker's user+system CPU time during the run / messages delivered; RLIMIT_NOFILE $(ulimit -Sn)"
+    echo "- $ROUNDS interleaved round(s); per broker and figure the median over the rounds is shown with its spread (least–greatest), the brokers' order reversed every other round; broker CPU/msg = the broker's user+system CPU time during the run / messages delivered; RLIMIT_NOFILE $(ulimit -Sn)"
     echo "- load average (1, 5, 15 min) before / after measuring: $LOAD_BEFORE / $LOAD_AFTER (anything above ~0.5 before means something else was running: treat the numbers as noisy)"
     echo
     echo "$REPORT"

@@ -27,16 +27,17 @@ PASSWORD="bench-$(date +%s)-$$"
 source "$ROOT/bench/lib.sh"
 
 build_tools functions_load
+pin_cpus 0
 TOOL="$TARGET/release/examples/functions_load"
 bench_workdir functions-bench
 BASELINE=${BENCH_SVC_BASELINE:-}
 BASELINE_ARGS=()
 if [ -n "$BASELINE" ]; then
     [ -x "$BASELINE" ] || die "BENCH_SVC_BASELINE=$BASELINE is not an executable"
-    SVC=$BASELINE SVC_DATA="$WORK/baseline-data" SVC_NAME=baseline SVC_LOG=${SVC_LOG:-warn} start_svc
+    SVC=$BASELINE SVC_DATA="$WORK/baseline-data" SVC_NAME=baseline SVC_LOG=${SVC_LOG:-warn} start_svc "${SERVER_PIN[@]}"
     BASELINE_ARGS=(--baseline-url "$SVC_URL" --baseline-mqtt-port "$SVC_MQTT_PORT")
 fi
-SVC_LOG=${SVC_LOG:-warn} start_svc
+SVC_LOG=${SVC_LOG:-warn} start_svc "${SERVER_PIN[@]}"
 if [ -n "${BENCH_PERF:-}" ]; then
     perf record ${BENCH_PERF_ARGS:--g} -o "$BENCH_PERF" -p "$SVC_PID" 2>"$WORK/perf.log" &
     PERF_PID=$!

@@ -23,6 +23,31 @@ deb_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "not inst
 # Where cargo puts its builds.
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 
+# pin_cpus : splits the machine's CPUs between the load generator and the servers it measures,
+# so that a figure measures a server and not its neighbours (issue 40). With BENCH_PIN=1 (the
+# caller's default) on a machine of 2 or more CPUs, this shell, and so the load generator and
+# every tool it starts, moves to the first half of the CPUs (LOADER_CPUS, `taskset` syntax), and
+# servers started through `server_pin` (SERVER_PIN, a command prefix) run on the other half
+# (SERVER_CPUS): every server measured gets the same CPUs. BENCH_PIN=0 leaves everything where
+# the kernel puts it; DEFAULT (the first argument, 1 or 0) is used when BENCH_PIN is not set.
+# Sets PIN_NOTE, one sentence for the report.
+cpu_range() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
+pin_cpus() {
+    local cpus
+    cpus=$(nproc)
+    SERVER_PIN=()
+    PIN_NOTE="not pinned: the load generator and the servers share all $cpus CPUs"
+    [ "${BENCH_PIN:-$1}" = 1 ] || return 0
+    [ "$cpus" -ge 2 ] || { log "one CPU: nothing to pin"; return 0; }
+    command -v taskset >/dev/null 2>&1 || install_deb util-linux
+    local half=$((cpus / 2))
+    LOADER_CPUS=$(cpu_range 0 $((half - 1))) SERVER_CPUS=$(cpu_range "$half" $((cpus - 1)))
+    taskset -pc "$LOADER_CPUS" $$ >/dev/null || die "taskset could not pin the bench to CPUs $LOADER_CPUS"
+    SERVER_PIN=(taskset -c "$SERVER_CPUS")
+    PIN_NOTE="pinned: the load generator on CPU $LOADER_CPUS, every server measured on CPU $SERVER_CPUS (taskset)"
+    log "$PIN_NOTE"
+}
+
 # build_tools EXAMPLE… : builds the examples (release) and svc itself unless BENCH_SVC names an
 # already built binary; sets SVC.
 build_tools() {
