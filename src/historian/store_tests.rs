@@ -118,6 +118,48 @@ fn equal_timestamps_are_all_kept_in_arrival_order() {
 }
 
 #[test]
+fn a_burst_within_one_millisecond_keeps_every_value_of_each_series_in_order() {
+    let (_dir, store) = store();
+    // Two series interleaved, and one going back to an earlier millisecond within the batch.
+    store
+        .append_history(&[
+            w("d", "a", T0, json!("a1")),
+            w("d", "b", T0, json!("b1")),
+            w("d", "a", T0, json!("a2")),
+            w("d", "a", T0 + 1, json!("a3")),
+            w("d", "b", T0, json!("b2")),
+            w("d", "a", T0, json!("a4")),
+            w("d", "a", T0, json!("a5")),
+        ])
+        .unwrap();
+    store
+        .append_history(&[w("d", "a", T0, json!("a6")), w("d", "a", T0, json!("a7"))])
+        .unwrap();
+    let values = |topic| -> Vec<_> {
+        store
+            .history_range("d", topic, T0, T0 + 2, None)
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.ts_ms - T0, p.value))
+            .collect()
+    };
+    let at = |ms, v: &str| (ms, json!(v));
+    assert_eq!(
+        values("a"),
+        vec![
+            at(0, "a1"),
+            at(0, "a2"),
+            at(0, "a4"),
+            at(0, "a5"),
+            at(0, "a6"),
+            at(0, "a7"),
+            at(1, "a3")
+        ]
+    );
+    assert_eq!(values("b"), vec![at(0, "b1"), at(0, "b2")]);
+}
+
+#[test]
 fn domains_with_the_same_topic_are_apart() {
     let (_dir, store) = store();
     store
