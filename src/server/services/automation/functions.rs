@@ -1,7 +1,8 @@
 //! Deployed functions: one worker per function that runs its jobs one after another (or side
 //! by side when the function allows overlap), timers for its interval and cron triggers, and
-//! the run itself: the sandbox on the thread that serves the job (see [`super::run_blocking`]),
-//! then one entry in the run log.
+//! the run itself: the sandbox on the thread that serves a message-triggered job, or on a
+//! blocking thread for a call over HTTP (see [`super::RunPlace`]), then one entry in the run
+//! log.
 
 use super::host::ServerHost;
 use super::{chain_origin, Automation, RunPlace, Tasks};
