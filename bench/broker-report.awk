@@ -22,14 +22,14 @@ $1 == "historian" { hist = $3; hist_expected = $4; next }
 
 # stat(k, field, scale): the median, least and greatest of one field of load k over its rounds
 # (each divided by scale) in med, lo and hi; "-" in all three when k was not measured.
-function stat(k, field, scale,    i, j, t, v, f, c) {
+function stat(k, field, scale,    i, j, t, v, x, c) {
     med = lo = hi = "-"
+    # Asked first: reading n[k] would create it, and k would then look measured.
     if (!(k in n)) return
     c = 0
     for (i = 1; i <= n[k]; i++) {
-        split(line[k, i], f, " ")
-        if (!has(f[field])) continue
-        v[++c] = f[field] / scale
+        x = round_value(k, i, field, scale)
+        if (has(x)) v[++c] = x
     }
     if (c == 0) return
     for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
@@ -60,9 +60,9 @@ function ratio(a, b) { return (has(a) && has(b) && b + 0 > 0) ? sprintf("%.2fx",
 
 # figure(label, load, q, field, scale, fmt, goal, rule): one table line of a figure, each broker's
 # median over the rounds with its spread. rule names the goal's test: "" (none), "ge<x>" (svc's
-# median ≥ x × Mosquitto's), "lt" (svc's median < Mosquitto's), "le_rounds" / "lt_rounds" (in
-# every round, svc's value ≤ / < Mosquitto's in the same round).
-function figure(label, load, q, field, scale, fmt, goal, rule,    s, m, b, sl, sh, ml, mh, bl, bh, out, verdict, r, sv, mv, ok, seen) {
+# median ≥ x × Mosquitto's), "lt" (svc's median < Mosquitto's), "le_rounds" (in every round,
+# svc's value ≤ Mosquitto's in the same round).
+function figure(label, load, q, field, scale, fmt, goal, rule,    s, m, b, sl, sh, ml, mh, bl, bh, verdict, r, sv, mv, ok, seen) {
     stat("svc " load " " q, field, scale); s = med; sl = lo; sh = hi
     stat("mosquitto " load " " q, field, scale); m = med; ml = lo; mh = hi
     stat("baseline " load " " q, field, scale); b = med; bl = lo; bh = hi
@@ -77,7 +77,7 @@ function figure(label, load, q, field, scale, fmt, goal, rule,    s, m, b, sl, s
                 mv = round_value("mosquitto " load " " q, r, field, scale)
                 if (!has(sv) || !has(mv)) continue
                 seen++
-                if (rule == "le_rounds" ? sv <= mv : sv < mv) ok++
+                if (sv <= mv) ok++
             }
             verdict = (seen > 0 && ok == seen)
             goal = goal sprintf(" (%d of %d rounds)", ok, seen)
@@ -110,6 +110,12 @@ function total_lost(broker, load, q,    k) {
     return (k in n) ? lost[k] : "-"
 }
 
+# lost_row(what, load, q): the messages each broker lost in that load over every round (goal 0).
+function lost_row(what, load, q,    s) {
+    s = total_lost("svc", load, q)
+    single(what ": lost (all rounds)", s, total_lost("mosquitto", load, q), total_lost("baseline", load, q), "%d", "0", has(s) ? (s == 0) : "")
+}
+
 END {
     B = (baseline != "")
     printf "| measurement | svc | Mosquitto | svc / Mosquitto |%s goal | result |\n", B ? " baseline | svc / baseline |" : ""
@@ -128,8 +134,7 @@ END {
             }
             figure(what ": delivered msgs/s", load, q, 9, 1, "%.0f", sprintf("≥ %gx Mosquitto", need), "ge" need)
             figure(what ": broker CPU per message", load, q, 10, 100, "%.2f µs", "< Mosquitto", "lt")
-            s = total_lost("svc", load, q); m = total_lost("mosquitto", load, q); b = total_lost("baseline", load, q)
-            single(what ": lost (all rounds)", s, m, b, "%d", "0", has(s) ? (s == 0) : "")
+            lost_row(what, load, q)
         }
     }
     for (q = 0; q <= 1; q++) {
@@ -138,8 +143,7 @@ END {
         figure(what ": p99 publish → deliver", "latency", q, 12, 1, "%.0f µs", "≤ Mosquitto every round", "le_rounds")
         figure(what ": rate sent", "latency", q, 14, 1, "%.0f msgs/s", "", "")
         figure(what ": broker CPU per message", "latency", q, 10, 100, "%.2f µs", "≤ Mosquitto every round", "le_rounds")
-        s = total_lost("svc", "latency", q); m = total_lost("mosquitto", "latency", q); b = total_lost("baseline", "latency", q)
-        single(what ": lost (all rounds)", s, m, b, "%d", "0", has(s) ? (s == 0) : "")
+        lost_row(what, "latency", q)
     }
     what = sprintf("idle (%d connections, keep alive 60 s)", idle)
     s = has(held["svc"]) ? held["svc"] : "-"; m = has(held["mosquitto"]) ? held["mosquitto"] : "-"

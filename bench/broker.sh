@@ -31,7 +31,7 @@
 # message (from /proc/<pid>/stat; steadier than msgs/s on a busy machine), resident memory (VmRSS
 # after all rounds, and the peak VmHWM), and how many values reached svc's historian (hot rows of
 # `hist_points` plus the points closed into `hist_blocks`, which never hold the same point;
-# counted read-only with sqlite3 once the count stops moving). Goals (issues 13 and 40):
+# counted read-only with sqlite3 once every value is, or the count has stood still for 6 s). Goals (issues 13 and 40):
 # fan-in >= 2x Mosquitto's msgs/s at QoS 0 and >= 3x at QoS 1, fan-out >= 1.5x, CPU per message
 # below Mosquitto's, at the fixed rate p99 and CPU per message <= Mosquitto's in every round
 # (each round's svc against that round's Mosquitto), memory per idle connection <= Mosquitto's, svc

@@ -27,7 +27,7 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 # so that a figure measures a server and not its neighbours (issue 40). With BENCH_PIN=1 (the
 # caller's default) on a machine of 2 or more CPUs, this shell, and so the load generator and
 # every tool it starts, moves to the first half of the CPUs (LOADER_CPUS, `taskset` syntax), and
-# servers started through `server_pin` (SERVER_PIN, a command prefix) run on the other half
+# servers started under SERVER_PIN (a command prefix, empty when unpinned) run on the other half
 # (SERVER_CPUS): every server measured gets the same CPUs. BENCH_PIN=0 leaves everything where
 # the kernel puts it; DEFAULT (the first argument, 1 or 0) is used when BENCH_PIN is not set.
 # Sets PIN_NOTE, one sentence for the report.
