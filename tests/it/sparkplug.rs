@@ -597,6 +597,7 @@ fn what_the_host_took_in_is_stored_when_svc_stops() {
     // The 51 values (and possibly `bad` from the node's will, sent when svc closed its
     // connection): every one the host took in was stored before the historian stopped.
     let tag = format!("{PREFIX}/edge9/Count");
+    let mut seen = String::new();
     let good = server.poll(WAIT, "the 51 values", || {
         let resp = server
             .admin_in(ACME, Method::PATCH, "/svc/historian/last")
@@ -604,6 +605,12 @@ fn what_the_host_took_in_is_stored_when_svc_stops() {
             .send()
             .ok()?;
         let points = resp.json::<Value>().ok()?;
+        // What the history held, printed when it changes: a timeout then shows how far it got.
+        let now = points.to_string();
+        if now != seen {
+            eprintln!("the history of {tag}: {now}");
+            seen = now;
+        }
         let good: Vec<i64> = points
             .as_array()?
             .iter()

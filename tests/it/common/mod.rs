@@ -810,9 +810,15 @@ impl Server {
         resp.text().expect("the metrics text")
     }
 
-    /// Polls `check` every 50 ms until it returns `Some`, failing with `what` after `within`.
+    /// Polls `check` every 50 ms until it returns `Some`, failing with `what` and the tail of
+    /// the server's log after `within` (what svc said is what tells a slow machine from a bug).
     pub fn poll<T>(&self, within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-        poll_until(within, what, &mut check)
+        poll_or_explain(within, what, &mut check, &|| {
+            let logs = self.logs();
+            let lines: Vec<&str> = logs.lines().collect();
+            let tail = lines[lines.len().saturating_sub(60)..].join("\n");
+            format!("the server's log ends:\n{tail}")
+        })
     }
 }
 
@@ -830,13 +836,26 @@ pub fn sample(text: &str, series: &str) -> f64 {
 
 /// Polls `check` every 50 ms until it returns `Some`; panics naming `what` after `within`.
 pub fn poll_until<T>(within: Duration, what: &str, check: &mut dyn FnMut() -> Option<T>) -> T {
+    poll_or_explain(within, what, check, &String::new)
+}
+
+/// [`poll_until`], whose panic adds what `explain` says then.
+fn poll_or_explain<T>(
+    within: Duration,
+    what: &str,
+    check: &mut dyn FnMut() -> Option<T>,
+    explain: &dyn Fn() -> String,
+) -> T {
     let deadline = Instant::now() + within;
     loop {
         if let Some(v) = check() {
             return v;
         }
         if Instant::now() >= deadline {
-            panic!("timed out after {within:?} waiting for {what}");
+            panic!(
+                "timed out after {within:?} waiting for {what}\n{}",
+                explain()
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }
