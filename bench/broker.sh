@@ -53,7 +53,8 @@
 # every broker on the other half, by `taskset`, see `pin_cpus` in bench/lib.sh; 0: unpinned),
 # BENCH_SVC_BASELINE=<path> to measure a second svc binary (e.g. the
 # previous commit's) interleaved in the same rounds, reported as `baseline` with the ratio
-# svc / baseline.
+# svc / baseline, BENCH_FANIN_GENERATOR (rumqttc, the default, or raw: the fan-in load from
+# pre-encoded packets without a client event loop, `--mode fan-in-raw`).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -70,6 +71,13 @@ LATENCY_RATE=${BENCH_LATENCY_RATE:-20000}
 LATENCY_WARMUP_MS=${BENCH_LATENCY_WARMUP_MS:-1000}
 LATENCY_MS=${BENCH_LATENCY_MS:-5000}
 IDLE_CONNECTIONS=${BENCH_IDLE_CONNECTIONS:-10000}
+# The fan-in generator: rumqttc's event loops (`fan-in`), or pre-encoded packets without one
+# (`fan-in-raw`, BENCH_FANIN_GENERATOR=raw), whose CPU per message is a fraction of a broker's.
+case ${BENCH_FANIN_GENERATOR:-rumqttc} in
+    rumqttc) FANIN_MODE=fan-in ;;
+    raw) FANIN_MODE=fan-in-raw ;;
+    *) die "BENCH_FANIN_GENERATOR is rumqttc or raw, not ${BENCH_FANIN_GENERATOR}" ;;
+esac
 PASSWORD="bench-$(date +%s)-$$"
 RESULTS="$ROOT/bench/broker-results.md"
 NICE=()
@@ -212,7 +220,7 @@ measure() {
         fanin)
             local messages=$QOS0_MESSAGES
             [ "$qos" = 0 ] || messages=$QOS1_MESSAGES
-            flags=(--mode fan-in --publishers "$PUBLISHERS" --messages "$messages")
+            flags=(--mode "$FANIN_MODE" --publishers "$PUBLISHERS" --messages "$messages")
             log "$broker fan-in QoS $qos: $PUBLISHERS x $messages messages → 1 subscriber" ;;
         fanout)
             local messages=$FANOUT_QOS0_MESSAGES
@@ -338,10 +346,10 @@ REPORT=$(awk -f "$ROOT/bench/broker-report.awk" -v rounds="$ROUNDS" -v baseline=
     echo "Written by \`bench/broker.sh\`; overwritten on every run."
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-    echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr)"
+    echo "- machine: $(nproc --all) CPUs, $CPU, $(uname -sr)"
     echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}; nice: ${BENCH_NICE:-0} (both brokers and the load generator)"
     echo "- load: \`examples/mqtt_load\` (rumqttc), $SIZE-byte JSON payloads; $PIN_NOTE; msgs/s = messages delivered to the subscribers / (first publish → last delivery); QoS 1 publishers wait for every PUBACK"
-    echo "  - fan-in: one \`bench/#\` subscriber connected first at the run's QoS, then $PUBLISHERS concurrent publishers on \`bench/p<i>\`"
+    echo "  - fan-in: one \`bench/#\` subscriber connected first at the run's QoS, then $PUBLISHERS concurrent publishers on \`bench/p<i>\`; generator \`--mode $FANIN_MODE\`"
     echo "  - fan-out: $FANOUT_SUBSCRIBERS subscribers of \`bench/fanout\` (all SUBACKs in first), then one publisher there"
     echo "  - latency: one subscriber of \`bench/latency\`, one publisher paced at $LATENCY_RATE msgs/s (1 ms tokio interval, batches), both with TCP_NODELAY; publish → deliver over the ${LATENCY_MS} ms after a ${LATENCY_WARMUP_MS} ms warm-up"
     echo "  - idle: $IDLE_CONNECTIONS connections (keep alive 60 s) on the fresh broker before the other loads; per connection = (VmRSS with them, from 2 s after the last CONNACK − VmRSS before) / connections held, each VmRSS read once reads 500 ms apart have agreed within 256 kB for 5 s (longer than svc returns freed memory, every 2 s)"

@@ -56,7 +56,7 @@ fi
 {
     echo "# Functions and flows benchmark"
     echo
-    echo "\`bash bench/functions.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, $("$SVC" --version 2>/dev/null | head -1)."
+    echo "\`bash bench/functions.sh\` on $(date -u +%Y-%m-%d), $(nproc --all) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, $("$SVC" --version 2>/dev/null | head -1)."
     echo
     echo "$TABLE"
     echo

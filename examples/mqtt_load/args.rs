@@ -8,6 +8,8 @@ use rumqttc::QoS;
 pub enum Mode {
     /// N publishers → one `<prefix>/#` subscriber, as fast as they can (the original mode).
     FanIn,
+    /// [`Mode::FanIn`] with pre-encoded packets and no client event loop (`fan_in_raw.rs`).
+    FanInRaw,
     /// One publisher → N subscribers of `<prefix>/fanout`, as fast as it can.
     FanOut,
     /// One paced publisher → one subscriber of `<prefix>/latency`: publish→deliver percentiles.
@@ -93,20 +95,22 @@ fn qos_of(text: &str) -> QoS {
 fn mode_of(text: &str) -> Mode {
     match text {
         "fan-in" => Mode::FanIn,
+        "fan-in-raw" => Mode::FanInRaw,
         "fan-out" => Mode::FanOut,
         "latency" => Mode::Latency,
         "idle" => Mode::Idle,
         "drain" => Mode::Drain,
         "alarm-latency" => Mode::AlarmLatency,
         other => usage(&format!(
-            "--mode must be fan-in, fan-out, latency, idle, drain or alarm-latency, not {other}"
+            "--mode must be fan-in, fan-in-raw, fan-out, latency, idle, drain or alarm-latency, \
+             not {other}"
         )),
     }
 }
 
 pub fn usage(problem: &str) -> ! {
     eprintln!(
-        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-out|latency|idle|drain|alarm-latency] [--host H] \
+        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-in-raw|fan-out|latency|idle|drain|alarm-latency] [--host H] \
          [--port P] [--username U] [--password P] [--publishers N] [--subscribers N] \
          [--messages M] [--qos 0|1|2] [--subscriber-qos 0|1|2] [--size BYTES] \
          [--topic-prefix PREFIX] [--rate MSGS_PER_S] [--warmup-ms MS] [--duration-ms MS] \

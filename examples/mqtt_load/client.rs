@@ -69,7 +69,8 @@ pub struct Deliveries {
 }
 
 impl Deliveries {
-    fn record(&self) {
+    /// Counts one delivery, now.
+    pub fn record(&self) {
         if self.received.fetch_add(1, Ordering::Relaxed) == 0 {
             self.first_ns.store(now_ns(), Ordering::Relaxed);
         }

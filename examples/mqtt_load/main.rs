@@ -6,6 +6,10 @@
 //!   nothing arrived for 5 s, and prints sent, published, received, lost, seconds (first publish
 //!   to last delivery), msgs_per_s (delivered), publish_seconds (first publish until every
 //!   publisher is done: at QoS 1 a publisher is done when all its PUBACKs are in).
+//! - `fan-in-raw`: the `fan-in` load (MQTT 3.1.1, at most 1,000 unacknowledged QoS 1 messages
+//!   per publisher) with packets encoded before the first is sent, written as many at once as
+//!   the window allows, and no client event loop, so the generator's CPU per message is a
+//!   fraction of the broker's; same JSON line.
 //! - `fan-out`: `--subscribers` N subscribe to `<prefix>/fanout`, then one publisher sends M
 //!   there; sent = M × N deliveries expected, published = M, the rest as fan-in.
 //! - `latency`: one subscriber of `<prefix>/latency`, one publisher paced at `--rate` msgs/s for
@@ -41,6 +45,7 @@ mod args;
 mod client;
 mod drain;
 mod fan_in;
+mod fan_in_raw;
 mod fan_out;
 mod idle;
 mod latency;
@@ -56,7 +61,7 @@ const SPARE_FDS: u64 = 256;
 async fn main() {
     let args = Arc::new(parse_args());
     let connections = match args.mode {
-        Mode::FanIn => args.publishers + 1,
+        Mode::FanIn | Mode::FanInRaw => args.publishers + 1,
         Mode::FanOut => args.subscribers + 1,
         Mode::Latency => 2,
         Mode::Idle => args.connections,
@@ -69,6 +74,7 @@ async fn main() {
     }
     let result = match args.mode {
         Mode::FanIn => fan_in::run(args).await,
+        Mode::FanInRaw => fan_in_raw::run(args).await,
         Mode::FanOut => fan_out::run(args).await,
         Mode::Latency => latency::run(args).await,
         Mode::Idle => idle::run(args).await,
