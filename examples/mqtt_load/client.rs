@@ -242,6 +242,23 @@ pub async fn publish_burst(
     drive_publisher(&id, &mut event_loop, qos, messages, sender).await
 }
 
+/// Waits for every publisher, then for the deliveries (or [`STALL`]), and returns a fan-in
+/// run's JSON line: `total` sent and published, then [`burst_outcome`].
+pub async fn finish_fan_in<T>(
+    publishers: Vec<tokio::task::JoinHandle<T>>,
+    total: u64,
+    deliveries: &Deliveries,
+    first_publish: &OnceLock<u64>,
+) -> String {
+    for p in publishers {
+        let _ = p.await;
+    }
+    let published = now_ns();
+    deliveries.wait_for(total).await;
+    let outcome = burst_outcome(total, deliveries, first_publish, published);
+    format!("{{\"sent\":{total},\"published\":{total},{outcome}}}")
+}
+
 /// The end of a burst's JSON line: `"received","lost","seconds","msgs_per_s","publish_seconds"`
 /// of `total` expected deliveries, timed from the first publish (`first_publish`, or
 /// `published` if none went out) to the last delivery, and to `published` (every publisher

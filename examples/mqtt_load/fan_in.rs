@@ -3,7 +3,7 @@
 //! cycles its messages over `<prefix>/p<i>/t0` … `t<K-1>` (many topics, e.g. one alarm each).
 
 use crate::args::Args;
-use crate::client::{burst_outcome, now_ns, publish_burst, subscribe, Deliveries};
+use crate::client::{finish_fan_in, publish_burst, subscribe, Deliveries};
 use std::sync::{Arc, OnceLock};
 
 /// Publisher `p`'s topics: `<prefix>/p<p>`, or `<prefix>/p<p>/t<k>` for k < `per_publisher`.
@@ -44,14 +44,5 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
             ))
         })
         .collect();
-    for p in publishers {
-        let _ = p.await;
-    }
-    let published = now_ns();
-    deliveries.wait_for(total).await;
-
-    let outcome = burst_outcome(total, &deliveries, &first_publish, published);
-    Ok(format!(
-        "{{\"sent\":{total},\"published\":{total},{outcome}}}"
-    ))
+    Ok(finish_fan_in(publishers, total, &deliveries, &first_publish).await)
 }

@@ -11,7 +11,7 @@
 //! generator as much as the broker (issue 40).
 
 use crate::args::Args;
-use crate::client::{burst_outcome, now_ns, payload, Deliveries, STALL};
+use crate::client::{finish_fan_in, now_ns, payload, Deliveries, STALL};
 use bytes::BytesMut;
 use rumqttc::mqttbytes::v4::{Connect, Disconnect, Packet, PubAck, Publish, Subscribe};
 use rumqttc::mqttbytes::Error as CodecError;
@@ -52,15 +52,7 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
             })
         })
         .collect();
-    for p in publishers {
-        let _ = p.await;
-    }
-    let published = now_ns();
-    deliveries.wait_for(total).await;
-    let outcome = burst_outcome(total, &deliveries, &first_publish, published);
-    Ok(format!(
-        "{{\"sent\":{total},\"published\":{total},{outcome}}}"
-    ))
+    Ok(finish_fan_in(publishers, total, &deliveries, &first_publish).await)
 }
 
 /// Connects `id` (clean session, the run's credentials) and waits for its CONNACK.
