@@ -74,8 +74,9 @@ IDLE_CONNECTIONS=${BENCH_IDLE_CONNECTIONS:-10000}
 # The fan-in generator: rumqttc's event loops (`fan-in`), or pre-encoded packets without one
 # (`fan-in-raw`, BENCH_FANIN_GENERATOR=raw), whose CPU per message is a fraction of a broker's.
 case ${BENCH_FANIN_GENERATOR:-rumqttc} in
-    rumqttc) FANIN_MODE=fan-in ;;
-    raw) FANIN_MODE=fan-in-raw ;;
+    rumqttc) FANIN_MODE=fan-in; FANIN_NOTE="\`--mode fan-in\`" ;;
+    raw) FANIN_MODE=fan-in-raw
+        FANIN_NOTE="\`--mode fan-in-raw\` (pre-encoded packets through rumqttc's codec, no client event loop)" ;;
     *) die "BENCH_FANIN_GENERATOR is rumqttc or raw, not ${BENCH_FANIN_GENERATOR}" ;;
 esac
 PASSWORD="bench-$(date +%s)-$$"
@@ -349,7 +350,7 @@ REPORT=$(awk -f "$ROOT/bench/broker-report.awk" -v rounds="$ROUNDS" -v baseline=
     echo "- machine: $(nproc --all) CPUs, $CPU, $(uname -sr)"
     echo "- commit: $COMMIT; svc binary: ${BENCH_SVC:-target/release/svc (built by this run)}; nice: ${BENCH_NICE:-0} (both brokers and the load generator)"
     echo "- load: \`examples/mqtt_load\` (rumqttc), $SIZE-byte JSON payloads; $PIN_NOTE; msgs/s = messages delivered to the subscribers / (first publish → last delivery); QoS 1 publishers wait for every PUBACK"
-    echo "  - fan-in: one \`bench/#\` subscriber connected first at the run's QoS, then $PUBLISHERS concurrent publishers on \`bench/p<i>\`; generator \`--mode $FANIN_MODE\`$([ "$FANIN_MODE" = fan-in-raw ] && echo ' (pre-encoded packets through rumqttc'"'"'s codec, no client event loop)')"
+    echo "  - fan-in: one \`bench/#\` subscriber connected first at the run's QoS, then $PUBLISHERS concurrent publishers on \`bench/p<i>\`; generator $FANIN_NOTE"
     echo "  - fan-out: $FANOUT_SUBSCRIBERS subscribers of \`bench/fanout\` (all SUBACKs in first), then one publisher there"
     echo "  - latency: one subscriber of \`bench/latency\`, one publisher paced at $LATENCY_RATE msgs/s (1 ms tokio interval, batches), both with TCP_NODELAY; publish → deliver over the ${LATENCY_MS} ms after a ${LATENCY_WARMUP_MS} ms warm-up"
     echo "  - idle: $IDLE_CONNECTIONS connections (keep alive 60 s) on the fresh broker before the other loads; per connection = (VmRSS with them, from 2 s after the last CONNACK − VmRSS before) / connections held, each VmRSS read once reads 500 ms apart have agreed within 256 kB for 5 s (longer than svc returns freed memory, every 2 s)"

@@ -84,13 +84,20 @@ async fn connect(
     }
 }
 
+/// The first whole packet of `buf`, taken out of it; `None` while its bytes are not all in.
+fn decoded(buf: &mut BytesMut) -> Result<Option<Packet>, String> {
+    match Packet::read(buf, MAX_PACKET) {
+        Ok(packet) => Ok(Some(packet)),
+        Err(CodecError::InsufficientBytes(_)) => Ok(None),
+        Err(e) => Err(format!("undecodable packet: {e}")),
+    }
+}
+
 /// Reads until one whole packet is in `buf` and returns it.
 async fn next_packet(reader: &mut OwnedReadHalf, buf: &mut BytesMut) -> Result<Packet, String> {
     loop {
-        match Packet::read(buf, MAX_PACKET) {
-            Ok(packet) => return Ok(packet),
-            Err(CodecError::InsufficientBytes(_)) => {}
-            Err(e) => return Err(format!("undecodable packet: {e}")),
+        if let Some(packet) = decoded(buf)? {
+            return Ok(packet);
         }
         buf.reserve(READ_SIZE);
         match tokio::time::timeout(STALL, reader.read_buf(buf)).await {
@@ -131,17 +138,17 @@ async fn subscribe(
         let mut acks = BytesMut::new();
         loop {
             loop {
-                match Packet::read(&mut buf, MAX_PACKET) {
-                    Ok(Packet::Publish(publish)) => {
+                match decoded(&mut buf) {
+                    Ok(Some(Packet::Publish(publish))) => {
                         deliveries.record();
                         if publish.qos == QoS::AtLeastOnce {
                             let _ = PubAck::new(publish.pkid).write(&mut acks);
                         }
                     }
-                    Ok(_) => {}
-                    Err(CodecError::InsufficientBytes(_)) => break,
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
                     Err(e) => {
-                        eprintln!("bench-subscriber: undecodable packet: {e}");
+                        eprintln!("bench-subscriber: {e}");
                         return;
                     }
                 }
@@ -198,24 +205,32 @@ async fn publish(
     let counting = {
         let (acked, acks_in) = (acked.clone(), acks_in.clone());
         tokio::spawn(async move {
-            while acked.load(Ordering::Relaxed) < messages {
-                match next_packet(&mut reader, &mut buf).await? {
-                    Packet::PubAck(_) => {
-                        acked.fetch_add(1, Ordering::Relaxed);
-                        // Without a waiting sender this only leaves a permit.
-                        acks_in.notify_one();
+            let counted = async {
+                while acked.load(Ordering::Relaxed) < messages {
+                    match next_packet(&mut reader, &mut buf).await? {
+                        Packet::PubAck(_) => {
+                            acked.fetch_add(1, Ordering::Relaxed);
+                            // Without a waiting sender this only leaves a permit.
+                            acks_in.notify_one();
+                        }
+                        other => return Err(format!("unexpected {other:?}")),
                     }
-                    other => return Err(format!("unexpected {other:?}")),
                 }
+                Ok::<(), String>(())
             }
+            .await;
+            // A sender waiting for a window that no PUBACK will open learns the count ended.
             acks_in.notify_one();
-            Ok::<(), String>(())
+            counted
         })
     };
     let mut sent = 0;
     while sent < messages {
         let in_flight = sent - acked.load(Ordering::Relaxed);
         if in_flight >= WINDOW {
+            if counting.is_finished() {
+                break; // the broker stalled or closed: its error is the count's
+            }
             acks_in.notified().await;
             continue;
         }
