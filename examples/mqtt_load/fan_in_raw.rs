@@ -13,7 +13,7 @@
 use crate::args::Args;
 use crate::client::{finish_fan_in, now_ns, payload, Deliveries, STALL};
 use bytes::BytesMut;
-use rumqttc::mqttbytes::v4::{Connect, Disconnect, Packet, PubAck, Publish, Subscribe};
+use rumqttc::mqttbytes::v4::{Connect, Packet, PubAck, Publish, Subscribe};
 use rumqttc::mqttbytes::Error as CodecError;
 use rumqttc::QoS;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,9 +72,7 @@ async fn connect(
     if !args.username.is_empty() || !args.password.is_empty() {
         connect.set_login(&args.username, &args.password);
     }
-    let mut out = BytesMut::new();
-    connect.write(&mut out).map_err(|e| e.to_string())?;
-    writer.write_all(&out).await.map_err(|e| e.to_string())?;
+    send(&mut writer, Packet::Connect(connect)).await?;
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     match next_packet(&mut reader, &mut buf).await? {
         Packet::ConnAck(ack) if ack.code == rumqttc::ConnectReturnCode::Success => {
@@ -127,9 +125,7 @@ async fn subscribe(
     .await?;
     let mut subscribe = Subscribe::new(filter, qos);
     subscribe.pkid = 1;
-    let mut out = BytesMut::new();
-    subscribe.write(&mut out).map_err(|e| e.to_string())?;
-    writer.write_all(&out).await.map_err(|e| e.to_string())?;
+    send(&mut writer, Packet::Subscribe(subscribe)).await?;
     match next_packet(&mut reader, &mut buf).await? {
         Packet::SubAck(_) => {}
         other => return Err(format!("the broker answered SUBSCRIBE with {other:?}")),
@@ -198,7 +194,7 @@ async fn publish(
             .write_all(&encoded)
             .await
             .map_err(|e| e.to_string())?;
-        return disconnect(&mut writer).await;
+        return send(&mut writer, Packet::Disconnect).await;
     }
     let acked = Arc::new(AtomicUsize::new(0));
     let acks_in = Arc::new(Notify::new());
@@ -246,11 +242,14 @@ async fn publish(
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("waiting for PUBACKs: {e}"))?;
-    disconnect(&mut writer).await
+    send(&mut writer, Packet::Disconnect).await
 }
 
-async fn disconnect(writer: &mut OwnedWriteHalf) -> Result<(), String> {
+/// Encodes one control packet and writes it.
+async fn send(writer: &mut OwnedWriteHalf, packet: Packet) -> Result<(), String> {
     let mut out = BytesMut::new();
-    Disconnect.write(&mut out).map_err(|e| e.to_string())?;
+    packet
+        .write(&mut out, MAX_PACKET)
+        .map_err(|e| e.to_string())?;
     writer.write_all(&out).await.map_err(|e| e.to_string())
 }
