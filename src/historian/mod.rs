@@ -13,12 +13,15 @@ mod journal;
 pub mod payload;
 mod points_json;
 mod sealer;
+mod straight_runs;
 mod window;
 pub mod writer;
 mod zone;
 
 #[cfg(test)]
 mod block_store_tests;
+#[cfg(test)]
+mod burst_tests;
 #[cfg(test)]
 mod footprint_tests;
 #[cfg(test)]

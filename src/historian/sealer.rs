@@ -7,8 +7,9 @@
 //! in the background; a crash in between loses nothing (each block and the removal of its
 //! rows commit together) and the next start goes on where it stopped.
 
+use super::straight_runs::StraightRuns;
 use crate::store::blocks::{self, MERGED_MAX_POINTS};
-use crate::store::{day_is_open, DayToMerge, HistoryWrite, Store, StoreResult};
+use crate::store::{day_is_open, DayToMerge, HistoryWrite, Store, StoreResult, StraightToBlocks};
 use foldhash::HashMap;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -49,6 +50,8 @@ pub struct Sealer {
     /// between folds like blocks are closed.
     listing: Option<Receiver<Vec<DayToMerge>>>,
     to_merge: Vec<DayToMerge>,
+    /// Series whose folds went straight into blocks, to compact.
+    runs: StraightRuns,
 }
 
 /// How often at most the store is asked to give back the space of closed rows.
@@ -67,6 +70,7 @@ impl Sealer {
             last_compact: None,
             listing: None,
             to_merge: Vec::new(),
+            runs: StraightRuns::new(idle),
         }
     }
 
@@ -155,10 +159,12 @@ impl Sealer {
         }
     }
 
-    /// Counts values just folded into their series' tails. The batch is summed per series
-    /// first, under borrowed names, so a fold of thousands of values copies each series' name
-    /// once, not once a value.
-    pub fn note(&mut self, values: &[HistoryWrite]) {
+    /// Counts values just folded: into their series' tails, or, for the series in `straight`,
+    /// into blocks at once (a series' values of one fold all go one way). The batch is summed
+    /// per series first, under borrowed names, so a fold of thousands of values copies each
+    /// series' name once, not once a value.
+    pub fn note(&mut self, values: &[HistoryWrite], straight: &[StraightToBlocks]) {
+        self.runs.note(straight);
         let now = Instant::now();
         let mut batch: HashMap<(&str, &str), (u64, i64, i64)> = HashMap::default();
         for value in values {
@@ -167,6 +173,9 @@ impl Sealer {
             seen.0 += 1;
             seen.1 = seen.1.min(value.ts_ms);
             seen.2 = seen.2.max(value.ts_ms);
+        }
+        for written in straight {
+            batch.remove(&(written.domain.as_str(), written.topic.as_str()));
         }
         for ((domain, topic), (count, first_ms, last_ms)) in batch {
             let tail = self
@@ -209,6 +218,7 @@ impl Sealer {
     pub fn has_due(&self) -> bool {
         let now = Instant::now();
         !self.to_merge.is_empty()
+            || self.runs.has_due()
             || self.compact_due_at().is_some_and(|at| at <= now)
             || self
                 .tails
@@ -230,6 +240,7 @@ impl Sealer {
             .map(|t| t.last_write + self.idle)
             .chain(listing)
             .chain(self.compact_due_at())
+            .chain(self.runs.next_idle())
             .min()
     }
 
@@ -257,7 +268,7 @@ impl Sealer {
     /// merged block's worth at once, straight into a block in pages (`store::history::merge`),
     /// so a tag that went quiet does not make small blocks only to merge them.
     pub fn seal_some(&mut self, store: &Store, budget: usize) -> StoreResult<usize> {
-        let mut written = 0;
+        let mut written = self.runs.compact_some(store, budget)?;
         for key in self.due() {
             while written < budget {
                 let idle = self

@@ -395,8 +395,7 @@ fn run(store: &Store, shared: &Shared, first: Fold, mut sealer: Sealer) {
             (std::mem::take(&mut state.settling), state.stop.take())
         };
         shared.room.notify_waiters();
-        sealer.note(&held.values);
-        let folded = fold(store, &mut held);
+        let folded = fold(store, &mut held, &mut sealer);
         for done in settling {
             let _ = done.send(folded);
         }
@@ -501,9 +500,9 @@ fn take(
     }
 }
 
-/// Folds `held` into the series in one transaction; on success it is emptied and its journal
-/// files removed, on failure it stays for the next attempt.
-fn fold(store: &Store, held: &mut Fold) -> bool {
+/// Folds `held` into the series in one transaction; on success the sealer counts it, and it is
+/// emptied and its journal files removed; on failure it stays for the next attempt.
+fn fold(store: &Store, held: &mut Fold, sealer: &mut Sealer) -> bool {
     if held.values.is_empty() {
         if let Some(retired) = held.retired.take() {
             retired.remove(); // files that held only folded entries
@@ -512,8 +511,9 @@ fn fold(store: &Store, held: &mut Fold) -> bool {
     }
     let started = Instant::now();
     match store.fold_history(&held.values, held.upto) {
-        Ok(()) => {
+        Ok(straight) => {
             crate::telemetry::get().historian_fold(held.values.len(), started.elapsed());
+            sealer.note(&held.values, &straight);
             if let Some(retired) = held.retired.take() {
                 retired.remove();
             }

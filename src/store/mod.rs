@@ -20,6 +20,8 @@ pub mod schema_release;
 mod sqlite;
 mod types;
 
+#[cfg(test)]
+pub use history::bursts::STRAIGHT_MIN_POINTS;
 pub use history::merge::day_is_open;
 pub use location::{Location, SQLITE_FILE};
 

@@ -65,9 +65,21 @@ pub fn merge_if_closed<W: BlockWrites + ?Sized>(
 /// [`MERGED_MAX_POINTS`], when that is fewer blocks than there are. How many points it
 /// rewrote (0: nothing to merge).
 pub fn merge_day<W: BlockWrites + ?Sized>(layout: &W, series: i64, day: i64) -> StoreResult<u64> {
-    let end = day.saturating_add(DAY_MS);
+    merge_between(layout, series, day, day.saturating_add(DAY_MS))
+}
+
+/// Rewrites the blocks that start in `[from_ms, end)` and end before `end` (`end` at most the
+/// next UTC midnight after `from_ms`, so they are of one day) as the fewest blocks of at most
+/// [`MERGED_MAX_POINTS`], when that is fewer blocks than there are. How many points it
+/// rewrote (0: nothing to merge).
+pub fn merge_between<W: BlockWrites + ?Sized>(
+    layout: &W,
+    series: i64,
+    from_ms: i64,
+    end: i64,
+) -> StoreResult<u64> {
     let metas: Vec<BlockMeta> = layout
-        .block_metas(series, day, end)?
+        .block_metas(series, from_ms, end)?
         .into_iter()
         .filter(|m| m.end_ms < end)
         .collect();

@@ -11,6 +11,7 @@
 //! through an index on their start.
 
 mod buckets;
+pub mod bursts;
 pub mod fetch;
 pub mod merge;
 mod pages;

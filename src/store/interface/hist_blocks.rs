@@ -11,6 +11,16 @@ pub trait HistorianBlocks {
     /// Closes the oldest hot rows of a series (at most `max_points`, within one UTC day) into
     /// one block, removing them in the same transaction; merges the day when it closes it.
     fn seal_history(&self, domain: &str, topic: &str, max_points: usize) -> StoreResult<Sealed>;
+    /// Compacts the run of blocks folds wrote straight into a series from `from_ms` on
+    /// (`store::history::bursts::compact_from`); with `idle` (the tag has gone quiet) its last
+    /// day is merged too once it has no hot row. How many points were rewritten.
+    fn compact_straight(
+        &self,
+        domain: &str,
+        topic: &str,
+        from_ms: i64,
+        idle: bool,
+    ) -> StoreResult<u64>;
     /// Every series' day holding more blocks than merging would leave: the days closed before
     /// blocks were merged (a data dir of an earlier version), or cut short by a crash.
     fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>>;

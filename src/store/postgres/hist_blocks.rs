@@ -6,6 +6,7 @@
 
 use super::PgStore;
 use crate::store::blocks::{BlockPoint, MERGED_MAX_POINTS};
+use crate::store::history::bursts;
 use crate::store::history::fetch::Fetch;
 use crate::store::history::merge::{self, DAYS_TO_MERGE};
 use crate::store::history::{
@@ -266,6 +267,23 @@ impl HistorianBlocks for PgStore {
         };
         self.with_layout(series, true, |layout| {
             merge::merge_day(layout, series, day_ms)
+        })
+    }
+
+    /// Compacts a series' run of blocks written straight from bursts, in one transaction
+    /// (PostgreSQL folds write none yet, see `fold_history`).
+    fn compact_straight(
+        &self,
+        domain: &str,
+        topic: &str,
+        from_ms: i64,
+        idle: bool,
+    ) -> StoreResult<u64> {
+        let Some(series) = self.series_id(domain, topic)? else {
+            return Ok(0);
+        };
+        self.with_layout(series, true, |layout| {
+            bursts::compact_from(layout, series, from_ms, idle)
         })
     }
 

@@ -21,11 +21,14 @@ impl HistorianJournal for PgStore {
 
     /// Writes values into their series in one transaction and, when they include journal
     /// entries, raises this instance's mark to `journaled_upto` in that same transaction.
+    /// Every value becomes a row: instances sharing the database may fold into one series at
+    /// once, so "newer than everything the series holds", which a burst straight into blocks
+    /// needs (`store::history::bursts`), would need a lock on the series across them.
     fn fold_history(
         &self,
         values: &[HistoryWrite],
         journaled_upto: Option<u64>,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Vec<StraightToBlocks>> {
         self.ensure_partitions(values.iter().map(|w| w.ts_ms))?;
         let keys: Vec<(&str, &str)> = values
             .iter()
@@ -77,10 +80,12 @@ impl HistorianJournal for PgStore {
                     known.clear();
                 }
                 self.ensure_partitions(values.iter().map(|w| w.ts_ms))?;
-                self.insert_points(&columns, upto).map_err(StoreError::from)
+                self.insert_points(&columns, upto)
+                    .map_err(StoreError::from)?;
             }
-            other => other.map_err(StoreError::from),
+            other => other.map_err(StoreError::from)?,
         }
+        Ok(Vec::new())
     }
 
     /// Several instances may share one PostgreSQL database.

@@ -5,6 +5,7 @@
 
 use super::{SqliteStore, StoreError, StoreResult};
 use crate::store::blocks::{BlockPoint, MERGED_MAX_POINTS};
+use crate::store::history::bursts;
 use crate::store::history::merge::{self, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
@@ -269,6 +270,24 @@ impl HistorianBlocks for SqliteStore {
         let merged = merge::merge_day(&Layout(&tx), series, day_ms)?;
         tx.commit()?;
         Ok(merged)
+    }
+
+    /// Compacts a series' run of blocks written straight from bursts, in one transaction.
+    fn compact_straight(
+        &self,
+        domain: &str,
+        topic: &str,
+        from_ms: i64,
+        idle: bool,
+    ) -> StoreResult<u64> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let Some(series) = series_id(&tx, domain, topic)? else {
+            return Ok(0);
+        };
+        let rewritten = bursts::compact_from(&Layout(&tx), series, from_ms, idle)?;
+        tx.commit()?;
+        Ok(rewritten)
     }
 
     /// Nothing to do: pages freed by closed rows go to SQLite's free list and are reused.

@@ -7,8 +7,10 @@
 //!
 //! In PostgreSQL the same one-row table, with `folded bigint`.
 
-use super::historian::{insert_points, PointRef};
+use super::hist_blocks::Layout;
+use super::historian::{insert_points, series_for_writing, PointRef};
 use super::{HistoryWrite, SqliteStore, StoreResult};
+use crate::store::history::bursts::{bursts, write_burst};
 use crate::store::interface::HistorianJournal;
 use crate::store::types::*;
 use rusqlite::{OptionalExtension, TransactionBehavior};
@@ -31,13 +33,55 @@ impl HistorianJournal for SqliteStore {
         &self,
         values: &[HistoryWrite],
         journaled_upto: Option<u64>,
-    ) -> StoreResult<()> {
-        let texts: Vec<String> = values.iter().map(|w| w.value.to_string()).collect();
+    ) -> StoreResult<Vec<StraightToBlocks>> {
+        self.fold(values, journaled_upto, Bursts::StraightToBlocks)
+    }
+}
+
+/// Where a fold writes a burst.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Bursts {
+    /// Straight into blocks when it can (`store::history::bursts`).
+    StraightToBlocks,
+    /// Into rows like any value: the unit tests that compare rows with blocks need rows.
+    #[cfg_attr(not(test), allow(dead_code))]
+    AsRows,
+}
+
+impl SqliteStore {
+    /// [`HistorianJournal::fold_history`], with bursts written as `bursts` says.
+    pub(super) fn fold(
+        &self,
+        values: &[HistoryWrite],
+        journaled_upto: Option<u64>,
+        bursts_to: Bursts,
+    ) -> StoreResult<Vec<StraightToBlocks>> {
         let mut conn = self.conn()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut straight = Vec::new();
+        let mut taken = vec![false; values.len()];
+        let bursts = match bursts_to {
+            Bursts::StraightToBlocks => bursts(values),
+            Bursts::AsRows => Vec::new(),
+        };
+        for burst in bursts {
+            let (series, sealed_upto) = series_for_writing(&tx, burst.domain, burst.topic)?;
+            if let Some(done) = write_burst(&Layout(&tx), series, sealed_upto, values, &burst)? {
+                for &at in &burst.positions {
+                    taken[at] = true;
+                }
+                straight.push(done);
+            }
+        }
+        let rows: Vec<(&HistoryWrite, String)> = values
+            .iter()
+            .zip(&taken)
+            .filter(|(_, &taken)| !taken)
+            .map(|(w, _)| (w, w.value.to_string()))
+            .collect();
         insert_points(
             &tx,
-            values.iter().zip(&texts).map(|(w, text)| PointRef {
+            rows.iter().map(|(w, text)| PointRef {
                 domain: &w.domain,
                 topic: &w.topic,
                 ts_ms: w.ts_ms,
@@ -55,7 +99,7 @@ impl HistorianJournal for SqliteStore {
             )?;
         }
         tx.commit()?;
-        Ok(())
+        Ok(straight)
     }
 }
 

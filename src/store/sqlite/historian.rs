@@ -34,17 +34,30 @@ pub(super) struct PointRef<'v> {
     pub quality: u32,
 }
 
+/// The id of a series (created if it is new) and the newest time its blocks hold.
+pub(super) fn series_for_writing(
+    tx: &rusqlite::Transaction<'_>,
+    domain: &str,
+    topic: &str,
+) -> StoreResult<(i64, Option<i64>)> {
+    let known = tx
+        .prepare_cached("SELECT id, sealed_upto FROM hist_series WHERE domain = ?1 AND topic = ?2")?
+        .query_row(params![domain, topic], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    if let Some(known) = known {
+        return Ok(known);
+    }
+    tx.prepare_cached("INSERT INTO hist_series (domain, topic) VALUES (?1, ?2)")?
+        .execute(params![domain, topic])?;
+    Ok((tx.last_insert_rowid(), None))
+}
+
 /// Inserts values into `hist_points` inside `tx`, in order (creating series as they appear);
 /// values of one series at one timestamp keep their order through `seq`.
 pub(super) fn insert_points<'v>(
     tx: &rusqlite::Transaction<'_>,
     points: impl IntoIterator<Item = PointRef<'v>>,
 ) -> StoreResult<()> {
-    let mut find_series = tx.prepare_cached(
-        "SELECT id, sealed_upto FROM hist_series WHERE domain = ?1 AND topic = ?2",
-    )?;
-    let mut add_series =
-        tx.prepare_cached("INSERT INTO hist_series (domain, topic) VALUES (?1, ?2)")?;
     let mut insert = tx.prepare_cached(
         "INSERT INTO hist_points (series, ts, seq, num, value, quality) \
          VALUES (?1, ?2, 0, ?3, ?4, ?5) ON CONFLICT (series, ts, seq) DO NOTHING",
@@ -72,16 +85,7 @@ pub(super) fn insert_points<'v>(
         let (series, sealed_upto) = match series_ids.get(&key) {
             Some(known) => *known,
             None => {
-                let known = match find_series
-                    .query_row(params![key.0, key.1], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()?
-                {
-                    Some(known) => known,
-                    None => {
-                        add_series.execute(params![key.0, key.1])?;
-                        (tx.last_insert_rowid(), None)
-                    }
-                };
+                let known = series_for_writing(tx, key.0, key.1)?;
                 series_ids.insert(key, known);
                 known
             }
@@ -164,16 +168,15 @@ impl HistorianRetention for SqliteStore {
 }
 
 impl HistorianTestCalls for SqliteStore {
-    /// Creates the historian tables if they are missing.
-    /// Writes a batch of values in one transaction; returns how many rows were written. The
-    /// server writes through the historian's journal ([`SqliteStore::fold_history`]); tests use this.
+    /// Writes a batch of values as rows in one transaction (a burst too, so tests can compare
+    /// rows with blocks); returns how many rows were written. The server writes through the
+    /// historian's journal ([`SqliteStore::fold_history`]); tests use this.
     #[cfg(test)]
     fn append_history(&self, batch: &[HistoryWrite]) -> StoreResult<usize> {
-        use crate::store::interface::HistorianJournal;
         if batch.is_empty() {
             return Ok(0);
         }
-        self.fold_history(batch, None)?;
+        self.fold(batch, None, super::hist_journal::Bursts::AsRows)?;
         Ok(batch.len())
     }
 

@@ -138,6 +138,17 @@ pub struct DayToMerge {
     pub day_ms: i64,
 }
 
+/// A series' values that one fold wrote straight into blocks (a burst newer than everything the
+/// series held, `store::history::bursts`), for the writer to compact later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StraightToBlocks {
+    pub domain: String,
+    pub topic: String,
+    pub points: u64,
+    /// The first value's time: where the series' run of such blocks starts.
+    pub first_ms: i64,
+}
+
 /// What closing a block took from a hot tail.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sealed {

@@ -1,0 +1,150 @@
+//! Bursts straight into blocks (issue 40). A fold's values normally become hot rows, which the
+//! sealer later reads back, encodes into a block and deletes: at a fast tag's rates (a bench's
+//! fan-in, a gateway replaying its store-and-forward buffer, one tag at 20,000 values a second)
+//! those three passes over the rows were most of the historian's work and a third of the
+//! server's CPU. A series' run of one fold that is long, already in time order, and newer than
+//! everything the series holds (rows and blocks) cannot interleave with anything stored, so it
+//! is written as blocks at once, with the `seq`s the rows would have got. Anything else (a
+//! slow tag's few values, a run out of order, stragglers behind what is stored) still goes
+//! through the rows, where `KEEP_HOT` keeps room for it.
+//!
+//! A fold's blocks are small (a fold's worth of one series), so the writer compacts each
+//! series' run of them once it holds a block's worth, or once the tag falls idle
+//! ([`BlockWrites::compact_from`]): the same blocks, and the same day merges, that the rows
+//! would have become.
+
+use super::{merge, BlockMeta, BlockWrites};
+use crate::store::blocks::{self, BlockPoint};
+use crate::store::types::{HistoryWrite, StraightToBlocks};
+use crate::store::StoreResult;
+use foldhash::HashMap;
+
+/// The fewest values of one series in one fold that go straight into blocks. A slow tag's
+/// values (a gateway's 12,000 tags at 1 Hz give 4 a fold) stay rows; a tag faster than about
+/// 5,000 values a second (QoS 0, folded every 50 ms) or 64 (journaled, every 4 s) fills this.
+pub const STRAIGHT_MIN_POINTS: usize = 256;
+
+/// One series' values in one fold that may go straight into blocks: at least
+/// [`STRAIGHT_MIN_POINTS`], and in time order as they arrived.
+pub struct Burst<'v> {
+    pub domain: &'v str,
+    pub topic: &'v str,
+    /// Their positions in the fold's values, in arrival order.
+    pub positions: Vec<usize>,
+}
+
+/// The fold's bursts: per series, its values when there are enough of them in time order.
+pub fn bursts(values: &[HistoryWrite]) -> Vec<Burst<'_>> {
+    let mut by_series: HashMap<(&str, &str), Vec<usize>> = HashMap::default();
+    for (at, value) in values.iter().enumerate() {
+        by_series
+            .entry((value.domain.as_str(), value.topic.as_str()))
+            .or_default()
+            .push(at);
+    }
+    by_series
+        .into_iter()
+        .filter(|(_, positions)| {
+            positions.len() >= STRAIGHT_MIN_POINTS
+                && positions
+                    .windows(2)
+                    .all(|pair| values[pair[0]].ts_ms <= values[pair[1]].ts_ms)
+        })
+        .map(|((domain, topic), positions)| Burst {
+            domain,
+            topic,
+            positions,
+        })
+        .collect()
+}
+
+/// Writes `burst` as blocks of series `series` when its first value is newer than everything
+/// the series holds: its blocks (`sealed_upto`, their newest time) and its hot rows. What went
+/// straight in, or `None` (the values are left for the rows). Blocks are cut at
+/// [`blocks::MAX_POINTS`] and at UTC midnight, as the sealer cuts them.
+pub fn write_burst<W: BlockWrites + ?Sized>(
+    layout: &W,
+    series: i64,
+    sealed_upto: Option<i64>,
+    values: &[HistoryWrite],
+    burst: &Burst<'_>,
+) -> StoreResult<Option<StraightToBlocks>> {
+    let Some(&first) = burst.positions.first() else {
+        return Ok(None);
+    };
+    let first_ms = values[first].ts_ms;
+    let newest_row = layout.hot_last(series, 1)?.first().map(|p| p.ts_ms);
+    if sealed_upto
+        .max(newest_row)
+        .is_some_and(|newest| first_ms <= newest)
+    {
+        return Ok(None);
+    }
+    let mut block: Vec<BlockPoint> =
+        Vec::with_capacity(burst.positions.len().min(blocks::MAX_POINTS));
+    // The last point's time and seq, across a cut between blocks.
+    let mut last: Option<(i64, i64)> = None;
+    for &at in &burst.positions {
+        let value = &values[at];
+        let full = block.len() >= blocks::MAX_POINTS;
+        let new_day = block
+            .first()
+            .is_some_and(|p| merge::day_of(p.ts_ms) != merge::day_of(value.ts_ms));
+        if full || new_day {
+            layout.insert_block(series, &block)?;
+            block.clear();
+        }
+        // Values at one time keep their arrival order, as rows do: the first gets 0.
+        let seq = match last {
+            Some((ts_ms, seq)) if ts_ms == value.ts_ms => seq + 1,
+            _ => 0,
+        };
+        last = Some((value.ts_ms, seq));
+        block.push(BlockPoint {
+            ts_ms: value.ts_ms,
+            seq,
+            value: value.value.clone(),
+            quality: value.quality.0,
+        });
+    }
+    if !block.is_empty() {
+        layout.insert_block(series, &block)?;
+    }
+    Ok(Some(StraightToBlocks {
+        domain: burst.domain.to_owned(),
+        topic: burst.topic.to_owned(),
+        points: burst.positions.len() as u64,
+        first_ms,
+    }))
+}
+
+/// Compacts the blocks starting at or after `from_ms` (a run of blocks folds wrote straight)
+/// day by day, each day's into the fewest blocks of at most [`merge::MERGED_MAX_POINTS`]; a
+/// day the run has left, and with `idle` its last day too, is then merged whole once no hot
+/// row is left in it, as sealing a day's last rows merges it. How many points were rewritten.
+pub fn compact_from<W: BlockWrites + ?Sized>(
+    layout: &W,
+    series: i64,
+    from_ms: i64,
+    idle: bool,
+) -> StoreResult<u64> {
+    let metas = layout.block_metas(series, from_ms, i64::MAX)?;
+    let mut days: Vec<i64> = metas
+        .iter()
+        .map(|m: &BlockMeta| merge::day_of(m.start_ms))
+        .collect();
+    days.dedup();
+    let Some(&last_day) = days.last() else {
+        return Ok(0);
+    };
+    let hot_first = layout.hot_range(series, i64::MIN, i64::MAX, Some(1))?;
+    let hot_first = hot_first.first().map(|p| p.ts_ms);
+    let mut rewritten = 0;
+    for day in days {
+        rewritten += merge::merge_between(layout, series, from_ms.max(day), merge::next_day(day))?;
+        if day < last_day || idle {
+            rewritten += merge::merge_if_closed(layout, series, day, hot_first)?;
+        }
+    }
+    Ok(rewritten)
+}
