@@ -4,7 +4,7 @@
 //! holds, and the writer compacts a series' run of fold-sized blocks into one.
 
 use super::writer::HistorianWriter;
-use crate::store::blocks::MAX_POINTS;
+use crate::store::blocks::{MAX_POINTS, MERGED_MAX_POINTS};
 use crate::store::STRAIGHT_MIN_POINTS;
 use crate::store::{Aggregation, HistoryPoint, HistoryWrite, Quality, Store};
 use serde_json::{json, Value};
@@ -208,6 +208,31 @@ fn compacting_a_run_of_fold_sized_blocks_leaves_one_and_reads_the_same() {
     assert_eq!(rewritten, 3_000);
     assert_eq!(blocks(&dir, "t").len(), 1);
     assert_reads_alike(&straight, &as_rows, "t", T0, T0 + 20_000);
+}
+
+#[test]
+fn a_long_run_is_compacted_a_merged_block_at_a_time() {
+    let (dir, store) = store();
+    for fold in 0..8 {
+        store
+            .fold_history(&burst("t", T0 + fold * 10_000, 20_000), None)
+            .unwrap();
+    }
+    assert_eq!(blocks(&dir, "t").len(), 40);
+    assert_eq!(
+        store.compact_straight("d", "t", T0, false).unwrap(),
+        160_000
+    );
+    let counts: Vec<i64> = blocks(&dir, "t").iter().map(|b| b.2).collect();
+    assert_eq!(counts.len(), 2);
+    assert!(
+        counts.iter().all(|&n| n <= MERGED_MAX_POINTS as i64),
+        "{counts:?}"
+    );
+    assert_eq!(counts.iter().sum::<i64>(), 160_000);
+    let read = store.history_range("d", "t", T0, T0 + DAY, None).unwrap();
+    assert_eq!(read.len(), 160_000);
+    assert!(read.windows(2).all(|p| p[0].ts_ms <= p[1].ts_ms));
 }
 
 #[test]

@@ -118,10 +118,11 @@ pub fn write_burst<W: BlockWrites + ?Sized>(
     }))
 }
 
-/// Compacts the blocks starting at or after `from_ms` (a run of blocks folds wrote straight)
-/// day by day, each day's into the fewest blocks of at most [`merge::MERGED_MAX_POINTS`]; a
-/// day the run has left, and with `idle` its last day too, is then merged whole once no hot
-/// row is left in it, as sealing a day's last rows merges it. How many points were rewritten.
+/// Compacts the blocks starting at or after `from_ms` (a run of blocks folds wrote straight),
+/// each day's into the fewest blocks of at most [`merge::MERGED_MAX_POINTS`], decoding no more
+/// than that at once however long the run; a day the run has left, and with `idle` its last
+/// day too, is then merged whole once no hot row is left in it, as sealing a day's last rows
+/// merges it. How many points were rewritten.
 pub fn compact_from<W: BlockWrites + ?Sized>(
     layout: &W,
     series: i64,
@@ -129,19 +130,28 @@ pub fn compact_from<W: BlockWrites + ?Sized>(
     idle: bool,
 ) -> StoreResult<u64> {
     let metas = layout.block_metas(series, from_ms, i64::MAX)?;
-    let mut days: Vec<i64> = metas
-        .iter()
-        .map(|m: &BlockMeta| merge::day_of(m.start_ms))
-        .collect();
-    days.dedup();
-    let Some(&last_day) = days.last() else {
+    let Some(last_day) = metas.last().map(|m| merge::day_of(m.start_ms)) else {
         return Ok(0);
     };
     let hot_first = layout.hot_range(series, i64::MIN, i64::MAX, Some(1))?;
     let hot_first = hot_first.first().map(|p| p.ts_ms);
     let mut rewritten = 0;
-    for day in days {
-        rewritten += merge::merge_between(layout, series, from_ms.max(day), merge::next_day(day))?;
+    for day in metas.chunk_by(|a, b| merge::day_of(a.start_ms) == merge::day_of(b.start_ms)) {
+        let mut group: &[BlockMeta] = day;
+        while !group.is_empty() {
+            let mut points = 0;
+            let take = group
+                .iter()
+                .take_while(|m| {
+                    points += m.count.max(0) as usize;
+                    points <= merge::MERGED_MAX_POINTS
+                })
+                .count()
+                .max(1);
+            rewritten += merge::merge_blocks(layout, series, &group[..take])?;
+            group = &group[take..];
+        }
+        let day = merge::day_of(day[0].start_ms);
         if day < last_day || idle {
             rewritten += merge::merge_if_closed(layout, series, day, hot_first)?;
         }

@@ -83,6 +83,17 @@ pub fn merge_between<W: BlockWrites + ?Sized>(
         .into_iter()
         .filter(|m| m.end_ms < end)
         .collect();
+    merge_blocks(layout, series, &metas)
+}
+
+/// Rewrites the blocks `metas` (of one day) as the fewest blocks of at most
+/// [`MERGED_MAX_POINTS`], when that is fewer blocks than there are. How many points it
+/// rewrote (0: nothing to merge).
+pub fn merge_blocks<W: BlockWrites + ?Sized>(
+    layout: &W,
+    series: i64,
+    metas: &[BlockMeta],
+) -> StoreResult<u64> {
     let total: usize = metas.iter().map(|m| m.count.max(0) as usize).sum();
     let merged = total.div_ceil(MERGED_MAX_POINTS).max(1);
     if merged >= metas.len() {
