@@ -5,7 +5,9 @@
 //! rows forever. At start every series' tail is loaded from the store: a data dir written
 //! before blocks existed is all tail, and is converted by this same rule, a block at a time,
 //! in the background; a crash in between loses nothing (each block and the removal of its
-//! rows commit together) and the next start goes on where it stopped.
+//! rows commit together) and the next start goes on where it stopped. Series whose folds went
+//! straight into blocks (`store::history::bursts`) are compacted beside the tails
+//! (`straight_runs.rs`), within the same budget.
 
 use super::straight_runs::StraightRuns;
 use crate::store::blocks::{self, MERGED_MAX_POINTS};
