@@ -323,7 +323,13 @@ fn a_day_left_in_several_blocks_is_merged_after_a_restart() {
     let points: Vec<(i64, Value)> = (0..10_000i64)
         .map(|i| (T0 + i * 1000, json!(20.0 + (i % 300) as f64 / 100.0)))
         .collect();
-    publish(&mut mqtt, topic, &points);
+    // Each pair sent newer first: a run out of time order goes through the rows (an in-order
+    // run of one fold would go straight into blocks), so the day closes from rows.
+    let swapped: Vec<(i64, Value)> = points
+        .chunks(2)
+        .flat_map(|pair| pair.iter().rev().cloned())
+        .collect();
+    publish(&mut mqtt, topic, &swapped);
     // A receiving tag closes 4,096 points at a time and keeps its newest rows hot: two blocks,
     // and the day is not closed while rows of it are hot.
     // Every value stored (acknowledged means journaled; the rows come with the next fold).
