@@ -147,6 +147,26 @@ fn a_value_at_the_time_a_burst_ended_reads_after_the_burst() {
 }
 
 #[test]
+fn folds_sharing_a_millisecond_go_straight_in_arrival_order() {
+    let (_dir, straight) = store();
+    let (_rows_dir, as_rows) = store();
+    // A fast tag: each fold ends and the next begins within one millisecond, after a block
+    // (the first two) and after rows (a short fold, then a burst).
+    let first = burst("t", T0, 601); // the last at T0 + 200, the first of three there
+    let second: Vec<HistoryWrite> = burst("t", T0 + 200, 600);
+    let short = burst("t", T0 + 399, 10); // rows, from T0 + 399 (the second's last time)
+    let fourth = burst("t", T0 + 402, 600); // after the short fold's last, T0 + 402
+    let mut all = Vec::new();
+    for fold in [&first, &second, &short, &fourth] {
+        straight.fold_history(fold, None).unwrap();
+        all.extend(fold.iter().cloned());
+    }
+    as_rows.append_history(&all).unwrap();
+    assert_eq!(rows(&straight, "t"), 10, "only the short fold is rows");
+    assert_reads_alike(&straight, &as_rows, "t", T0, T0 + 1_000);
+}
+
+#[test]
 fn a_burst_across_midnight_is_cut_there() {
     let (dir, store) = store();
     let values = burst("t", T0 + DAY - 100, 900);

@@ -2,8 +2,8 @@
 //! sealer later reads back, encodes into a block and deletes: at a fast tag's rates (a bench's
 //! fan-in, a gateway replaying its store-and-forward buffer, one tag at 20,000 values a second)
 //! those three passes over the rows were most of the historian's work and a third of the
-//! server's CPU. A series' run of one fold that is long, already in time order, and newer than
-//! everything the series holds (rows and blocks) cannot interleave with anything stored, so it
+//! server's CPU. A series' run of one fold that is long, already in time order, and no older
+//! than everything the series holds (rows and blocks) cannot interleave with anything stored, so it
 //! is written as blocks at once, with the `seq`s the rows would have got. Anything else (a
 //! slow tag's few values, a run out of order, stragglers behind what is stored) still goes
 //! through the rows, where `KEEP_HOT` keeps room for it.
@@ -58,9 +58,10 @@ pub fn bursts(values: &[HistoryWrite]) -> Vec<Burst<'_>> {
         .collect()
 }
 
-/// Writes `burst` as blocks of series `series` when its first value is newer than everything
-/// the series holds: its blocks (`sealed_upto`, their newest time) and its hot rows. What went
-/// straight in, or `None` (the values are left for the rows). Blocks are cut at
+/// Writes `burst` as blocks of series `series` when its first value is no older than everything
+/// the series holds (its blocks, `sealed_upto` their newest time, and its hot rows), after
+/// what is stored at that millisecond. What went straight in, or `None` (the values are left
+/// for the rows). Blocks are cut at
 /// [`blocks::MAX_POINTS`] and at UTC midnight, as the sealer cuts them.
 pub fn write_burst<W: BlockWrites + ?Sized>(
     layout: &W,
@@ -73,17 +74,14 @@ pub fn write_burst<W: BlockWrites + ?Sized>(
         return Ok(None);
     };
     let first_ms = values[first].ts_ms;
-    let newest_row = layout.hot_last(series, 1)?.first().map(|p| p.ts_ms);
-    if sealed_upto
-        .max(newest_row)
-        .is_some_and(|newest| first_ms <= newest)
-    {
+    let Some(first_seq) = seq_after_stored(layout, series, sealed_upto, first_ms)? else {
         return Ok(None);
-    }
+    };
     let mut block: Vec<BlockPoint> =
         Vec::with_capacity(burst.positions.len().min(blocks::MAX_POINTS));
-    // The last point's time and seq, across a cut between blocks.
-    let mut last: Option<(i64, i64)> = None;
+    // The last point's time and seq, across a cut between blocks (and after what is stored
+    // at the first value's time).
+    let mut last: Option<(i64, i64)> = (first_seq > 0).then_some((first_ms, first_seq - 1));
     for &at in &burst.positions {
         let value = &values[at];
         let full = block.len() >= blocks::MAX_POINTS;
@@ -116,6 +114,42 @@ pub fn write_burst<W: BlockWrites + ?Sized>(
         points: burst.positions.len() as u64,
         first_ms,
     }))
+}
+
+/// The `seq` a value at `ts_ms` takes after everything series `series` holds, when nothing it
+/// holds is newer: 0 when all is older, else one past the last value stored at that very
+/// millisecond (consecutive folds of a fast tag often share one). `None` when the series holds
+/// something newer. Read from the newest row and the summaries of the blocks ending there:
+/// no block holds a later time (`sealed_upto` is their newest), so each one's `last_seq` is its
+/// highest at `ts_ms`.
+fn seq_after_stored<W: BlockWrites + ?Sized>(
+    layout: &W,
+    series: i64,
+    sealed_upto: Option<i64>,
+    ts_ms: i64,
+) -> StoreResult<Option<i64>> {
+    let newest_row = layout
+        .hot_last(series, 1)?
+        .first()
+        .map(|p| (p.ts_ms, p.seq));
+    let newest = sealed_upto.max(newest_row.map(|(ts, _)| ts));
+    let Some(newest) = newest.filter(|&newest| newest >= ts_ms) else {
+        return Ok(Some(0));
+    };
+    if newest > ts_ms {
+        return Ok(None);
+    }
+    let mut after = newest_row
+        .filter(|&(ts, _)| ts == ts_ms)
+        .map_or(0, |(_, seq)| seq + 1);
+    if sealed_upto == Some(ts_ms) {
+        for meta in layout.blocks_overlapping(series, ts_ms, ts_ms.saturating_add(1))? {
+            if meta.end_ms == ts_ms {
+                after = after.max(meta.last_seq + 1);
+            }
+        }
+    }
+    Ok(Some(after))
 }
 
 /// Compacts the blocks starting at or after `from_ms` (a run of blocks folds wrote straight),
