@@ -3,9 +3,9 @@
 //! fan-in, a gateway replaying its store-and-forward buffer, one tag at 20,000 values a second)
 //! those three passes over the rows were most of the historian's work and a third of the
 //! server's CPU. A series' run of one fold that is long, already in time order, and no older
-//! than everything the series holds (rows and blocks) cannot interleave with anything stored, so it
-//! is written as blocks at once, with the `seq`s the rows would have got. Anything else (a
-//! slow tag's few values, a run out of order, stragglers behind what is stored) still goes
+//! than everything the series holds (rows and blocks) cannot interleave with anything stored,
+//! so it is written as blocks at once, with the `seq`s the rows would have got. Anything else
+//! (a slow tag's few values, a run out of order, stragglers behind what is stored) still goes
 //! through the rows, where `KEEP_HOT` keeps room for it.
 //!
 //! A fold's blocks are small (a fold's worth of one series), so the writer compacts each
@@ -61,8 +61,8 @@ pub fn bursts(values: &[HistoryWrite]) -> Vec<Burst<'_>> {
 /// Writes `burst` as blocks of series `series` when its first value is no older than everything
 /// the series holds (its blocks, `sealed_upto` their newest time, and its hot rows), after
 /// what is stored at that millisecond. What went straight in, or `None` (the values are left
-/// for the rows). Blocks are cut at
-/// [`blocks::MAX_POINTS`] and at UTC midnight, as the sealer cuts them.
+/// for the rows). Blocks are cut at [`blocks::MAX_POINTS`] and at UTC midnight, as the sealer
+/// cuts them.
 pub fn write_burst<W: BlockWrites + ?Sized>(
     layout: &W,
     series: i64,
