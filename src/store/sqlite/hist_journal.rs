@@ -49,7 +49,7 @@ pub(super) enum Bursts {
 }
 
 impl SqliteStore {
-    /// [`HistorianJournal::fold_history`], with bursts written as `bursts` says.
+    /// [`HistorianJournal::fold_history`], with bursts written where `bursts_to` says.
     pub(super) fn fold(
         &self,
         values: &[HistoryWrite],
