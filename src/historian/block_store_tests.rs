@@ -350,6 +350,58 @@ fn a_day_with_hot_rows_left_is_not_merged_until_they_close() {
         .all(|(p, w)| p.ts_ms == w.ts_ms && p.value == w.value));
 }
 
+/// A fast tag's day is merged a merged block's worth at a time while it is still open, not all
+/// at its end; a merged day is listed for merging again only when two consecutive blocks
+/// overlap or fit in one together.
+#[test]
+fn a_fast_tags_day_merges_as_it_is_sealed_and_is_listed_again_only_when_mergeable() {
+    let (dir, store) = store();
+    let writes: Vec<HistoryWrite> = (0..140_000i64)
+        .map(|i| w(T0 + i * 10, json!(i as f64 / 4.0)))
+        .collect();
+    store.append_history(&writes).unwrap();
+    for _ in 0..33 {
+        store.seal_history("d", "t", MAX_POINTS).unwrap();
+    }
+    let day0 = T0 / 86_400_000;
+    assert_eq!(
+        blocks_by_day(&dir, "t"),
+        [(day0, 2)],
+        "32 blocks merged into one, the 33rd left for the next"
+    );
+    seal_all(&store);
+    assert_eq!(blocks_by_day(&dir, "t"), [(day0, 2)]);
+    let back = store.history_range("d", "t", T0, i64::MAX, None).unwrap();
+    assert_eq!(back.len(), writes.len());
+    assert!(back
+        .iter()
+        .zip(&writes)
+        .all(|(p, w)| p.ts_ms == w.ts_ms && p.value == w.value));
+    assert!(store.history_days_to_merge().unwrap().is_empty());
+
+    // Moving the second block's first point (its summary only) against the first's last.
+    let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    let (end, last_seq): (i64, i64) = conn
+        .query_row(
+            "SELECT end_ts, last_seq FROM hist_blocks ORDER BY start_ts LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let listed_with_second_at = |start_ts: i64, first_seq: i64| {
+        conn.execute(
+            "UPDATE hist_blocks SET start_ts = ?1, first_seq = ?2 \
+             WHERE start_ts = (SELECT max(start_ts) FROM hist_blocks)",
+            [start_ts, first_seq],
+        )
+        .unwrap();
+        store.history_days_to_merge().unwrap().len()
+    };
+    assert_eq!(listed_with_second_at(end, last_seq + 1), 0, "just after");
+    assert_eq!(listed_with_second_at(end, last_seq), 1, "at its last point");
+    assert_eq!(listed_with_second_at(end - 1, last_seq + 1), 1, "before it");
+}
+
 /// Days left with several blocks (by a version before merging, or a crash between sealing and
 /// merging) are listed at start and merged by the sealer in the background.
 #[test]

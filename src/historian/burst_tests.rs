@@ -6,7 +6,7 @@
 use super::writer::HistorianWriter;
 use crate::store::blocks::{MAX_POINTS, MERGED_MAX_POINTS};
 use crate::store::STRAIGHT_MIN_POINTS;
-use crate::store::{Aggregation, HistoryPoint, HistoryWrite, Quality, Store};
+use crate::store::{Aggregation, HistoryPoint, HistoryWrite, Quality, Store, StraightCompaction};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -224,7 +224,9 @@ fn compacting_a_run_of_fold_sized_blocks_leaves_one_and_reads_the_same() {
     }
     as_rows.append_history(&all).unwrap();
     assert_eq!(blocks(&dir, "t").len(), 10);
-    let rewritten = straight.compact_straight("d", "t", T0, false).unwrap();
+    let rewritten = straight
+        .compact_straight("d", "t", T0, StraightCompaction::Run)
+        .unwrap();
     assert_eq!(rewritten, 3_000);
     assert_eq!(blocks(&dir, "t").len(), 1);
     assert_reads_alike(&straight, &as_rows, "t", T0, T0 + 20_000);
@@ -240,7 +242,9 @@ fn a_long_run_is_compacted_a_merged_block_at_a_time() {
     }
     assert_eq!(blocks(&dir, "t").len(), 40);
     assert_eq!(
-        store.compact_straight("d", "t", T0, false).unwrap(),
+        store
+            .compact_straight("d", "t", T0, StraightCompaction::Run)
+            .unwrap(),
         160_000
     );
     let counts: Vec<i64> = blocks(&dir, "t").iter().map(|b| b.2).collect();
@@ -264,7 +268,7 @@ fn an_idle_run_across_midnight_leaves_one_block_a_day() {
     }
     assert_eq!(blocks(&dir, "t").len(), 6);
     store
-        .compact_straight("d", "t", T0 + DAY - 3_000, true)
+        .compact_straight("d", "t", T0 + DAY - 3_000, StraightCompaction::Idle)
         .unwrap();
     let days: Vec<i64> = blocks(&dir, "t")
         .iter()
@@ -308,4 +312,20 @@ async fn the_writer_compacts_a_series_run_once_it_falls_idle() {
         2_000
     );
     writer.shutdown().await;
+}
+
+#[test]
+fn a_fast_runs_day_is_merged_a_merged_block_at_a_time_as_it_goes() {
+    let (dir, store) = store();
+    let mut runs = super::straight_runs::StraightRuns::new(Duration::from_secs(3600));
+    for fold in 0..40 {
+        let values = burst("t", T0 + fold * 10_000, MAX_POINTS as i64);
+        runs.note(&store.fold_history(&values, None).unwrap());
+        runs.compact_some(&store, usize::MAX).unwrap();
+    }
+    let counts: Vec<i64> = blocks(&dir, "t").iter().map(|b| b.2).collect();
+    assert_eq!(counts.len(), 9, "{counts:?}");
+    assert_eq!(counts[0], MERGED_MAX_POINTS as i64);
+    let read = store.history_range("d", "t", T0, T0 + DAY, None).unwrap();
+    assert_eq!(read.len(), 40 * MAX_POINTS);
 }

@@ -2,12 +2,14 @@
 //! historian's writer thread beside the hot tails (`sealer.rs`). Each such fold leaves a small
 //! block; a series' run of them is compacted into one once it holds a block's worth
 //! (`blocks::MAX_POINTS`, as rows close into a block), or once the tag has had no new value for
-//! the idle time, when the run's last day is merged too (as an idle tail's is). A run the
+//! the idle time, when the run's last day is merged too (as an idle tail's is). Each time a
+//! merged block's worth has been written, the day's complete groups of blocks are merged as
+//! well, so a fast tag's day is merged as it goes rather than all at midnight. A run the
 //! writer forgets (a restart) leaves more blocks in its day than merging would: the startup
 //! listing of days to merge finds them.
 
 use crate::store::blocks;
-use crate::store::{Store, StoreResult, StraightToBlocks};
+use crate::store::{Store, StoreResult, StraightCompaction, StraightToBlocks};
 use foldhash::HashMap;
 use std::time::{Duration, Instant};
 
@@ -22,6 +24,8 @@ struct Run {
 
 pub struct StraightRuns {
     runs: HashMap<(String, String), Run>,
+    /// Points written since a series' day was last merged, kept across its runs.
+    unmerged: HashMap<(String, String), u64>,
     idle: Duration,
 }
 
@@ -29,6 +33,7 @@ impl StraightRuns {
     pub fn new(idle: Duration) -> StraightRuns {
         StraightRuns {
             runs: HashMap::default(),
+            unmerged: HashMap::default(),
             idle,
         }
     }
@@ -46,6 +51,10 @@ impl StraightRuns {
                     last_write: now,
                 });
             run.points += written.points;
+            *self
+                .unmerged
+                .entry((written.domain.clone(), written.topic.clone()))
+                .or_default() += written.points;
             run.from_ms = run.from_ms.min(written.first_ms);
             run.last_write = now;
         }
@@ -88,9 +97,19 @@ impl StraightRuns {
             if written >= budget {
                 break;
             }
-            let idle = self.is_idle(&run, now);
-            let rewritten = store.compact_straight(&key.0, &key.1, run.from_ms, idle)?;
+            let unmerged = self.unmerged.get(&key).copied().unwrap_or(0);
+            let compaction = if self.is_idle(&run, now) {
+                StraightCompaction::Idle
+            } else if unmerged >= blocks::MERGED_MAX_POINTS as u64 {
+                StraightCompaction::Day
+            } else {
+                StraightCompaction::Run
+            };
+            let rewritten = store.compact_straight(&key.0, &key.1, run.from_ms, compaction)?;
             self.runs.remove(&key);
+            if compaction != StraightCompaction::Run {
+                self.unmerged.remove(&key);
+            }
             written += (rewritten as usize).div_ceil(blocks::MAX_POINTS).max(1);
         }
         Ok(written)

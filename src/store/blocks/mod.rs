@@ -44,10 +44,10 @@ use serde_json::Value;
 /// bench/historian-codec-results.md).
 pub const MAX_POINTS: usize = 4_096;
 
-/// Points a block in pages holds at most, as the store merges a closed day's blocks into one
+/// Points a block in pages holds at most, as the store merges a day's blocks into one
 /// (`store::history::merge`) or closes an idle tail at once: 32 pages. A day at 1 Hz (86,400)
-/// is one block; a faster tag's day is several, so no merge decodes or encodes more than this
-/// at once.
+/// is one block; a faster tag's day is several, merged a block's worth at a time, so no merge
+/// encodes more than this at once (and decodes no more than the blocks it is reading).
 pub const MERGED_MAX_POINTS: usize = 32 * PAGE_POINTS;
 
 /// The time a block covers at most (first to last point): the sealer closes a block when the

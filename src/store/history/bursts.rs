@@ -13,9 +13,10 @@
 //! ([`BlockWrites::compact_from`]): the same blocks, and the same day merges, that the rows
 //! would have become.
 
-use super::{merge, BlockMeta, BlockWrites};
+use super::merge::{self, Groups};
+use super::BlockWrites;
 use crate::store::blocks::{self, BlockPoint};
-use crate::store::types::{HistoryWrite, StraightToBlocks};
+use crate::store::types::{HistoryWrite, StraightCompaction, StraightToBlocks};
 use crate::store::StoreResult;
 use foldhash::HashMap;
 
@@ -154,14 +155,16 @@ fn seq_after_stored<W: BlockWrites + ?Sized>(
 
 /// Compacts the blocks starting at or after `from_ms` (a run of blocks folds wrote straight),
 /// each day's into the fewest blocks of at most [`merge::MERGED_MAX_POINTS`], decoding no more
-/// than that at once however long the run; a day the run has left, and with `idle` its last
-/// day too, is then merged whole once no hot row is left in it, as sealing a day's last rows
-/// merges it. How many points were rewritten.
+/// than that at once however long the run. A day the run has left, and with
+/// [`StraightCompaction::Idle`] its last day too, is then merged whole once no hot row is left
+/// in it, as sealing a day's last rows merges it; with [`StraightCompaction::Day`] the last
+/// day's complete groups are merged, so a fast tag's day never waits for midnight to be merged
+/// all at once. How many points were rewritten.
 pub fn compact_from<W: BlockWrites + ?Sized>(
     layout: &W,
     series: i64,
     from_ms: i64,
-    idle: bool,
+    compaction: StraightCompaction,
 ) -> StoreResult<u64> {
     let metas = layout.block_metas(series, from_ms, i64::MAX)?;
     let Some(last_day) = metas.last().map(|m| merge::day_of(m.start_ms)) else {
@@ -170,24 +173,13 @@ pub fn compact_from<W: BlockWrites + ?Sized>(
     let hot_first = layout.hot_range(series, i64::MIN, i64::MAX, Some(1))?;
     let hot_first = hot_first.first().map(|p| p.ts_ms);
     let mut rewritten = 0;
-    for day in metas.chunk_by(|a, b| merge::day_of(a.start_ms) == merge::day_of(b.start_ms)) {
-        let mut group: &[BlockMeta] = day;
-        while !group.is_empty() {
-            let mut points = 0;
-            let take = group
-                .iter()
-                .take_while(|m| {
-                    points += m.count.max(0) as usize;
-                    points <= merge::MERGED_MAX_POINTS
-                })
-                .count()
-                .max(1);
-            rewritten += merge::merge_blocks(layout, series, &group[..take])?;
-            group = &group[take..];
-        }
-        let day = merge::day_of(day[0].start_ms);
-        if day < last_day || idle {
+    for run in metas.chunk_by(|a, b| merge::day_of(a.start_ms) == merge::day_of(b.start_ms)) {
+        rewritten += merge::merge_blocks(layout, series, run, Groups::All)?;
+        let day = merge::day_of(run[0].start_ms);
+        if day < last_day || compaction == StraightCompaction::Idle {
             rewritten += merge::merge_if_closed(layout, series, day, hot_first)?;
+        } else if compaction == StraightCompaction::Day {
+            rewritten += merge::merge_day(layout, series, day, Groups::Complete)?;
         }
     }
     Ok(rewritten)

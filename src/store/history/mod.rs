@@ -14,6 +14,8 @@ mod buckets;
 pub mod bursts;
 pub mod fetch;
 pub mod merge;
+#[cfg(test)]
+mod merge_tests;
 mod pages;
 
 use super::blocks::{self, BlockPoint};

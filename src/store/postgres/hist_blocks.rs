@@ -8,12 +8,12 @@ use super::PgStore;
 use crate::store::blocks::{BlockPoint, MERGED_MAX_POINTS};
 use crate::store::history::bursts;
 use crate::store::history::fetch::Fetch;
-use crate::store::history::merge::{self, DAYS_TO_MERGE};
+use crate::store::history::merge::{self, Groups, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
 use crate::store::interface::HistorianBlocks;
-use crate::store::types::{DayToMerge, HotTail, Sealed};
+use crate::store::types::{DayToMerge, HotTail, Sealed, StraightCompaction};
 use crate::store::StoreResult;
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
@@ -246,7 +246,7 @@ impl HistorianBlocks for PgStore {
         })
     }
 
-    /// Every series' day holding more blocks than merging would leave.
+    /// Every series' day a merge would rewrite.
     fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>> {
         let sql = DAYS_TO_MERGE.replace("?1", "$1::bigint");
         let rows = self.query(&sql, &[&(MERGED_MAX_POINTS as i64)])?;
@@ -266,7 +266,7 @@ impl HistorianBlocks for PgStore {
             return Ok(0);
         };
         self.with_layout(series, true, |layout| {
-            merge::merge_day(layout, series, day_ms)
+            merge::merge_day(layout, series, day_ms, Groups::All)
         })
     }
 
@@ -277,13 +277,13 @@ impl HistorianBlocks for PgStore {
         domain: &str,
         topic: &str,
         from_ms: i64,
-        idle: bool,
+        compaction: StraightCompaction,
     ) -> StoreResult<u64> {
         let Some(series) = self.series_id(domain, topic)? else {
             return Ok(0);
         };
         self.with_layout(series, true, |layout| {
-            bursts::compact_from(layout, series, from_ms, idle)
+            bursts::compact_from(layout, series, from_ms, compaction)
         })
     }
 

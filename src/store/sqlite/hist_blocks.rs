@@ -6,12 +6,12 @@
 use super::{SqliteStore, StoreError, StoreResult};
 use crate::store::blocks::{BlockPoint, MERGED_MAX_POINTS};
 use crate::store::history::bursts;
-use crate::store::history::merge::{self, DAYS_TO_MERGE};
+use crate::store::history::merge::{self, Groups, DAYS_TO_MERGE};
 use crate::store::history::{
     block_summary, BlockKey, BlockMeta, BlockWrites, HistoryLayout, SeriesReads,
 };
 use crate::store::interface::HistorianBlocks;
-use crate::store::types::{DayToMerge, HotTail, Sealed};
+use crate::store::types::{DayToMerge, HotTail, Sealed, StraightCompaction};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 /// The historian layout as one connection (inside one transaction) sees it.
@@ -246,7 +246,7 @@ impl HistorianBlocks for SqliteStore {
         })
     }
 
-    /// Every series' day holding more blocks than merging would leave.
+    /// Every series' day a merge would rewrite.
     fn history_days_to_merge(&self) -> StoreResult<Vec<DayToMerge>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(DAYS_TO_MERGE)?;
@@ -267,7 +267,7 @@ impl HistorianBlocks for SqliteStore {
         let Some(series) = series_id(&tx, domain, topic)? else {
             return Ok(0);
         };
-        let merged = merge::merge_day(&Layout(&tx), series, day_ms)?;
+        let merged = merge::merge_day(&Layout(&tx), series, day_ms, Groups::All)?;
         tx.commit()?;
         Ok(merged)
     }
@@ -278,14 +278,14 @@ impl HistorianBlocks for SqliteStore {
         domain: &str,
         topic: &str,
         from_ms: i64,
-        idle: bool,
+        compaction: StraightCompaction,
     ) -> StoreResult<u64> {
         let mut conn = self.conn()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let Some(series) = series_id(&tx, domain, topic)? else {
             return Ok(0);
         };
-        let rewritten = bursts::compact_from(&Layout(&tx), series, from_ms, idle)?;
+        let rewritten = bursts::compact_from(&Layout(&tx), series, from_ms, compaction)?;
         tx.commit()?;
         Ok(rewritten)
     }

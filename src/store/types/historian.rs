@@ -149,6 +149,20 @@ pub struct StraightToBlocks {
     pub first_ms: i64,
 }
 
+/// How much of a series' blocks the writer compacts after a run of blocks folds wrote straight
+/// (`store::history::bursts::compact_from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StraightCompaction {
+    /// The run's blocks into a block's worth each, and the days it has left merged whole once
+    /// no hot row is left in them.
+    Run,
+    /// Also the complete groups of the run's last day (`merge::Groups::Complete`): a merged
+    /// block's worth has been written since they were last merged.
+    Day,
+    /// Also the run's last day whole once no hot row is left in it: the tag has gone quiet.
+    Idle,
+}
+
 /// What closing a block took from a hot tail.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sealed {
