@@ -39,9 +39,26 @@ impl Tail {
     }
 }
 
+/// How long a tag goes without a new value before its hot tail (or its run of blocks written
+/// straight) counts as idle (`historian_seal_idle`).
+#[derive(Debug, Clone, Copy)]
+pub struct IdleAfter(pub Duration);
+
+impl IdleAfter {
+    /// Whether a tag last written at `last_write` is idle at `now`.
+    pub fn reached(self, last_write: Instant, now: Instant) -> bool {
+        now.saturating_duration_since(last_write) >= self.0
+    }
+
+    /// When a tag last written at `last_write` falls idle.
+    pub fn falls_at(self, last_write: Instant) -> Instant {
+        last_write + self.0
+    }
+}
+
 pub struct Sealer {
     tails: HashMap<(String, String), Tail>,
-    idle: Duration,
+    idle: IdleAfter,
     loaded: bool,
     /// Blocks closed since the store last gave back the space of their rows.
     uncompacted: usize,
@@ -66,7 +83,7 @@ impl Sealer {
     pub fn new(idle: Duration) -> Sealer {
         Sealer {
             tails: HashMap::default(),
-            idle,
+            idle: IdleAfter(idle),
             loaded: false,
             uncompacted: 0,
             last_compact: None,
@@ -207,7 +224,7 @@ impl Sealer {
             }
             if tail.full() {
                 full.push(key.clone());
-            } else if now.duration_since(tail.last_write) >= self.idle {
+            } else if self.idle.reached(tail.last_write, now) {
                 idle.push(key.clone());
             }
         }
@@ -225,7 +242,7 @@ impl Sealer {
             || self
                 .tails
                 .values()
-                .any(|t| t.count > 0 && (t.full() || now.duration_since(t.last_write) >= self.idle))
+                .any(|t| t.count > 0 && (t.full() || self.idle.reached(t.last_write, now)))
     }
 
     /// When the next tail falls idle, if one holds rows (or soon, while days to merge are
@@ -239,7 +256,7 @@ impl Sealer {
         self.tails
             .values()
             .filter(|t| t.count > 0)
-            .map(|t| t.last_write + self.idle)
+            .map(|t| self.idle.falls_at(t.last_write))
             .chain(listing)
             .chain(self.compact_due_at())
             .chain(self.runs.next_idle())
@@ -276,7 +293,7 @@ impl Sealer {
                 let idle = self
                     .tails
                     .get(&key)
-                    .is_some_and(|t| t.last_write.elapsed() >= self.idle);
+                    .is_some_and(|t| self.idle.reached(t.last_write, Instant::now()));
                 let max_points = if idle {
                     MERGED_MAX_POINTS
                 } else {
@@ -299,7 +316,7 @@ impl Sealer {
                 }
                 if !tail.full() {
                     // What is left waits for more values, or for the tag to fall idle again.
-                    if Instant::now().duration_since(tail.last_write) < self.idle {
+                    if !self.idle.reached(tail.last_write, Instant::now()) {
                         break;
                     }
                 }

@@ -8,6 +8,7 @@
 //! writer forgets (a restart) leaves more blocks in its day than merging would: the startup
 //! listing of days to merge finds them.
 
+use super::sealer::IdleAfter;
 use crate::store::blocks;
 use crate::store::{Store, StoreResult, StraightCompaction, StraightToBlocks};
 use foldhash::HashMap;
@@ -26,7 +27,7 @@ pub struct StraightRuns {
     runs: HashMap<(String, String), Run>,
     /// Points written since a series' day was last merged, kept across its runs.
     unmerged: HashMap<(String, String), u64>,
-    idle: Duration,
+    idle: IdleAfter,
 }
 
 impl StraightRuns {
@@ -34,7 +35,7 @@ impl StraightRuns {
         StraightRuns {
             runs: HashMap::default(),
             unmerged: HashMap::default(),
-            idle,
+            idle: IdleAfter(idle),
         }
     }
 
@@ -61,7 +62,7 @@ impl StraightRuns {
     }
 
     fn is_idle(&self, run: &Run, now: Instant) -> bool {
-        now.duration_since(run.last_write) >= self.idle
+        self.idle.reached(run.last_write, now)
     }
 
     fn is_due(&self, run: &Run, now: Instant) -> bool {
@@ -78,7 +79,7 @@ impl StraightRuns {
     pub fn next_idle(&self) -> Option<Instant> {
         self.runs
             .values()
-            .map(|run| run.last_write + self.idle)
+            .map(|run| self.idle.falls_at(run.last_write))
             .min()
     }
 
