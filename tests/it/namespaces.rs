@@ -3,7 +3,8 @@
 //! overlap (409 naming the owner), nor cover another tenant's tags; a topic under a namespace
 //! belongs to its domain: publishing it registers the tag there, a credential with `tags`
 //! rights in the domain publishes and receives under the whole branch (and `#` shows nothing
-//! of another domain's); `GET /svc/namespaces/tree` draws the branch.
+//! of another domain's), and its first value reaches the domain's processes;
+//! `GET /svc/namespaces/tree` draws the branch.
 
 use crate::common::*;
 use reqwest::{Method, StatusCode};
@@ -114,6 +115,55 @@ fn namespaces_are_records_whose_paths_never_overlap_between_domains() {
             json!({"name": "now", "path": "acme/site1"}),
         ),
         StatusCode::CREATED,
+    );
+}
+
+/// A new topic's first value reaches its domain's processes, before its registration as a tag
+/// is stored, and only its domain's.
+#[test]
+fn a_new_topics_first_value_reaches_its_domains_processes() {
+    let server = Server::start();
+    let (alice_key, _) = two_tenants(&server);
+    let code = "function main(v) { console.log('got', v); }";
+    for domain in ["domains:acme", "domains:beta"] {
+        let resp = server
+            .admin_in(domain, Method::POST, "/svc/processes")
+            .json(&json!({
+                "name": "watch",
+                "code": code,
+                "triggers": [{"type": "tag_change", "topic": "acme/#"}]
+            }))
+            .send()
+            .unwrap();
+        json_ok(resp, StatusCode::CREATED);
+    }
+    let runs = |domain: &str| -> Vec<Value> {
+        server
+            .get_json(domain, "/svc/processes/runs/watch?limit=100")
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut alice =
+        server.mqtt(MqttOpts::new(Proto::V5, Via::Tcp, "alice-dev").creds("alice", &alice_key));
+    for value in ["21.5", "22.5"] {
+        assert_eq!(
+            alice.publish("acme/site1/new/temp", value, 1, false),
+            "Success"
+        );
+    }
+    let log = server.poll(Duration::from_secs(10), "two runs in acme", || {
+        let log = runs("domains:acme");
+        (log.len() >= 2).then_some(log)
+    });
+    let mut seen: Vec<Value> = log.iter().map(|r| r["logs"].clone()).collect();
+    seen.sort_by_key(|l| l.to_string());
+    assert_eq!(seen, [json!(["got 21.5"]), json!(["got 22.5"])], "{log:?}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(runs("domains:acme").len(), 2);
+    assert!(
+        runs("domains:beta").is_empty(),
+        "beta's process saw acme's topic"
     );
 }
 

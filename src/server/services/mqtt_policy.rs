@@ -12,7 +12,7 @@ use crate::server::services::device_links;
 use crate::server::services::historize;
 use crate::server::services::identity::{READ, READ_WRITE};
 use crate::server::services::system_tables::TAGS_FEATURE;
-use crate::server::services::tag_registration::Registrar;
+use crate::server::services::tag_registration::{expected_owner, Registrar};
 use crate::server::AppState;
 use crate::store::AuthUser;
 use crate::upstream::relay::Outbound;
@@ -190,6 +190,8 @@ impl Policy for PlatformPolicy {
     /// journaled with one write.
     async fn on_messages(&self, messages: Vec<Message>) -> Result<(), String> {
         let mut owners = Vec::with_capacity(messages.len());
+        // Of topics queued for registration: the tag they are about to be (automation only).
+        let mut registering = Vec::with_capacity(messages.len());
         let mut historized = historize::Batch::default();
         for message in &messages {
             let owner = self.state.uns.tags.owner(&message.topic);
@@ -203,6 +205,13 @@ impl Policy for PlatformPolicy {
             {
                 let home = message.publisher.as_ref().and_then(|p| p.domain.as_deref());
                 self.registrar.register(&message.topic, home);
+                registering.push(Some(expected_owner(
+                    &self.state.uns.tags,
+                    &message.topic,
+                    home,
+                )));
+            } else {
+                registering.push(None);
             }
             if let Some(owner) = &owner {
                 historized.add(&self.state.uns.compressed, owner, message);
@@ -234,7 +243,7 @@ impl Policy for PlatformPolicy {
                 self.state.sparkplug.offer(domain.as_deref(), message).await;
             }
         }
-        for (message, owner) in messages.into_iter().zip(owners) {
+        for ((message, owner), registering) in messages.into_iter().zip(owners).zip(registering) {
             self.state.uns.last_values.set(
                 &message.topic,
                 message.received_ms,
@@ -243,7 +252,7 @@ impl Policy for PlatformPolicy {
             self.state.automation.on_message(
                 &message.topic,
                 &message.payload,
-                owner.as_ref(),
+                owner.as_ref().or(registering.as_ref()),
                 message.origin.as_deref(),
             );
         }

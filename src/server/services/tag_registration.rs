@@ -7,6 +7,7 @@
 
 use crate::ids::{TableRef, ADMIN_DOMAIN};
 use crate::server::services::system_tables::TAGS_TABLE;
+use crate::server::services::tag_registry::{TagOwner, TagRegistry};
 use crate::server::AppState;
 use crate::store::{StoreError, TAGS};
 use serde_json::{json, Map};
@@ -64,6 +65,21 @@ async fn run(
             }
         }
         batch.clear();
+    }
+}
+
+/// The tag `topic` is registered as ([`domain_for`]), as far as the tags in memory tell: the
+/// topic's values that arrive before its registration is stored are handed to that domain's
+/// processes and flows with it, so they see a new topic's first value. A home domain deleted
+/// meanwhile is the one case where the two differ (the tag then goes to `svc_admin`), and that
+/// domain has no processes left to run.
+pub fn expected_owner(tags: &TagRegistry, topic: &str, home: Option<&str>) -> TagOwner {
+    TagOwner {
+        domain: tags
+            .namespace_owner(topic)
+            .unwrap_or_else(|| Arc::from(home.unwrap_or(ADMIN_DOMAIN))),
+        historize: false,
+        compression: None,
     }
 }
 
