@@ -241,6 +241,16 @@ fn retention_drops_whole_blocks_and_trims_the_one_the_cut_falls_in() {
 }
 
 /// Blocks per UTC day of the series `topic`, oldest day first.
+/// Every point of `t` reads back as `writes` wrote it, in order.
+fn assert_reads_back(store: &Store, writes: &[HistoryWrite]) {
+    let back = store.history_range("d", "t", T0, i64::MAX, None).unwrap();
+    assert_eq!(back.len(), writes.len());
+    assert!(back
+        .iter()
+        .zip(writes)
+        .all(|(p, w)| p.ts_ms == w.ts_ms && p.value == w.value));
+}
+
 fn blocks_by_day(dir: &tempfile::TempDir, topic: &str) -> Vec<(i64, i64)> {
     let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
     let mut stmt = conn
@@ -342,12 +352,7 @@ fn a_day_with_hot_rows_left_is_not_merged_until_they_close() {
     );
     seal_all(&store);
     assert_eq!(blocks_by_day(&dir, "t"), [(day0, 1)]);
-    let back = store.history_range("d", "t", T0, i64::MAX, None).unwrap();
-    assert_eq!(back.len(), writes.len());
-    assert!(back
-        .iter()
-        .zip(&writes)
-        .all(|(p, w)| p.ts_ms == w.ts_ms && p.value == w.value));
+    assert_reads_back(&store, &writes);
 }
 
 /// A fast tag's day is merged a merged block's worth at a time while it is still open, not all
@@ -371,12 +376,7 @@ fn a_fast_tags_day_merges_as_it_is_sealed_and_is_listed_again_only_when_mergeabl
     );
     seal_all(&store);
     assert_eq!(blocks_by_day(&dir, "t"), [(day0, 2)]);
-    let back = store.history_range("d", "t", T0, i64::MAX, None).unwrap();
-    assert_eq!(back.len(), writes.len());
-    assert!(back
-        .iter()
-        .zip(&writes)
-        .all(|(p, w)| p.ts_ms == w.ts_ms && p.value == w.value));
+    assert_reads_back(&store, &writes);
     assert!(store.history_days_to_merge().unwrap().is_empty());
 
     // Moving the second block's first point (its summary only) against the first's last.
@@ -434,10 +434,5 @@ fn days_left_unmerged_are_merged_after_a_start() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(store.history_days_to_merge().unwrap().is_empty());
-    let back = store.history_range("d", "t", T0, i64::MAX, None).unwrap();
-    assert_eq!(back.len(), 2 * MAX_POINTS);
-    assert!(back
-        .iter()
-        .zip(&writes)
-        .all(|(p, w)| p.ts_ms == w.ts_ms && p.value == w.value));
+    assert_reads_back(&store, &writes[..2 * MAX_POINTS]);
 }

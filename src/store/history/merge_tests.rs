@@ -2,6 +2,7 @@
 //! holds at once: decoded, not yet written back.
 
 use super::merge::{self, Groups, DAY_MS, MERGED_MAX_POINTS};
+use super::tests::meta;
 use super::*;
 use serde_json::json;
 use std::cell::{Cell, RefCell};
@@ -138,21 +139,6 @@ fn block(layout: &Memory, start_ms: i64, step_ms: i64, n: usize, seq: i64) {
         })
         .collect();
     layout.insert_block(SERIES, &points).unwrap();
-}
-
-fn meta(id: i64, start_ms: i64, end_ms: i64, count: i64) -> BlockMeta {
-    BlockMeta {
-        id,
-        start_ms,
-        end_ms,
-        count,
-        num_count: count,
-        min: None,
-        max: None,
-        sum: None,
-        first_seq: 0,
-        last_seq: 0,
-    }
 }
 
 fn sorted(points: &[(i64, i64)]) -> bool {

@@ -6,7 +6,8 @@ fn ids(keys: Vec<BlockKey>) -> Vec<i64> {
     keys.into_iter().map(|k| k.id).collect()
 }
 
-fn meta(id: i64, start_ms: i64, end_ms: i64, count: i64) -> BlockMeta {
+/// A block's summary with no values summed and `seq`s of 0 (shared with `merge_tests.rs`).
+pub(super) fn meta(id: i64, start_ms: i64, end_ms: i64, count: i64) -> BlockMeta {
     BlockMeta {
         id,
         start_ms,
