@@ -1,6 +1,8 @@
 //! Log output for a busy server: lines gather in memory and one background thread writes them to
-//! stderr every [`FLUSH_EVERY`] (at once when [`FLUSH_AT`] bytes wait), so logging a request
-//! costs a memory copy instead of a write or a thread wake-up per line.
+//! stderr [`FLUSH_EVERY`] after the first of them (at once when [`FLUSH_AT`] bytes wait), so
+//! logging a request costs a memory copy instead of a write or a thread wake-up per line. With
+//! nothing to write the thread sleeps until a line comes: a quiet edge box has no timer waking
+//! it 20 times a second.
 
 use std::io::{self, Write};
 use std::sync::{Arc, Condvar, Mutex};
@@ -44,6 +46,13 @@ fn drain(batch: &Batch) {
             let Ok(mut guard) = batch.lines.lock() else {
                 return;
             };
+            // The writer of a batch's first line wakes this.
+            while guard.0.is_empty() && !guard.1 {
+                guard = match batch.ready.wait(guard) {
+                    Ok(guard) => guard,
+                    Err(_) => return,
+                };
+            }
             if guard.0.len() < FLUSH_AT && !guard.1 {
                 guard = match batch.ready.wait_timeout(guard, FLUSH_EVERY) {
                     Ok((guard, _)) => guard,
@@ -81,15 +90,16 @@ pub struct BatchWriter<'a>(&'a Batch);
 
 impl Write for BatchWriter<'_> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        let full = match self.0.lines.lock() {
+        let wake = match self.0.lines.lock() {
             Ok(mut guard) => {
+                let first = guard.0.is_empty();
                 guard.0.extend_from_slice(bytes);
-                guard.0.len() >= FLUSH_AT
+                first || guard.0.len() >= FLUSH_AT
             }
             // A poisoned batch means the log thread died: fall back to writing directly.
             Err(_) => return io::stderr().write(bytes),
         };
-        if full {
+        if wake {
             self.0.ready.notify_one();
         }
         Ok(bytes.len())
@@ -132,5 +142,22 @@ mod tests {
         w.write_all(b"last line\n").unwrap();
         drop(guard);
         assert_eq!(waiting(&writer), 0);
+    }
+
+    #[test]
+    fn a_line_after_a_quiet_spell_is_written_without_a_full_batch() {
+        let (writer, _guard) = batched_stderr();
+        let mut w = writer.make_writer();
+        // Long enough for the thread to be asleep waiting for a line, not for a timer.
+        std::thread::sleep(FLUSH_EVERY * 3);
+        w.write_all(b"one line\n").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while waiting(&writer) > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a lone line was never written"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
