@@ -154,8 +154,8 @@ fn seq_after_stored<W: BlockWrites + ?Sized>(
 }
 
 /// Compacts the blocks starting at or after `from_ms` (a run of blocks folds wrote straight),
-/// each day's into the fewest blocks of at most [`merge::MERGED_MAX_POINTS`], decoding no more
-/// than that at once however long the run. A day the run has left, and with
+/// each day's into the fewest blocks of at most [`merge::MERGED_MAX_POINTS`], holding no more
+/// than two such blocks' worth at once however long the run (`merge::rewrite`). A day the run has left, and with
 /// [`StraightCompaction::Idle`] its last day too, is then merged whole once no hot row is left
 /// in it, as sealing a day's last rows merges it; with [`StraightCompaction::Day`] the last
 /// day's complete groups are merged, so a fast tag's day never waits for midnight to be merged

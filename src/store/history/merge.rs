@@ -8,9 +8,9 @@
 //! leaves either the small blocks or the merged ones. Late points for a merged day become a small
 //! block there and are merged in the same way when the sealer closes them.
 //!
-//! A merge never holds more than one merged block's worth of points plus the blocks that
-//! overlap the point it has reached: a day of a tag at 100 Hz is 8.6 million points, and one at
-//! 20,000 values a second would not fit in memory at all.
+//! A merge never holds more than the merged block it is writing and the blocks it is reading
+//! (two merged blocks' worth, and the late blocks that overlap them): a day of a tag at 100 Hz
+//! is 8.6 million points, and one at 20,000 values a second would not fit in memory at all.
 //!
 //! Blocks never cross a UTC midnight (the sealer cuts them there), so a day's blocks are exactly
 //! those that start in it, and a merged block spans less than `blocks::MAX_SPAN_MS`.
@@ -18,9 +18,11 @@
 use super::{BlockMeta, BlockWrites};
 use crate::store::blocks::{self, BlockPoint};
 use crate::store::StoreResult;
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::iter::Peekable;
 use std::ops::Range;
+use std::vec::IntoIter;
 
 /// A UTC day in milliseconds.
 pub const DAY_MS: i64 = 86_400_000;
@@ -80,9 +82,10 @@ pub fn merge_if_closed<W: BlockWrites + ?Sized>(
     day: i64,
     hot_first: Option<i64>,
 ) -> StoreResult<u64> {
-    let groups = match day_is_open(day, hot_first) {
-        true => Groups::Complete,
-        false => Groups::All,
+    let groups = if day_is_open(day, hot_first) {
+        Groups::Complete
+    } else {
+        Groups::All
     };
     merge_day(layout, series, day, groups)
 }
@@ -204,16 +207,20 @@ fn rewrite<W: BlockWrites + ?Sized>(
 ) -> StoreResult<u64> {
     let total: usize = group.iter().map(points_of).sum();
     let part_len = total.div_ceil(merged_blocks(total)).max(1);
-    let mut open: Vec<std::vec::IntoIter<BlockPoint>> = Vec::with_capacity(group.len());
-    // The next point of each open block, keyed so the heap pops the smallest (ts, seq).
-    let mut heads: BinaryHeap<Reverse<Head>> = BinaryHeap::new();
+    // Each open block's points not yet merged, and a heap of their next (ts, seq) that pops the
+    // smallest first.
+    let mut open: Vec<Peekable<IntoIter<BlockPoint>>> = Vec::with_capacity(group.len());
+    let mut heads: BinaryHeap<Reverse<(i64, i64, usize)>> = BinaryHeap::new();
+    let next_of = |points: &mut Peekable<IntoIter<BlockPoint>>, block| {
+        points.peek().map(|p| Reverse((p.ts_ms, p.seq, block)))
+    };
     let mut out: Vec<BlockPoint> = Vec::with_capacity(part_len.min(total));
     let mut written = 0u64;
     loop {
         while let Some(meta) = group.get(open.len()).filter(|m| {
             heads
                 .peek()
-                .is_none_or(|Reverse(h)| (m.start_ms, m.first_seq) <= (h.point.ts_ms, h.point.seq))
+                .is_none_or(|Reverse((ts, seq, _))| (m.start_ms, m.first_seq) <= (*ts, *seq))
         }) {
             let mut points: Vec<BlockPoint> = layout
                 .decode_blocks(series, &[meta.key()])?
@@ -223,23 +230,18 @@ fn rewrite<W: BlockWrites + ?Sized>(
             layout.delete_block(series, meta.key())?;
             // Written sorted; sorting a sorted run again is one pass, and guards the merge.
             points.sort_by_key(|p| (p.ts_ms, p.seq));
-            let mut points = points.into_iter();
-            if let Some(point) = points.next() {
-                heads.push(Reverse(Head {
-                    point,
-                    block: open.len(),
-                }));
-            }
+            let mut points = points.into_iter().peekable();
+            heads.extend(next_of(&mut points, open.len()));
             open.push(points);
         }
-        let Some(Reverse(Head { point, block })) = heads.pop() else {
+        let Some(Reverse((_, _, block))) = heads.pop() else {
             break;
         };
-        out.push(point);
-        if let Some(point) = open[block].next() {
-            heads.push(Reverse(Head { point, block }));
-        } else {
-            open[block] = Vec::new().into_iter();
+        out.extend(open[block].next());
+        match next_of(&mut open[block], block) {
+            Some(next) => heads.push(next),
+            // Its buffer goes now, not when the whole group is merged.
+            None => open[block] = Vec::new().into_iter().peekable(),
         }
         if out.len() == part_len {
             layout.insert_block(series, &out)?;
@@ -252,38 +254,6 @@ fn rewrite<W: BlockWrites + ?Sized>(
         written += out.len() as u64;
     }
     Ok(written)
-}
-
-/// The next point of an open block in [`rewrite`], ordered by (ts, seq) alone.
-struct Head {
-    point: BlockPoint,
-    block: usize,
-}
-
-impl Head {
-    fn key(&self) -> (i64, i64, usize) {
-        (self.point.ts_ms, self.point.seq, self.block)
-    }
-}
-
-impl PartialEq for Head {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for Head {}
-
-impl PartialOrd for Head {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Head {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key().cmp(&other.key())
-    }
 }
 
 #[cfg(test)]
