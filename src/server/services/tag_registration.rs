@@ -86,6 +86,7 @@ pub fn expected_owner(tags: &TagRegistry, topic: &str, home: Option<&str>) -> Ta
 /// Where `topic` is registered: the domain whose namespace covers it, else the publisher's
 /// `home` while it exists (the publish was authorized there: the home's `tags` read-write, or an
 /// administrator), else `svc_admin`.
+/// [`expected_owner`] walks the same order without the store, for automation meanwhile.
 async fn domain_for(state: &AppState, topic: &str, home: Option<&str>) -> String {
     if let Some(domain) = state.uns.tags.namespace_owner(topic) {
         return domain.to_string();
