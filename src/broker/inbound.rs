@@ -6,7 +6,7 @@
 use super::connection::End;
 use super::hub::Hub;
 use super::packet::{Packet, Version};
-use super::publication::{forwarded, Publication};
+use super::publication::{forwarded, owned, Publication};
 use super::session::{Session, SubOptions};
 use super::trie::parse_shared;
 use super::writer::{Outbound, Outbox};
@@ -214,10 +214,11 @@ impl Inbound {
             props.topic_alias = None;
             props.subscription_ids.clear();
         }
+        let (topic, payload) = owned(&publish.topic, &publish.payload);
         let batch = self.batch.get_or_insert_default();
         batch.publications.push(Arc::new(Publication {
-            topic: publish.topic,
-            payload: publish.payload,
+            topic,
+            payload,
             qos: publish.qos,
             retain: publish.retain,
             properties: forwarded(properties),
@@ -244,7 +245,8 @@ impl Inbound {
                 None => return Err(DisconnectReasonCode::ProtocolError),
             }
         } else {
-            aliases.insert(alias.get(), publish.topic.clone());
+            // Copied: the alias outlives the read buffer the topic is a slice of.
+            aliases.insert(alias.get(), ByteString::from(&*publish.topic));
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! to, and the PUBLISH packet each delivery of it becomes.
 
 use super::{Message, Principal, Response};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use bytestring::ByteString;
 use rmqtt_codec::types::{Publish, QoS};
 use rmqtt_codec::v5::PublishProperties;
@@ -37,11 +37,43 @@ pub struct Delivery {
     pub subscription_ids: Vec<NonZeroU32>,
 }
 
-/// The properties worth keeping: `None` when the publish carried none.
+/// The properties worth keeping, in allocations of their own (see [`owned`]): `None` when the
+/// publish carried none.
 pub fn forwarded(properties: Option<PublishProperties>) -> Option<Box<PublishProperties>> {
     properties
         .filter(|p| *p != PublishProperties::default())
-        .map(Box::new)
+        .map(|p| {
+            Box::new(PublishProperties {
+                correlation_data: p.correlation_data.as_deref().map(Bytes::copy_from_slice),
+                content_type: p.content_type.as_deref().map(ByteString::from),
+                user_properties: p
+                    .user_properties
+                    .iter()
+                    .map(|(k, v)| (ByteString::from(&**k), ByteString::from(&**v)))
+                    .collect(),
+                response_topic: p.response_topic.as_deref().map(ByteString::from),
+                ..p
+            })
+        })
+}
+
+/// A received message's topic and payload, copied out of the connection's read buffer into
+/// one allocation of their own.
+///
+/// A decoded PUBLISH's topic and payload are slices of the read buffer, and the buffer (8 KiB
+/// or more) stays allocated while any slice of it lives: a message queued for a slow
+/// subscriber kept its whole read's buffer, and the connection's next read took a new one.
+/// With its own copy the message holds only its bytes, and the read buffer, free again once the
+/// read's packets are handled, is reused by the next read instead of allocated afresh.
+pub fn owned(topic: &str, payload: &[u8]) -> (ByteString, Bytes) {
+    let mut joined = BytesMut::with_capacity(topic.len() + payload.len());
+    joined.extend_from_slice(topic.as_bytes());
+    joined.extend_from_slice(payload);
+    let mut payload = joined.freeze();
+    let topic = payload.split_to(topic.len());
+    // SAFETY: the bytes were copied from a `str`, so they are UTF-8.
+    let topic = unsafe { ByteString::from_bytes_unchecked(topic) };
+    (topic, payload)
 }
 
 /// A QoS from its number (above 2 counts as 2).
@@ -156,6 +188,40 @@ mod tests {
             received_ms: 10_000,
             sender: None,
         }
+    }
+
+    #[test]
+    fn a_received_message_keeps_none_of_its_read_buffer() {
+        let read = Bytes::from_static(b"....plant/line1/temp21.5....");
+        let (topic, payload) = owned(
+            std::str::from_utf8(&read[4..19]).expect("utf-8"),
+            &read[19..23],
+        );
+        assert_eq!((&*topic, &*payload), ("plant/line1/temp", &b"21.5"[..]));
+        let buffer = read.as_ptr_range();
+        assert!(!buffer.contains(&topic.as_bytes().as_ptr()));
+        assert!(!buffer.contains(&payload.as_ptr()));
+    }
+
+    #[test]
+    fn forwarded_properties_are_copies() {
+        let read = Bytes::from_static(b"text/plainkeyvalue");
+        let decoded = PublishProperties {
+            content_type: Some(ByteString::try_from(read.slice(0..10)).expect("utf-8")),
+            user_properties: vec![(
+                ByteString::try_from(read.slice(10..13)).expect("utf-8"),
+                ByteString::try_from(read.slice(13..18)).expect("utf-8"),
+            )],
+            ..PublishProperties::default()
+        };
+        let kept = forwarded(Some(decoded.clone())).expect("properties");
+        assert_eq!(*kept, decoded);
+        let buffer = read.as_ptr_range();
+        let content_type = kept.content_type.as_ref().expect("content type");
+        assert!(!buffer.contains(&content_type.as_bytes().as_ptr()));
+        let (key, value) = &kept.user_properties[0];
+        assert!(!buffer.contains(&key.as_bytes().as_ptr()));
+        assert!(!buffer.contains(&value.as_bytes().as_ptr()));
     }
 
     #[test]
