@@ -195,9 +195,16 @@ impl HistorianWriter {
     }
 
     /// Queues a value without journaling it (QoS 0); waits while too many values wait.
+    #[cfg(test)]
     pub async fn record(&self, write: HistoryWrite) {
-        if self.queue(write, false).await.is_err() {
-            tracing::warn!("historian is shut down; a value was not recorded");
+        self.record_many(vec![write]).await;
+    }
+
+    /// Queues values without journaling them (QoS 0), with one hand-over to the writer;
+    /// waits while too many values wait.
+    pub async fn record_many(&self, writes: Vec<HistoryWrite>) {
+        if self.queue_all(writes, false).await.is_err() {
+            tracing::warn!("historian is shut down; values were not recorded");
         }
     }
 
@@ -215,10 +222,6 @@ impl HistorianWriter {
     /// Values waiting for the writer thread to take them (for GET /metrics).
     pub fn queue_depth(&self) -> usize {
         self.shared.lock().waiting()
-    }
-
-    async fn queue(&self, write: HistoryWrite, journaled: bool) -> Result<(), NotRecorded> {
-        self.queue_all(vec![write], journaled).await
     }
 
     async fn queue_all(

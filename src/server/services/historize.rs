@@ -68,15 +68,14 @@ impl Batch {
     /// write; resolves once those are stored. A held point keeps the durability of its own
     /// message, whichever message made the filter store it.
     pub async fn store(self, historian: &HistorianWriter) -> Result<(), NotRecorded> {
-        let mut durable = Vec::new();
-        for point in self.points {
-            if point.durable {
-                durable.push(point.write);
-            } else {
-                historian.record(point.write).await;
-            }
-        }
-        historian.commit_many(durable).await
+        let (durable, volatile): (Vec<_>, Vec<_>) =
+            self.points.into_iter().partition(|point| point.durable);
+        historian
+            .record_many(volatile.into_iter().map(|point| point.write).collect())
+            .await;
+        historian
+            .commit_many(durable.into_iter().map(|point| point.write).collect())
+            .await
     }
 }
 
