@@ -3,13 +3,15 @@
 # spread, then the per-round values. Exits 0 when every goal that could be measured is met, 3 otherwise.
 #
 # Input lines (bench/broker.sh writes them):
-#   BROKER LOAD QOS sent published received lost seconds msgs_per_s cpu_us_per_100 p50 p99 max send_rate
+#   BROKER LOAD QOS sent published received lost seconds msgs_per_s cpu_us_per_100 p50 p99 max send_rate steal_ms
 #   idle BROKER connections held failed rss_before_kb rss_with_kb bytes_per_connection connect_seconds
+#   queued BROKER sent published received lost rss_before_kb rss_with_kb bytes_per_message
 #   memory BROKER vmrss_kb vmhwm_kb
 #   historian svc rows expected
-# Variables (-v): rounds, baseline (path or empty), pubs, q0, q1, subs, f0, f1, rate, idle.
+# Variables (-v): rounds, baseline (path or empty), pubs, q0, q1, subs, f0, f1, rate, idle, queued.
 
 $1 == "idle" { held[$2] = $4; conns[$2] = $3; per_conn[$2] = $8; idle_secs[$2] = $9; next }
+$1 == "queued" { queued_lost[$2] = $6; per_queued[$2] = $9; next }
 $1 == "memory" { rss[$2] = $3; hwm[$2] = $4; next }
 $1 == "historian" { hist = $3; hist_expected = $4; next }
 {
@@ -153,6 +155,15 @@ END {
     m = has(per_conn["mosquitto"]) ? per_conn["mosquitto"] / 1024 : "-"
     b = has(per_conn["baseline"]) ? per_conn["baseline"] / 1024 : "-"
     single(what ": resident memory per connection", s, m, b, "%.1f KB", "≤ Mosquitto", (has(s) && has(m)) ? (s <= m) : "")
+    if ("svc" in per_queued) {
+        what = sprintf("queued (%d QoS 1 messages for a persistent subscriber away)", queued)
+        s = queued_lost["svc"]; m = has(queued_lost["mosquitto"]) ? queued_lost["mosquitto"] : "-"
+        b = has(queued_lost["baseline"]) ? queued_lost["baseline"] : "-"
+        single(what ": lost", s, m, b, "%d", "0", has(s) ? (s == 0) : "")
+        s = per_queued["svc"]; m = has(per_queued["mosquitto"]) ? per_queued["mosquitto"] : "-"
+        b = has(per_queued["baseline"]) ? per_queued["baseline"] : "-"
+        single(what ": resident memory per message", s, m, b, "%.0f B", "≤ Mosquitto", (has(s) && has(m)) ? (s <= m) : "")
+    }
     s = has(rss["svc"]) ? rss["svc"] / 1024 : "-"; m = has(rss["mosquitto"]) ? rss["mosquitto"] / 1024 : "-"
     b = has(rss["baseline"]) ? rss["baseline"] / 1024 : "-"
     single("resident memory after the run (VmRSS)", s, m, b, "%.1f MB", "svc ≤ 64 MB", has(s) ? (s <= 64) : "")
@@ -169,18 +180,19 @@ END {
     print ""
     printf "Goals met: %d of %d. Each figure is the median of its rounds, the spread over the rounds (least–greatest) in brackets; ratios are of the medians.\n", checked - failed, checked
     print ""
-    printf "Every round (%d, in order; fan-in and fan-out: delivered msgs/s; latency: p99 µs; then broker CPU µs per message):\n\n", rounds
+    printf "Every round (%d, in order; fan-in and fan-out: delivered msgs/s; latency: p99 µs; then broker CPU µs per message; for latency the CPU time the hypervisor took from the machine during the run, every CPU summed):\n\n", rounds
     split("mosquitto svc baseline", brokers, " ")
     split("fanin fanout latency", all_loads, " ")
     for (l = 1; l <= 3; l++) for (q = 0; q <= 1; q++) for (i = 1; i <= 3; i++) {
         k = brokers[i] " " all_loads[l] " " q
         if (!(k in n)) continue
-        keys = ""; cpus = ""
+        keys = ""; cpus = ""; steals = ""
         for (r = 1; r <= n[k]; r++) {
             keys = keys (r > 1 ? ", " : "") round_value(k, r, all_loads[l] == "latency" ? 12 : 9, 1)
             cpus = cpus (r > 1 ? ", " : "") sprintf("%.2f", round_value(k, r, 10, 100))
+            steals = steals (r > 1 ? ", " : "") round_value(k, r, 15, 1)
         }
-        printf "- %s, %s QoS %d: %s; CPU %s\n", brokers[i], all_loads[l], q, keys, cpus
+        printf "- %s, %s QoS %d: %s; CPU %s%s\n", brokers[i], all_loads[l], q, keys, cpus, all_loads[l] == "latency" ? "; host steal " steals " ms" : ""
     }
     for (i = 1; i <= 3; i++) if (brokers[i] in conns)
         printf "- %s, idle: %s of %s connections held, connected in %s s\n", brokers[i], held[brokers[i]], conns[brokers[i]], idle_secs[brokers[i]]

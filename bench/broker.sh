@@ -11,7 +11,11 @@
 #            TCP_NODELAY, or Nagle would hold QoS 0 publishes for up to the delayed-ACK time);
 #   idle     10,000 connections held open (keep alive 60 s), once per broker on the fresh broker
 #            before the other loads: memory per connection = (VmRSS with them − VmRSS before) /
-#            connections held.
+#            connections held;
+#   queued   a persistent subscriber (MQTT 3.1.1, clean session off) of `bench/queued` goes away
+#            and one publisher sends it 100,000 QoS 1 messages (svc's default `mqtt_max_queue`),
+#            once per broker after the idle connections: memory per queued message = (VmRSS with
+#            the queue − VmRSS before) / messages; the subscriber then comes back for every one.
 # Every payload is a 64-byte JSON object.
 #
 #   bash bench/broker.sh
@@ -35,7 +39,8 @@
 # fan-in >= 2x Mosquitto's msgs/s at QoS 0 and >= 3x at QoS 1, fan-out >= 1.5x, CPU per message
 # below Mosquitto's, at the fixed rate p99 and CPU per message <= Mosquitto's in every round
 # (each round's svc against that round's Mosquitto), memory per idle connection <= Mosquitto's, svc
-# resident memory <= 64 MB after the run and <= 100 MB at peak, nothing lost and every value
+# memory per queued message <= Mosquitto's, resident memory <= 64 MB after the run and <= 100 MB at
+# peak, nothing lost and every value
 # historized. The report (one table, bench/broker-report.awk) is written to
 # bench/broker-results.md (overwritten) with the machine, its load and the date.
 #
@@ -43,7 +48,8 @@
 # BENCH_QOS1_MESSAGES (5000), BENCH_SIZE (64), BENCH_FANOUT_SUBSCRIBERS (200),
 # BENCH_FANOUT_QOS0_MESSAGES (2000), BENCH_FANOUT_QOS1_MESSAGES (1000), BENCH_LATENCY_RATE
 # (20000 msgs/s), BENCH_LATENCY_WARMUP_MS (1000), BENCH_LATENCY_MS (5000, the measured window),
-# BENCH_IDLE_CONNECTIONS (10000; 0 skips the idle measurement), SVC_LOG (svc's log filter,
+# BENCH_IDLE_CONNECTIONS (10000; 0 skips the idle measurement), BENCH_QUEUED_MESSAGES (100000;
+# 0 skips the queued measurement), SVC_LOG (svc's log filter,
 # default info; its log is kept only on failure), BENCH_STRICT=1 to exit 1 when a goal is missed,
 # BENCH_SVC=<path> to measure an already built svc binary instead of building target/release/svc,
 # BENCH_PERF=<file> to record `perf record -g` of svc during the first svc run of the load
@@ -72,6 +78,7 @@ LATENCY_RATE=${BENCH_LATENCY_RATE:-20000}
 LATENCY_WARMUP_MS=${BENCH_LATENCY_WARMUP_MS:-1000}
 LATENCY_MS=${BENCH_LATENCY_MS:-5000}
 IDLE_CONNECTIONS=${BENCH_IDLE_CONNECTIONS:-10000}
+QUEUED_MESSAGES=${BENCH_QUEUED_MESSAGES:-100000}
 # The fan-in generator: rumqttc's event loops (`fan-in`), pre-encoded packets without one
 # (`fan-in-raw`), whose CPU per message is a fraction of a broker's, or both (the default): each
 # broker's fan-in figure of a round is then the better of the two runs. A broker that reads a
@@ -198,8 +205,7 @@ BROKERS=(mosquitto svc)
 [ -z "$BASELINE" ] || BROKERS+=(baseline)
 
 # --- measure ------------------------------------------------------------------------------
-TICKS_PER_SEC=$(getconf CLK_TCK)
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# (cpu_ticks, steal_ticks and TICKS_PER_SEC come from bench/lib.sh.)
 # field JSON KEY : the number after "KEY": in JSON, or `-` when there is none (or it is null).
 field() {
     local v
@@ -220,7 +226,8 @@ target() {
 
 # measure BROKER LOAD QOS : one run of LOAD (fanin, fanout or latency); prints "BROKER LOAD QOS
 # sent published received lost seconds msgs_per_s cpu_us_per_100_msgs p50_us p99_us max_us
-# send_rate" (`-` where the load has no such number). A fan-in runs once per generator of
+# send_rate steal_ms" (`-` where the load has no such number; steal_ms: CPU time the hypervisor
+# took from the machine during the run, every CPU summed). A fan-in runs once per generator of
 # FANIN_MODES and prints the run with the most msgs/s; each run goes to $WORK/generators as
 # "BROKER QOS MODE msgs_per_s published".
 PERF_DONE=""
@@ -244,7 +251,7 @@ measure() {
 
 # measure_with BROKER LOAD QOS FANIN_MODE : one run, as `measure` prints it.
 measure_with() {
-    local broker=$1 load=$2 qos=$3 mode=$4 before after out perf_pid="" flags=()
+    local broker=$1 load=$2 qos=$3 mode=$4 before after steal_before steal_after out perf_pid="" flags=()
     target "$broker"
     case $load in
         fanin)
@@ -269,10 +276,12 @@ measure_with() {
         sleep 0.5
     fi
     before=$(cpu_ticks "$PID")
+    steal_before=$(steal_ticks)
     out=$("${NICE[@]}" "$LOADER" --host 127.0.0.1 --port "$PORT" "${CREDS[@]}" "${flags[@]}" \
         --qos "$qos" --subscriber-qos "$qos" --size "$SIZE" --topic-prefix bench \
         2>>"$WORK/loader.log") || die "mqtt_load ${flags[*]} failed against $broker"
     after=$(cpu_ticks "$PID")
+    steal_after=$(steal_ticks)
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true
         wait "$perf_pid" 2>/dev/null || true
@@ -284,7 +293,8 @@ measure_with() {
     echo "$broker $load $qos $(field "$out" sent) $(field "$out" published) $received" \
         "$(field "$out" lost) $(field "$out" seconds) $(field "$out" msgs_per_s)" \
         "$(( received > 0 ? (after - before) * 1000000 / TICKS_PER_SEC * 100 / received : 0 ))" \
-        "$(field "$out" p50_us) $(field "$out" p99_us) $(field "$out" max_us) $(field "$out" send_rate)"
+        "$(field "$out" p50_us) $(field "$out" p99_us) $(field "$out" max_us) $(field "$out" send_rate)" \
+        "$(( (steal_after - steal_before) * 1000 / TICKS_PER_SEC ))"
 }
 
 # measure_idle BROKER : IDLE_CONNECTIONS held open against the broker, which reads its VmRSS
@@ -310,6 +320,22 @@ measure_idle() {
     done
 }
 
+# measure_queued BROKER : QUEUED_MESSAGES QoS 1 messages kept for a persistent subscriber that is
+# away, the broker's VmRSS read before and with them; prints "queued BROKER sent published
+# received lost rss_before_kb rss_with_kb bytes_per_message".
+measure_queued() {
+    local broker=$1 out
+    target "$broker"
+    log "$broker queued: $QUEUED_MESSAGES QoS 1 messages for a persistent subscriber away"
+    out=$("${NICE[@]}" "$LOADER" --mode queued --host 127.0.0.1 --port "$PORT" "${CREDS[@]}" \
+        --messages "$QUEUED_MESSAGES" --qos 1 --size "$SIZE" --topic-prefix bench --broker-pid "$PID" \
+        2>>"$WORK/loader.log") || die "mqtt_load --mode queued failed against $broker"
+    log "  $out"
+    echo "queued $broker $(field "$out" sent) $(field "$out" published) $(field "$out" received)" \
+        "$(field "$out" lost) $(field "$out" rss_before_kb) $(field "$out" rss_with_kb)" \
+        "$(field "$out" bytes_per_message)"
+}
+
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 : >"$WORK/generators"
 {
@@ -317,6 +343,9 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
     # earlier load left in the allocator.
     if [ "$IDLE_CONNECTIONS" -gt 0 ]; then
         for broker in "${BROKERS[@]}"; do measure_idle "$broker"; done
+    fi
+    if [ "$QUEUED_MESSAGES" -gt 0 ]; then
+        for broker in "${BROKERS[@]}"; do measure_queued "$broker"; done
     fi
     for round in $(seq 1 "$ROUNDS"); do
         log "round $round of $ROUNDS"
@@ -370,7 +399,7 @@ fi
 REPORT=$(awk -f "$ROOT/bench/broker-report.awk" -v rounds="$ROUNDS" -v baseline="$BASELINE" \
     -v pubs="$PUBLISHERS" -v q0="$QOS0_MESSAGES" -v q1="$QOS1_MESSAGES" \
     -v subs="$FANOUT_SUBSCRIBERS" -v f0="$FANOUT_QOS0_MESSAGES" -v f1="$FANOUT_QOS1_MESSAGES" \
-    -v rate="$LATENCY_RATE" -v idle="$IDLE_CONNECTIONS" "$WORK/results") && GOALS=0 || GOALS=$?
+    -v rate="$LATENCY_RATE" -v idle="$IDLE_CONNECTIONS" -v queued="$QUEUED_MESSAGES" "$WORK/results") && GOALS=0 || GOALS=$?
 [ "$GOALS" -le 3 ] || die "the report failed (awk exit $GOALS)"
 
 {
@@ -386,6 +415,7 @@ REPORT=$(awk -f "$ROOT/bench/broker-report.awk" -v rounds="$ROUNDS" -v baseline=
     echo "  - fan-out: $FANOUT_SUBSCRIBERS subscribers of \`bench/fanout\` (all SUBACKs in first), then one publisher there"
     echo "  - latency: one subscriber of \`bench/latency\`, one publisher paced at $LATENCY_RATE msgs/s (1 ms tokio interval, batches), both with TCP_NODELAY; publish → deliver over the ${LATENCY_MS} ms after a ${LATENCY_WARMUP_MS} ms warm-up"
     echo "  - idle: $IDLE_CONNECTIONS connections (keep alive 60 s) on the fresh broker before the other loads; per connection = (VmRSS with them, from 2 s after the last CONNACK − VmRSS before) / connections held, each VmRSS read once reads 500 ms apart have agreed within 256 kB for 5 s (longer than svc returns freed memory, every 2 s)"
+    echo "  - queued: a persistent subscriber (MQTT 3.1.1, clean session off) of \`bench/queued\` subscribes at QoS 1 and disconnects, one publisher sends it $QUEUED_MESSAGES QoS 1 messages (every PUBACK in), once per broker after the idle connections; per message = (VmRSS with the queue − VmRSS before) / messages, read as for idle; then the subscriber comes back for every message"
     echo "- svc: fresh data dir, API-key authentication, topic authorization, historian recording every load's topics (historized tags); log filter \`${SVC_LOG:-info}\`"
     echo "- Mosquitto ${MOSQUITTO_VERSION:-?} (Debian): loopback listener, anonymous, \`max_connections -1\`, \`set_tcp_nodelay true\` (as svc), \`max_queued_messages 0\`, \`max_inflight_messages 0\` (no limits), no persistence"
     echo "- $ROUNDS interleaved round(s); per broker and figure the median over the rounds is shown with its spread (least–greatest), the brokers' order reversed every other round; broker CPU/msg = the broker's user+system CPU time during the run / messages delivered; RLIMIT_NOFILE $(ulimit -Sn)"

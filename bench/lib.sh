@@ -263,6 +263,8 @@ collection() {
 TICKS_PER_SEC=$(getconf CLK_TCK)
 # cpu_ticks PID : user + system CPU time the process has used, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# steal_ticks : clock ticks the hypervisor has taken from this machine's CPUs (all of them).
+steal_ticks() { awk '$1 == "cpu" { print $9 }' /proc/stat; }
 # measure MODE URL PID : warmup, then the measured run; prints its RESULT line followed by the
 # server's CPU time per request in µs.
 measure() {

@@ -22,6 +22,9 @@ pub enum Mode {
     /// A paced publisher crossing alarm setpoints on `<prefix>/p<i>/t<k>` and one subscriber
     /// of `--alarm-filter` (svc's alarm events): value → alarm event percentiles.
     AlarmLatency,
+    /// `--messages` M kept for a persistent subscriber that is away, then taken by it: the
+    /// broker's memory per queued message (`queued.rs`).
+    Queued,
 }
 
 pub struct Args {
@@ -47,7 +50,8 @@ pub struct Args {
     pub connections: usize,
     /// Idle mode: connection handshakes in flight at once.
     pub connect_concurrency: usize,
-    /// Idle mode: the broker's pid, whose VmRSS is read before and with the connections.
+    /// Idle and queued modes: the broker's pid, whose VmRSS is read before and with what is
+    /// held (the connections, the queued messages).
     pub broker_pid: Option<u32>,
     /// Idle mode: wait after the last CONNACK before reading VmRSS.
     pub settle_ms: u64,
@@ -101,16 +105,17 @@ fn mode_of(text: &str) -> Mode {
         "idle" => Mode::Idle,
         "drain" => Mode::Drain,
         "alarm-latency" => Mode::AlarmLatency,
+        "queued" => Mode::Queued,
         other => usage(&format!(
-            "--mode must be fan-in, fan-in-raw, fan-out, latency, idle, drain or alarm-latency, \
-             not {other}"
+            "--mode must be fan-in, fan-in-raw, fan-out, latency, idle, drain, alarm-latency or \
+             queued, not {other}"
         )),
     }
 }
 
 pub fn usage(problem: &str) -> ! {
     eprintln!(
-        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-in-raw|fan-out|latency|idle|drain|alarm-latency] [--host H] \
+        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-in-raw|fan-out|latency|idle|drain|alarm-latency|queued] [--host H] \
          [--port P] [--username U] [--password P] [--publishers N] [--subscribers N] \
          [--messages M] [--qos 0|1|2] [--subscriber-qos 0|1|2] [--size BYTES] \
          [--topic-prefix PREFIX] [--rate MSGS_PER_S] [--warmup-ms MS] [--duration-ms MS] \

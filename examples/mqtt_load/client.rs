@@ -196,9 +196,15 @@ pub async fn drive_publisher(
     let Ok(client) = sender.await else {
         return acked as u64;
     };
+    disconnect(&client, event_loop).await;
+    acked as u64
+}
+
+/// Disconnects cleanly: done once the DISCONNECT is written (at most 10 s); the broker may take
+/// its time to close.
+pub async fn disconnect(client: &AsyncClient, event_loop: &mut EventLoop) {
     let _ = client.disconnect().await;
     let _ = tokio::time::timeout(Duration::from_secs(10), async {
-        // Done once the DISCONNECT is written; the broker may take its time to close.
         while let Ok(event) = event_loop.poll().await {
             if matches!(event, Event::Outgoing(Outgoing::Disconnect)) {
                 break;
@@ -206,7 +212,6 @@ pub async fn drive_publisher(
         }
     })
     .await;
-    acked as u64
 }
 
 /// Runs one publisher `id`: connects, sends `messages` to `topics` (in turn) as fast as the

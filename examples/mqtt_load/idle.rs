@@ -5,7 +5,7 @@
 
 use crate::args::Args;
 use crate::client::{connected, options};
-use crate::system::status_kb;
+use crate::system::steady_rss;
 use futures::stream::{self, StreamExt};
 use rumqttc::AsyncClient;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,33 +44,6 @@ async fn hold(args: Arc<Args>, i: usize, dropped: Arc<AtomicU64>) -> Result<(), 
         }
     }
     Err(format!("{id}: {last_error}"))
-}
-
-/// Reads of VmRSS that must agree (within 256 kB) before it counts as steady: 5 s of them,
-/// longer than a broker's periodic return of freed memory (svc: every 2 s), so memory freed
-/// by earlier requests and not yet returned is not counted against the connections.
-const STEADY_READS: usize = 10;
-const STEADY_READ_EVERY: Duration = Duration::from_millis(500);
-/// After this many reads the last one is taken, steady or not.
-const MAX_READS: usize = 40;
-
-/// The broker's VmRSS once it is steady (see [`STEADY_READS`]).
-async fn steady_rss(pid: Option<u32>) -> Result<Option<u64>, String> {
-    let Some(pid) = pid else { return Ok(None) };
-    let mut window = vec![status_kb(pid, "VmRSS")?];
-    for _ in 0..MAX_READS {
-        tokio::time::sleep(STEADY_READ_EVERY).await;
-        window.push(status_kb(pid, "VmRSS")?);
-        if window.len() > STEADY_READS {
-            window.remove(0);
-        }
-        let low = window.iter().min().copied().unwrap_or(0);
-        let high = window.iter().max().copied().unwrap_or(0);
-        if window.len() == STEADY_READS && high - low <= 256 {
-            return Ok(window.last().copied());
-        }
-    }
-    Ok(window.last().copied())
 }
 
 pub async fn run(args: Arc<Args>) -> Result<String, String> {

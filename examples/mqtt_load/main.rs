@@ -26,6 +26,10 @@
 //!   number (above every alarm's setpoint) and, `--reset-ms` later, back to 0. The alarm event
 //!   raised carries that value, so value → event latency is matched per crossing; prints
 //!   p50_us, p99_us, max_us over the crossings after the warm-up, with events and missing.
+//! - `queued`: a persistent subscriber of `<prefix>/queued` subscribes and goes away, one
+//!   publisher sends M there, the subscriber comes back for them; prints sent, published,
+//!   received, lost, seconds (the subscriber's return) and, with `--broker-pid`, rss_before_kb,
+//!   rss_with_kb and bytes_per_message (the broker's memory per queued message).
 //!
 //! The subscribers may sit on another broker than the publishers (`--sub-host`, `--sub-port`,
 //! `--sub-username`, `--sub-password`, `--sub-prefix`): the far side of a bridge.
@@ -49,6 +53,7 @@ mod fan_in_raw;
 mod fan_out;
 mod idle;
 mod latency;
+mod queued;
 mod system;
 
 use args::{parse_args, Mode};
@@ -67,6 +72,7 @@ async fn main() {
         Mode::Idle => args.connections,
         Mode::Drain => 1,
         Mode::AlarmLatency => 2,
+        Mode::Queued => 2,
     };
     if let Err(e) = system::raise_nofile(connections as u64 + SPARE_FDS) {
         eprintln!("mqtt_load: {e}");
@@ -80,6 +86,7 @@ async fn main() {
         Mode::Idle => idle::run(args).await,
         Mode::Drain => drain::run(args).await,
         Mode::AlarmLatency => alarm_latency::run(args).await,
+        Mode::Queued => queued::run(args).await,
     };
     match result {
         Ok(line) => println!("{line}"),

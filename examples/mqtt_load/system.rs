@@ -1,6 +1,6 @@
 //! What the generator asks of the operating system: a file-descriptor limit large enough for
-//! thousands of connections, a process's resident memory from `/proc`, and TCP_NODELAY on its
-//! own sockets.
+//! thousands of connections, a process's resident memory from `/proc` (once steady), and
+//! TCP_NODELAY on its own sockets.
 
 /// Raises the soft RLIMIT_NOFILE to the hard limit (an unprivileged process may), and fails when
 /// even that leaves fewer than `needed` descriptors.
@@ -80,6 +80,34 @@ pub fn nodelay_all_tcp_sockets() -> Result<usize, String> {
         }
     }
     Ok(set)
+}
+
+/// Reads of VmRSS that must agree (within 256 kB) before it counts as steady: 5 s of them,
+/// longer than a broker's periodic return of freed memory (svc: every 2 s), so memory freed
+/// by earlier requests and not yet returned is not counted against what
+/// is measured (idle connections, queued messages).
+const STEADY_READS: usize = 10;
+const STEADY_READ_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+/// After this many reads the last one is taken, steady or not.
+const MAX_READS: usize = 40;
+
+/// The broker's VmRSS once it is steady (see [`STEADY_READS`]).
+pub async fn steady_rss(pid: Option<u32>) -> Result<Option<u64>, String> {
+    let Some(pid) = pid else { return Ok(None) };
+    let mut window = vec![status_kb(pid, "VmRSS")?];
+    for _ in 0..MAX_READS {
+        tokio::time::sleep(STEADY_READ_EVERY).await;
+        window.push(status_kb(pid, "VmRSS")?);
+        if window.len() > STEADY_READS {
+            window.remove(0);
+        }
+        let low = window.iter().min().copied().unwrap_or(0);
+        let high = window.iter().max().copied().unwrap_or(0);
+        if window.len() == STEADY_READS && high - low <= 256 {
+            return Ok(window.last().copied());
+        }
+    }
+    Ok(window.last().copied())
 }
 
 #[cfg(test)]
