@@ -256,11 +256,14 @@ async fn serve(settings: Settings) -> Result<()> {
     ];
     listeners.extend(addrs.mqtts.map(|a| ("mqtts", a)));
     listeners.extend(addrs.wss.map(|a| ("wss", a)));
+    // Listened for before `ready`: a stop that comes right after it (systemd stopping the unit
+    // it just started) is then a clean stop, not the signal's default action.
+    let stop = shutdown_signal();
     announce_ready(&listeners);
 
     let stopping = state.clone();
     http::listener::serve(http, routes::router(state.clone()), async move {
-        shutdown_signal().await;
+        stop.await;
         tracing::info!("shutting down");
         services::sparkplug::withdraw_all(&stopping).await;
         if let Some(broker) = stopping.broker.get() {
@@ -369,23 +372,27 @@ async fn start_upstreams(state: &AppState) -> Result<()> {
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves at SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is called,
+/// not when the future is first polled.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let terminate = signal(SignalKind::terminate());
+        let interrupt = signal(SignalKind::interrupt());
+        async move {
+            let (Ok(mut terminate), Ok(mut interrupt)) = (terminate, interrupt) else {
+                tracing::warn!("cannot listen for SIGTERM and SIGINT; stop svc by killing it");
+                return std::future::pending().await;
+            };
+            tokio::select! {
+                _ = terminate.recv() => {},
+                _ = interrupt.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
