@@ -194,8 +194,8 @@ mod tests {
     fn a_received_message_keeps_none_of_its_read_buffer() {
         let read = Bytes::from_static(b"....plant/line1/temp21.5....");
         let (topic, payload) = owned(
-            std::str::from_utf8(&read[4..19]).expect("utf-8"),
-            &read[19..23],
+            std::str::from_utf8(&read[4..20]).expect("utf-8"),
+            &read[20..24],
         );
         assert_eq!((&*topic, &*payload), ("plant/line1/temp", &b"21.5"[..]));
         let buffer = read.as_ptr_range();

@@ -491,12 +491,19 @@ async fn an_alarm_is_shelved_with_a_reason_and_taken_out_of_service_from_the_pag
     browser
         .until("in service again", WAIT, &state("active_unacknowledged"))
         .await;
+    // The page shows the new state from the alarm's live event, which may come a moment
+    // before the journal's row is committed: wait for the fourth row.
     let reader = server.clone();
-    let causes: Vec<String> = blocking(move || journal(&reader, "?who=operator"))
-        .await
-        .iter()
-        .map(|e| e["cause"].as_str().unwrap().to_string())
-        .collect();
+    let causes: Vec<String> = blocking(move || {
+        reader.poll(WAIT, "the operator's four journal rows", || {
+            let causes: Vec<String> = journal(&reader, "?who=operator")
+                .iter()
+                .map(|e| e["cause"].as_str().unwrap().to_string())
+                .collect();
+            (causes.len() >= 4).then_some(causes)
+        })
+    })
+    .await;
     assert_eq!(
         causes,
         ["in-service", "out-of-service", "unshelve", "shelve"],
