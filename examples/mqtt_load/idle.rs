@@ -5,7 +5,7 @@
 
 use crate::args::Args;
 use crate::client::{connected, options};
-use crate::system::steady_rss;
+use crate::system::{bytes_each, kb_or_null, steady_rss};
 use futures::stream::{self, StreamExt};
 use rumqttc::AsyncClient;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,20 +65,13 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let with = steady_rss(args.broker_pid).await?;
     let dropped = dropped.load(Ordering::Relaxed);
     let held = (connected as u64).saturating_sub(dropped);
-    // Signed: on a broker whose memory moves for other reasons, noise shows as such.
-    let per_connection = match (before, with) {
-        (Some(b), Some(w)) if held > 0 => {
-            format!("{:.0}", (w as f64 - b as f64) * 1024.0 / held as f64)
-        }
-        _ => "null".into(),
-    };
-    let kb = |v: Option<u64>| v.map_or("null".into(), |v| v.to_string());
     Ok(format!(
         "{{\"connections\":{},\"connected\":{connected},\"failed\":{failed},\"dropped\":{dropped},\
          \"held\":{held},\"connect_seconds\":{connect_seconds:.3},\"rss_before_kb\":{},\
-         \"rss_with_kb\":{},\"bytes_per_connection\":{per_connection}}}",
+         \"rss_with_kb\":{},\"bytes_per_connection\":{}}}",
         args.connections,
-        kb(before),
-        kb(with)
+        kb_or_null(before),
+        kb_or_null(with),
+        bytes_each(before, with, held),
     ))
 }

@@ -8,7 +8,7 @@
 
 use crate::args::Args;
 use crate::client::{connected, disconnect, now_ns, options, publish_burst, STALL};
-use crate::system::steady_rss;
+use crate::system::{bytes_each, kb_or_null, steady_rss};
 use rumqttc::{AsyncClient, Event, EventLoop, Packet};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -49,21 +49,14 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     disconnect(&client, &mut event_loop).await;
 
     let sent = args.messages as u64;
-    // Signed: on a broker whose memory moves for other reasons, noise shows as such.
-    let per_message = match (before, with) {
-        (Some(b), Some(w)) if sent > 0 => {
-            format!("{:.0}", (w as f64 - b as f64) * 1024.0 / sent as f64)
-        }
-        _ => "null".into(),
-    };
-    let kb = |v: Option<u64>| v.map_or("null".into(), |v| v.to_string());
     Ok(format!(
         "{{\"sent\":{sent},\"published\":{published},\"received\":{received},\"lost\":{},\
          \"seconds\":{seconds:.3},\"rss_before_kb\":{},\"rss_with_kb\":{},\
-         \"bytes_per_message\":{per_message}}}",
+         \"bytes_per_message\":{}}}",
         sent.saturating_sub(received),
-        kb(before),
-        kb(with),
+        kb_or_null(before),
+        kb_or_null(with),
+        bytes_each(before, with, sent),
     ))
 }
 

@@ -110,6 +110,23 @@ pub async fn steady_rss(pid: Option<u32>) -> Result<Option<u64>, String> {
     Ok(window.last().copied())
 }
 
+/// What each of `items` added to the broker's VmRSS between two reads (kB), in bytes, as JSON:
+/// signed, so that on a broker whose memory moves for other reasons noise shows as such;
+/// `null` without both reads or items.
+pub fn bytes_each(before: Option<u64>, with: Option<u64>, items: u64) -> String {
+    match (before, with) {
+        (Some(b), Some(w)) if items > 0 => {
+            format!("{:.0}", (w as f64 - b as f64) * 1024.0 / items as f64)
+        }
+        _ => "null".into(),
+    }
+}
+
+/// A VmRSS read (kB) as JSON: `null` when there is none.
+pub fn kb_or_null(read: Option<u64>) -> String {
+    read.map_or("null".into(), |v| v.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
