@@ -378,16 +378,21 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let terminate = signal(SignalKind::terminate());
-        let interrupt = signal(SignalKind::interrupt());
+        // Each on its own: one that cannot be listened for leaves the other working.
+        let mut terminate = signal(SignalKind::terminate()).ok();
+        let mut interrupt = signal(SignalKind::interrupt()).ok();
         async move {
-            let (Ok(mut terminate), Ok(mut interrupt)) = (terminate, interrupt) else {
-                tracing::warn!("cannot listen for SIGTERM and SIGINT; stop svc by killing it");
-                return std::future::pending().await;
-            };
+            async fn received(signal: Option<&mut tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            }
             tokio::select! {
-                _ = terminate.recv() => {},
-                _ = interrupt.recv() => {},
+                _ = received(terminate.as_mut()) => {},
+                _ = received(interrupt.as_mut()) => {},
             }
         }
     }
