@@ -8,7 +8,12 @@
 #   latency  one publisher paced at 20,000 msgs/s (a tokio interval, in batches) → one subscriber
 #            of `bench/latency`, QoS 0 and 1, 1 s warm-up then 5 s measured: publish → deliver
 #            p50 / p99 (the payload carries its send time; the generator's two sockets get
-#            TCP_NODELAY, or Nagle would hold QoS 0 publishes for up to the delayed-ACK time);
+#            TCP_NODELAY, or Nagle would hold QoS 0 publishes for up to the delayed-ACK time).
+#            Generator `--mode latency-raw`: each batch written encoded with one write, its send
+#            time taken just before, and the subscriber on a thread of its own that times a
+#            read as it returns (BENCH_LATENCY_GENERATOR=rumqttc: `--mode latency`, whose event
+#            loop writes a batch one message at a time after the send times are taken, and whose
+#            subscriber waits for the publisher on the generator's one runtime);
 #   idle     10,000 connections held open (keep alive 60 s), once per broker on the fresh broker
 #            before the other loads: memory per connection = (VmRSS with them − VmRSS before) /
 #            connections held;
@@ -61,7 +66,8 @@
 # previous commit's) interleaved in the same rounds, reported as `baseline` with the ratio
 # svc / baseline, BENCH_FANIN_GENERATOR (both, the default: each broker's better run of
 # the two; rumqttc; or raw: the fan-in load from pre-encoded packets without a client event
-# loop, `--mode fan-in-raw`).
+# loop, `--mode fan-in-raw`), BENCH_LATENCY_GENERATOR (raw, the default, or rumqttc: see
+# "latency" above).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -86,6 +92,13 @@ QUEUED_MESSAGES=${BENCH_QUEUED_MESSAGES:-100000}
 # generator, which keeps its sockets full, than under rumqttc's slower one; svc does better
 # under raw, as rumqttc then measures itself (bench/broker-history.md, "The fan-in generator
 # was the neighbour"). Each broker is compared at its best.
+case ${BENCH_LATENCY_GENERATOR:-raw} in
+    raw) LATENCY_MODE=latency-raw
+        LATENCY_NOTE="generator \`--mode latency-raw\`: each batch encoded and written with one write, its send time taken just before; the subscriber on a thread of its own, timing each read as it returns" ;;
+    rumqttc) LATENCY_MODE=latency
+        LATENCY_NOTE="generator \`--mode latency\` (rumqttc: a batch written one message per write after its send times are taken; the subscriber on the publisher's runtime)" ;;
+    *) die "BENCH_LATENCY_GENERATOR is raw or rumqttc, not ${BENCH_LATENCY_GENERATOR}" ;;
+esac
 case ${BENCH_FANIN_GENERATOR:-both} in
     rumqttc) FANIN_MODES=(fan-in); FANIN_NOTE="\`--mode fan-in\`" ;;
     raw) FANIN_MODES=(fan-in-raw)
@@ -265,7 +278,7 @@ measure_with() {
             flags=(--mode fan-out --subscribers "$FANOUT_SUBSCRIBERS" --messages "$messages")
             log "$broker fan-out QoS $qos: $messages messages → $FANOUT_SUBSCRIBERS subscribers" ;;
         latency)
-            flags=(--mode latency --rate "$LATENCY_RATE" --warmup-ms "$LATENCY_WARMUP_MS" --duration-ms "$LATENCY_MS")
+            flags=(--mode "$LATENCY_MODE" --rate "$LATENCY_RATE" --warmup-ms "$LATENCY_WARMUP_MS" --duration-ms "$LATENCY_MS")
             log "$broker latency QoS $qos: $LATENCY_RATE msgs/s, ${LATENCY_WARMUP_MS} ms warm-up + ${LATENCY_MS} ms" ;;
     esac
     if [ "$broker" = svc ] && [ "$load" = "${BENCH_PERF_LOAD:-fanin}" ] && [ "$qos" = "${BENCH_PERF_QOS:-0}" ] &&
@@ -413,7 +426,7 @@ REPORT=$(awk -f "$ROOT/bench/broker-report.awk" -v rounds="$ROUNDS" -v baseline=
     echo "- load: \`examples/mqtt_load\` (rumqttc), $SIZE-byte JSON payloads; $PIN_NOTE; msgs/s = messages delivered to the subscribers / (first publish → last delivery); QoS 1 publishers wait for every PUBACK"
     echo "  - fan-in: one \`bench/#\` subscriber connected first at the run's QoS, then $PUBLISHERS concurrent publishers on \`bench/p<i>\`; generator $FANIN_NOTE"
     echo "  - fan-out: $FANOUT_SUBSCRIBERS subscribers of \`bench/fanout\` (all SUBACKs in first), then one publisher there"
-    echo "  - latency: one subscriber of \`bench/latency\`, one publisher paced at $LATENCY_RATE msgs/s (1 ms tokio interval, batches), both with TCP_NODELAY; publish → deliver over the ${LATENCY_MS} ms after a ${LATENCY_WARMUP_MS} ms warm-up"
+    echo "  - latency: one subscriber of \`bench/latency\`, one publisher paced at $LATENCY_RATE msgs/s (1 ms tokio interval, batches), both with TCP_NODELAY; $LATENCY_NOTE; publish → deliver over the ${LATENCY_MS} ms after a ${LATENCY_WARMUP_MS} ms warm-up"
     echo "  - idle: $IDLE_CONNECTIONS connections (keep alive 60 s) on the fresh broker before the other loads; per connection = (VmRSS with them, from 2 s after the last CONNACK − VmRSS before) / connections held, each VmRSS read once reads 500 ms apart have agreed within 256 kB for 5 s (longer than svc returns freed memory, every 2 s)"
     echo "  - queued: a persistent subscriber (MQTT 3.1.1, clean session off) of \`bench/queued\` subscribes at QoS 1 and disconnects, one publisher sends it $QUEUED_MESSAGES QoS 1 messages (every PUBACK in), once per broker after the idle connections; per message = (VmRSS with the queue − VmRSS before) / messages, read as for idle; then the subscriber comes back for every message"
     echo "- svc: fresh data dir, API-key authentication, topic authorization, historian recording every load's topics (historized tags); log filter \`${SVC_LOG:-info}\`"

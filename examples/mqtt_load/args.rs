@@ -14,6 +14,9 @@ pub enum Mode {
     FanOut,
     /// One paced publisher → one subscriber of `<prefix>/latency`: publish→deliver percentiles.
     Latency,
+    /// [`Mode::Latency`] with pre-encoded batches, one write each, and the subscriber on a
+    /// thread of its own (`latency_raw.rs`).
+    LatencyRaw,
     /// N connections that only hold their session open (keep alive), for the broker's memory.
     Idle,
     /// One `<subscriber prefix>/#` subscriber that waits for `--messages` (sent by others, e.g.
@@ -102,20 +105,21 @@ fn mode_of(text: &str) -> Mode {
         "fan-in-raw" => Mode::FanInRaw,
         "fan-out" => Mode::FanOut,
         "latency" => Mode::Latency,
+        "latency-raw" => Mode::LatencyRaw,
         "idle" => Mode::Idle,
         "drain" => Mode::Drain,
         "alarm-latency" => Mode::AlarmLatency,
         "queued" => Mode::Queued,
         other => usage(&format!(
-            "--mode must be fan-in, fan-in-raw, fan-out, latency, idle, drain, alarm-latency or \
-             queued, not {other}"
+            "--mode must be fan-in, fan-in-raw, fan-out, latency, latency-raw, idle, drain, \
+             alarm-latency or queued, not {other}"
         )),
     }
 }
 
 pub fn usage(problem: &str) -> ! {
     eprintln!(
-        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-in-raw|fan-out|latency|idle|drain|alarm-latency|queued] [--host H] \
+        "mqtt_load: {problem}\nusage: mqtt_load [--mode fan-in|fan-in-raw|fan-out|latency|latency-raw|idle|drain|alarm-latency|queued] [--host H] \
          [--port P] [--username U] [--password P] [--publishers N] [--subscribers N] \
          [--messages M] [--qos 0|1|2] [--subscriber-qos 0|1|2] [--size BYTES] \
          [--topic-prefix PREFIX] [--rate MSGS_PER_S] [--warmup-ms MS] [--duration-ms MS] \

@@ -29,7 +29,7 @@ const WINDOW: usize = 1_000;
 /// The largest packet read.
 const MAX_PACKET: usize = 1 << 20;
 /// Bytes a read asks for at once.
-const READ_SIZE: usize = 64 * 1024;
+pub const READ_SIZE: usize = 64 * 1024;
 
 pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let total = (args.publishers * args.messages) as u64;
@@ -56,7 +56,7 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
 }
 
 /// Connects `id` (clean session, the run's credentials) and waits for its CONNACK.
-async fn connect(
+pub async fn connect(
     args: &Args,
     id: &str,
     host: &str,
@@ -83,7 +83,7 @@ async fn connect(
 }
 
 /// The first whole packet of `buf`, taken out of it; `None` while its bytes are not all in.
-fn decoded(buf: &mut BytesMut) -> Result<Option<Packet>, String> {
+pub fn decoded(buf: &mut BytesMut) -> Result<Option<Packet>, String> {
     match Packet::read(buf, MAX_PACKET) {
         Ok(packet) => Ok(Some(packet)),
         Err(CodecError::InsufficientBytes(_)) => Ok(None),
@@ -92,7 +92,7 @@ fn decoded(buf: &mut BytesMut) -> Result<Option<Packet>, String> {
 }
 
 /// Reads until one whole packet is in `buf` and returns it.
-async fn next_packet(reader: &mut OwnedReadHalf, buf: &mut BytesMut) -> Result<Packet, String> {
+pub async fn next_packet(reader: &mut OwnedReadHalf, buf: &mut BytesMut) -> Result<Packet, String> {
     loop {
         if let Some(packet) = decoded(buf)? {
             return Ok(packet);
@@ -246,7 +246,7 @@ async fn publish(
 }
 
 /// Encodes one control packet and writes it.
-async fn send(writer: &mut OwnedWriteHalf, packet: Packet) -> Result<(), String> {
+pub async fn send(writer: &mut OwnedWriteHalf, packet: Packet) -> Result<(), String> {
     let mut out = BytesMut::new();
     packet
         .write(&mut out, MAX_PACKET)

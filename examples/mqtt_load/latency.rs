@@ -110,12 +110,23 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     drive_publisher(id, &mut event_loop, args.qos, total as usize, sender).await;
     deliveries.wait_for(total).await;
 
-    let got = deliveries.received();
-    let seconds = delivery_seconds(start, &deliveries);
     let publish_seconds = (sent_done.load(Ordering::Relaxed).saturating_sub(start)) as f64 / 1e9;
-    let mut samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
+    let samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
+    Ok(report(total, &deliveries, start, publish_seconds, samples))
+}
+
+/// The run's JSON line: counts, rates, and the percentiles of `samples` (ns).
+pub fn report(
+    total: u64,
+    deliveries: &Deliveries,
+    start: u64,
+    publish_seconds: f64,
+    mut samples: Vec<u64>,
+) -> String {
+    let got = deliveries.received();
+    let seconds = delivery_seconds(start, deliveries);
     samples.sort_unstable();
-    Ok(format!(
+    format!(
         "{{\"sent\":{total},\"published\":{total},\"received\":{got},\"lost\":{},\
          \"seconds\":{seconds:.3},\"msgs_per_s\":{:.0},\"publish_seconds\":{publish_seconds:.3},\
          \"send_rate\":{:.0},\"samples\":{},\"p50_us\":{:.0},\"p99_us\":{:.0},\"max_us\":{:.0}}}",
@@ -126,7 +137,7 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
         percentile_us(&samples, 0.50),
         percentile_us(&samples, 0.99),
         percentile_us(&samples, 1.0),
-    ))
+    )
 }
 
 #[cfg(test)]

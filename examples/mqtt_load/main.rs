@@ -53,6 +53,7 @@ mod fan_in_raw;
 mod fan_out;
 mod idle;
 mod latency;
+mod latency_raw;
 mod queued;
 mod system;
 
@@ -68,7 +69,7 @@ async fn main() {
     let connections = match args.mode {
         Mode::FanIn | Mode::FanInRaw => args.publishers + 1,
         Mode::FanOut => args.subscribers + 1,
-        Mode::Latency => 2,
+        Mode::Latency | Mode::LatencyRaw => 2,
         Mode::Idle => args.connections,
         Mode::Drain => 1,
         Mode::AlarmLatency => 2,
@@ -83,6 +84,7 @@ async fn main() {
         Mode::FanInRaw => fan_in_raw::run(args).await,
         Mode::FanOut => fan_out::run(args).await,
         Mode::Latency => latency::run(args).await,
+        Mode::LatencyRaw => latency_raw::run(args).await,
         Mode::Idle => idle::run(args).await,
         Mode::Drain => drain::run(args).await,
         Mode::AlarmLatency => alarm_latency::run(args).await,
