@@ -11,31 +11,34 @@
 //! generator as much as the broker (issue 40).
 
 use crate::args::Args;
-use crate::client::{finish_fan_in, now_ns, payload, Deliveries, STALL};
+use crate::client::{finish_fan_in, now_ns, payload, Deliveries};
+use crate::raw::{connect, next_packet, send, serve_deliveries, subscribed};
 use bytes::BytesMut;
-use rumqttc::mqttbytes::v4::{Connect, Packet, PubAck, Publish, Subscribe};
-use rumqttc::mqttbytes::Error as CodecError;
+use rumqttc::mqttbytes::v4::{Packet, Publish};
 use rumqttc::QoS;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{Barrier, Notify};
 
 /// Unacknowledged QoS 1 messages a publisher keeps in flight (rumqttc's `set_inflight` in the
 /// `fan-in` mode).
 const WINDOW: usize = 1_000;
-/// The largest packet read.
-const MAX_PACKET: usize = 1 << 20;
-/// Bytes a read asks for at once.
-pub const READ_SIZE: usize = 64 * 1024;
 
 pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let total = (args.publishers * args.messages) as u64;
     let deliveries = Arc::new(Deliveries::default());
     let filter = format!("{}/#", args.sub_prefix());
-    subscribe(&args, &filter, args.sub_qos(), deliveries.clone()).await?;
+    let (reader, writer, buf) =
+        subscribed(&args, "bench-subscriber", &filter, args.sub_qos()).await?;
+    let counted = deliveries.clone();
+    tokio::spawn(serve_deliveries(
+        reader,
+        writer,
+        buf,
+        "bench-subscriber",
+        move |_, _| counted.record(),
+    ));
 
     let first_publish = Arc::new(OnceLock::new());
     // Every publisher connects and encodes its messages before any sends.
@@ -53,116 +56,6 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
         })
         .collect();
     Ok(finish_fan_in(publishers, total, &deliveries, &first_publish).await)
-}
-
-/// Connects `id` (clean session, the run's credentials) and waits for its CONNACK.
-pub async fn connect(
-    args: &Args,
-    id: &str,
-    host: &str,
-    port: u16,
-) -> Result<(OwnedReadHalf, OwnedWriteHalf, BytesMut), String> {
-    let stream = TcpStream::connect((host, port))
-        .await
-        .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
-    stream.set_nodelay(true).map_err(|e| e.to_string())?;
-    let (mut reader, mut writer) = stream.into_split();
-    let mut connect = Connect::new(id);
-    connect.keep_alive = 60;
-    if !args.username.is_empty() || !args.password.is_empty() {
-        connect.set_login(&args.username, &args.password);
-    }
-    send(&mut writer, Packet::Connect(connect)).await?;
-    let mut buf = BytesMut::with_capacity(READ_SIZE);
-    match next_packet(&mut reader, &mut buf).await? {
-        Packet::ConnAck(ack) if ack.code == rumqttc::ConnectReturnCode::Success => {
-            Ok((reader, writer, buf))
-        }
-        other => Err(format!("{id}: the broker answered CONNECT with {other:?}")),
-    }
-}
-
-/// The first whole packet of `buf`, taken out of it; `None` while its bytes are not all in.
-pub fn decoded(buf: &mut BytesMut) -> Result<Option<Packet>, String> {
-    match Packet::read(buf, MAX_PACKET) {
-        Ok(packet) => Ok(Some(packet)),
-        Err(CodecError::InsufficientBytes(_)) => Ok(None),
-        Err(e) => Err(format!("undecodable packet: {e}")),
-    }
-}
-
-/// Reads until one whole packet is in `buf` and returns it.
-pub async fn next_packet(reader: &mut OwnedReadHalf, buf: &mut BytesMut) -> Result<Packet, String> {
-    loop {
-        if let Some(packet) = decoded(buf)? {
-            return Ok(packet);
-        }
-        buf.reserve(READ_SIZE);
-        match tokio::time::timeout(STALL, reader.read_buf(buf)).await {
-            Ok(Ok(0)) => return Err("the broker closed the connection".into()),
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(e.to_string()),
-            Err(_) => return Err(format!("nothing from the broker for {STALL:?}")),
-        }
-    }
-}
-
-/// The subscriber: connected and subscribed when this returns; a task then counts every
-/// PUBLISH into `deliveries` and acknowledges QoS 1 ones, one write per read.
-async fn subscribe(
-    args: &Args,
-    filter: &str,
-    qos: QoS,
-    deliveries: Arc<Deliveries>,
-) -> Result<(), String> {
-    let host = args.sub_host.as_deref().unwrap_or(&args.host);
-    let (mut reader, mut writer, mut buf) = connect(
-        args,
-        "bench-subscriber",
-        host,
-        args.sub_port.unwrap_or(args.port),
-    )
-    .await?;
-    let mut subscribe = Subscribe::new(filter, qos);
-    subscribe.pkid = 1;
-    send(&mut writer, Packet::Subscribe(subscribe)).await?;
-    match next_packet(&mut reader, &mut buf).await? {
-        Packet::SubAck(_) => {}
-        other => return Err(format!("the broker answered SUBSCRIBE with {other:?}")),
-    }
-    tokio::spawn(async move {
-        let mut acks = BytesMut::new();
-        loop {
-            loop {
-                match decoded(&mut buf) {
-                    Ok(Some(Packet::Publish(publish))) => {
-                        deliveries.record();
-                        if publish.qos == QoS::AtLeastOnce {
-                            let _ = PubAck::new(publish.pkid).write(&mut acks);
-                        }
-                    }
-                    Ok(Some(_)) => {}
-                    Ok(None) => break,
-                    Err(e) => {
-                        eprintln!("bench-subscriber: {e}");
-                        return;
-                    }
-                }
-            }
-            if !acks.is_empty() {
-                if writer.write_all(&acks).await.is_err() {
-                    return;
-                }
-                acks.clear();
-            }
-            buf.reserve(READ_SIZE);
-            match reader.read_buf(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-        }
-    });
-    Ok(())
 }
 
 /// One publisher: connects, encodes its messages, waits for the others at `ready`, then sends
@@ -243,13 +136,4 @@ async fn publish(
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("waiting for PUBACKs: {e}"))?;
     send(&mut writer, Packet::Disconnect).await
-}
-
-/// Encodes one control packet and writes it.
-pub async fn send(writer: &mut OwnedWriteHalf, packet: Packet) -> Result<(), String> {
-    let mut out = BytesMut::new();
-    packet
-        .write(&mut out, MAX_PACKET)
-        .map_err(|e| e.to_string())?;
-    writer.write_all(&out).await.map_err(|e| e.to_string())
 }

@@ -14,15 +14,15 @@
 
 use crate::args::Args;
 use crate::client::{now_ns, payload, Deliveries};
-use crate::fan_in_raw::{connect, decoded, next_packet, send, READ_SIZE};
 use crate::latency::{number_after, report};
+use crate::raw::{connect, next_packet, send, serve_deliveries, subscribed};
 use bytes::BytesMut;
-use rumqttc::mqttbytes::v4::{Packet, PubAck, Publish, Subscribe};
+use rumqttc::mqttbytes::v4::{Packet, Publish};
 use rumqttc::QoS;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::time::MissedTickBehavior;
 
 pub async fn run(args: Arc<Args>) -> Result<String, String> {
@@ -36,9 +36,8 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let samples = Arc::new(Mutex::new(Vec::with_capacity((total - warmup) as usize)));
     subscriber_thread(&args, &topic, warmup, deliveries.clone(), samples.clone()).await?;
 
-    let host = args.host.clone();
     let (mut reader, mut writer, mut buf) =
-        connect(&args, "bench-latency-publisher", &host, args.port).await?;
+        connect(&args, "bench-latency-publisher", &args.host, args.port).await?;
     let acked = Arc::new(AtomicU64::new(0));
     let counting = (args.qos == QoS::AtLeastOnce).then(|| {
         let acked = acked.clone();
@@ -101,6 +100,7 @@ async fn subscriber_thread(
     deliveries: Arc<Deliveries>,
     samples: Arc<Mutex<Vec<u64>>>,
 ) -> Result<(), String> {
+    const NAME: &str = "bench-latency-subscriber";
     let (subscribed_tx, subscribed_rx) = tokio::sync::oneshot::channel();
     let (args, topic) = (args.clone(), topic.to_string());
     std::thread::Builder::new()
@@ -112,84 +112,41 @@ async fn subscriber_thread(
             {
                 Ok(runtime) => runtime,
                 Err(e) => {
-                    let _ = subscribed_tx.send(Err(format!("subscriber runtime: {e}")));
+                    let _ = subscribed_tx.send(Err(format!("{NAME}: runtime: {e}")));
                     return;
                 }
             };
             runtime.block_on(async move {
-                let host = args.sub_host.as_deref().unwrap_or(&args.host);
-                let port = args.sub_port.unwrap_or(args.port);
-                let connected = async {
-                    let (mut reader, mut writer, mut buf) =
-                        connect(&args, "bench-latency-subscriber", host, port).await?;
-                    let mut subscribe = Subscribe::new(&topic, args.sub_qos());
-                    subscribe.pkid = 1;
-                    send(&mut writer, Packet::Subscribe(subscribe)).await?;
-                    match next_packet(&mut reader, &mut buf).await? {
-                        Packet::SubAck(_) => Ok((reader, writer, buf)),
-                        other => Err(format!("the broker answered SUBSCRIBE with {other:?}")),
-                    }
-                }
-                .await;
-                let (mut reader, mut writer, mut buf) = match connected {
-                    Ok(connection) => {
-                        let _ = subscribed_tx.send(Ok(()));
-                        connection
-                    }
-                    Err(e) => {
-                        let _ = subscribed_tx.send(Err(format!("bench-latency-subscriber: {e}")));
-                        return;
-                    }
-                };
-                let mut acks = BytesMut::new();
-                let mut arrived = now_ns();
-                loop {
-                    let mut taken = Vec::new();
-                    loop {
-                        match decoded(&mut buf) {
-                            Ok(Some(Packet::Publish(publish))) => {
-                                deliveries.record();
-                                if let (Some(n), Some(sent)) = (
-                                    number_after(&publish.payload, "value"),
-                                    number_after(&publish.payload, "sent_ns"),
-                                ) {
-                                    if n >= warmup {
-                                        taken.push(arrived.saturating_sub(sent));
-                                    }
-                                }
-                                if publish.qos == QoS::AtLeastOnce {
-                                    let _ = PubAck::new(publish.pkid).write(&mut acks);
-                                }
-                            }
-                            Ok(Some(_)) => {}
-                            Ok(None) => break,
-                            Err(e) => {
-                                eprintln!("bench-latency-subscriber: {e}");
-                                return;
-                            }
+                let (reader, writer, buf) =
+                    match subscribed(&args, NAME, &topic, args.sub_qos()).await {
+                        Ok(connection) => {
+                            let _ = subscribed_tx.send(Ok(()));
+                            connection
                         }
-                    }
-                    if !taken.is_empty() {
-                        if let Ok(mut samples) = samples.lock() {
-                            samples.extend(taken);
-                        }
-                    }
-                    if !acks.is_empty() {
-                        if writer.write_all(&acks).await.is_err() {
+                        Err(e) => {
+                            let _ = subscribed_tx.send(Err(e));
                             return;
                         }
-                        acks.clear();
+                    };
+                serve_deliveries(reader, writer, buf, NAME, |arrived, publish| {
+                    deliveries.record();
+                    let (Some(n), Some(sent)) = (
+                        number_after(&publish.payload, "value"),
+                        number_after(&publish.payload, "sent_ns"),
+                    ) else {
+                        return;
+                    };
+                    if n >= warmup {
+                        if let Ok(mut samples) = samples.lock() {
+                            samples.push(arrived.saturating_sub(sent));
+                        }
                     }
-                    buf.reserve(READ_SIZE);
-                    match reader.read_buf(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => arrived = now_ns(),
-                    }
-                }
+                })
+                .await;
             });
         })
-        .map_err(|e| format!("subscriber thread: {e}"))?;
+        .map_err(|e| format!("{NAME}: thread: {e}"))?;
     subscribed_rx
         .await
-        .map_err(|_| "the subscriber thread ended before its SUBACK".to_string())?
+        .map_err(|_| format!("{NAME}: its thread ended before the SUBACK"))?
 }

@@ -55,6 +55,7 @@ mod idle;
 mod latency;
 mod latency_raw;
 mod queued;
+mod raw;
 mod system;
 
 use args::{parse_args, Mode};
