@@ -9,7 +9,7 @@
 //!
 //! Why: rumqttc's event loop wrote a batch one message per write (about 5 µs each, so the 20th
 //! message of a batch left 100 µs after its send time was taken), and the subscriber waited on
-//! the generator's one runtime until the publisher's task had written the batch. Both broker's
+//! the generator's one runtime until the publisher's task had written the batch. Both brokers'
 //! publish → deliver figures measured that as much as the broker (issue 40).
 
 use crate::args::Args;
