@@ -31,8 +31,7 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let topics: Vec<String> = (0..args.publishers.max(1))
         .flat_map(|p| crate::fan_in::topics_of(&args.prefix, p, args.topics))
         .collect();
-    let total = args.rate * (args.warmup_ms + args.duration_ms) / 1_000;
-    let warmup = args.rate * args.warmup_ms / 1_000;
+    let (total, warmup) = args.paced_messages();
     // Crossing n's publish time ([`now_ns`]) and its event's arrival; 0 until then.
     let sent: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
     let arrived: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
@@ -93,7 +92,7 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     nodelay_all_tcp_sockets()?;
     let start = now_ns();
     let sender = {
-        let (rate, qos, size, base) = (args.rate, args.qos, args.size, args.crossing_base);
+        let (pace, qos, size, base) = (args.clone(), args.qos, args.size, args.crossing_base);
         let reset_ns = args.reset_ms * 1_000_000;
         let sent = sent.clone();
         tokio::spawn(async move {
@@ -116,8 +115,7 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
                         break 'pacing;
                     }
                 }
-                let due =
-                    ((u128::from(rate) * u128::from(elapsed) / 1_000_000_000) as u64).min(total);
+                let due = pace.due_by(elapsed, total);
                 while n < due {
                     let topic = (next_random(&mut random) % topics.len() as u64) as usize;
                     sent[n as usize].store(now_ns(), Ordering::Relaxed);

@@ -88,6 +88,19 @@ impl Args {
     pub fn sub_prefix(&self) -> &str {
         self.sub_prefix.as_deref().unwrap_or(&self.prefix)
     }
+
+    /// A paced load's messages in all (`--rate` over warm-up and measured window) and those
+    /// of the warm-up, which the percentiles leave out.
+    pub fn paced_messages(&self) -> (u64, u64) {
+        let total = self.rate * (self.warmup_ms + self.duration_ms) / 1_000;
+        (total, self.rate * self.warmup_ms / 1_000)
+    }
+
+    /// How many of a paced load's `total` messages are due `elapsed_ns` after its start, on
+    /// the fixed schedule of `--rate` (a late tick sends a bigger batch).
+    pub fn due_by(&self, elapsed_ns: u64, total: u64) -> u64 {
+        ((u128::from(self.rate) * u128::from(elapsed_ns) / 1_000_000_000) as u64).min(total)
+    }
 }
 
 fn qos_of(text: &str) -> QoS {

@@ -43,8 +43,7 @@ pub fn percentile_us(samples: &[u64], q: f64) -> f64 {
 
 pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let topic = format!("{}/latency", args.prefix);
-    let total = args.rate * (args.warmup_ms + args.duration_ms) / 1_000;
-    let warmup = args.rate * args.warmup_ms / 1_000;
+    let (total, warmup) = args.paced_messages();
     let deliveries = Arc::new(Deliveries::default());
     let samples = Arc::new(Mutex::new(Vec::with_capacity((total - warmup) as usize)));
     {
@@ -84,17 +83,15 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let start = now_ns();
     let sent_done = Arc::new(AtomicU64::new(0));
     let sender = {
-        let (rate, qos, size, sent_done) = (args.rate, args.qos, args.size, sent_done.clone());
+        let (pace, qos, size, sent_done) = (args.clone(), args.qos, args.size, sent_done.clone());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(1));
             tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
             let mut sent = 0;
             'pacing: while sent < total {
                 tick.tick().await;
-                // Due by now on the fixed schedule: a late tick sends a bigger batch.
                 let elapsed = now_ns() - start;
-                let due =
-                    ((u128::from(rate) * u128::from(elapsed) / 1_000_000_000) as u64).min(total);
+                let due = pace.due_by(elapsed, total);
                 while sent < due {
                     let body = payload(sent as usize, Some(now_ns()), size);
                     if client.publish(&topic, qos, false, body).await.is_err() {

@@ -30,8 +30,7 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
         return Err("--mode latency-raw publishes at QoS 0 or 1".into());
     }
     let topic = format!("{}/latency", args.prefix);
-    let total = args.rate * (args.warmup_ms + args.duration_ms) / 1_000;
-    let warmup = args.rate * args.warmup_ms / 1_000;
+    let (total, warmup) = args.paced_messages();
     let deliveries = Arc::new(Deliveries::default());
     let samples = Arc::new(Mutex::new(Vec::with_capacity((total - warmup) as usize)));
     subscriber_thread(&args, &topic, warmup, deliveries.clone(), samples.clone()).await?;
@@ -58,9 +57,8 @@ pub async fn run(args: Arc<Args>) -> Result<String, String> {
     let (mut sent, mut batch) = (0u64, BytesMut::new());
     while sent < total {
         tick.tick().await;
-        // Due by now on the fixed schedule: a late tick sends a bigger batch.
         let elapsed = now_ns() - start;
-        let due = ((u128::from(args.rate) * u128::from(elapsed) / 1_000_000_000) as u64).min(total);
+        let due = args.due_by(elapsed, total);
         let sent_ns = now_ns();
         batch.clear();
         for n in sent..due {
