@@ -372,8 +372,9 @@ async fn start_upstreams(state: &AppState) -> Result<()> {
     Ok(())
 }
 
-/// Resolves at SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is called,
-/// not when the future is first polled.
+/// Resolves at SIGTERM or SIGINT (Ctrl-C). On Unix the handlers are installed when this is
+/// called, not when the future is first polled; elsewhere only Ctrl-C is listened for, from
+/// the first poll.
 fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
